@@ -1,0 +1,186 @@
+"""Value types that travel between the suite, the worker, the store and the views."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "skipped", "error"]
+
+#: Bytes per element of the dtypes benchbench knows by name.
+ITEMSIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "complex64": 8,
+    "complex128": 16,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+}
+
+CACHE_MODES = ("warm", "cold", "rotate")
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: the form hashed into ids."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def short_hash(value: Any, length: int = 16) -> str:
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One thing to measure: a workload's variant at one value of every axis.
+
+    ``size`` is the x-axis number (elements); ``shape`` the tensor shape it stands for.
+    Work models and setups read it like ``p.numel``, ``p.itemsize``, ``p["dim"]``.
+    """
+
+    suite: str
+    workload: str
+    variant: str
+    size: int
+    shape: tuple[int, ...]
+    dtype: str
+    device: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    def __getitem__(self, name: str) -> Any:
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise KeyError(f"point {self.label} has no parameter {name!r}")
+
+    @property
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def label(self) -> str:
+        """Reads like ``sqrt:torch.sqrt[float32, cpu](n=1048576)``."""
+        size = "x".join(map(str, self.shape)) if len(self.shape) > 1 else str(self.size)
+        extra = "".join(f", {k}={v}" for k, v in self.params)
+        return f"{self.workload}:{self.variant}[{self.dtype}, {self.device}](n={size}{extra})"
+
+    @property
+    def canonical_params(self) -> dict[str, Any]:
+        """Everything but suite, workload and variant that identifies the point."""
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "device": self.device,
+            **{k: v for k, v in self.params},
+        }
+
+    def benchmark_id(self, code_version: int = 1) -> str:
+        """Stable id of this point's history: hash of suite, workload, variant, params."""
+        return short_hash(
+            [self.suite, self.workload, self.variant, self.canonical_params, code_version]
+        )
+
+    def input_seed(self) -> int:
+        """Seed shared by every variant of the point, so all of them see the same data."""
+        key = [self.suite, self.workload, self.canonical_params]
+        return int(short_hash(key, 8), 16)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "workload": self.workload,
+            "variant": self.variant,
+            "size": self.size,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "device": self.device,
+            "params": [[k, v] for k, v in self.params],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Point:
+        return cls(
+            suite=str(data["suite"]),
+            workload=str(data["workload"]),
+            variant=str(data["variant"]),
+            size=int(data["size"]),
+            shape=tuple(int(s) for s in data["shape"]),
+            dtype=str(data["dtype"]),
+            device=str(data["device"]),
+            params=tuple((str(k), v) for k, v in data["params"]),
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    """What measuring one point produced. Statistics are derived from ``samples_s``."""
+
+    point: Point
+    status: Status
+    reason: str | None = None
+    samples_s: tuple[float, ...] = ()
+    calls_per_sample: int = 1
+    warmup: Mapping[str, Any] = field(default_factory=dict)
+    converged: bool | None = None
+    stop_reason: str | None = None
+    cache_mode: str = "warm"
+    threads: int | None = None
+    bytes_per_call: float | None = None
+    flop_per_call: float | None = None
+    items_per_call: float | None = None
+    max_rel_error: float | None = None
+    peak_memory_bytes: int | None = None
+    warnings: tuple[str, ...] = ()
+    telemetry: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    code_version: int = 1
+    duration_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "point": self.point.to_dict(),
+            "status": self.status,
+            "reason": self.reason,
+            "samples_s": list(self.samples_s),
+            "calls_per_sample": self.calls_per_sample,
+            "warmup": dict(self.warmup),
+            "converged": self.converged,
+            "stop_reason": self.stop_reason,
+            "cache_mode": self.cache_mode,
+            "threads": self.threads,
+            "bytes_per_call": self.bytes_per_call,
+            "flop_per_call": self.flop_per_call,
+            "items_per_call": self.items_per_call,
+            "max_rel_error": self.max_rel_error,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "warnings": list(self.warnings),
+            "telemetry": dict(self.telemetry) if self.telemetry is not None else None,
+            "extra": dict(self.extra),
+            "code_version": self.code_version,
+            "duration_s": self.duration_s,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Result:
+        values = dict(data)
+        values["point"] = Point.from_dict(data["point"])
+        values["samples_s"] = tuple(float(s) for s in data.get("samples_s", ()))
+        values["warnings"] = tuple(data.get("warnings", ()))
+        return cls(**values)

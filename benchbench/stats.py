@@ -1,0 +1,138 @@
+"""Statistics of a benchmark point, derived from its raw samples.
+
+Times are per call, in seconds. The headline is the median; its confidence
+interval is distribution-free (order statistics of a Binomial(n, 1/2)), so it holds
+for the skewed, heavy-tailed timing distributions a shared machine produces, where
+a mean ± t·s interval does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+#: Confidence level of every interval benchbench reports.
+CONFIDENCE = 0.95
+
+
+@lru_cache(maxsize=4096)
+def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int]:
+    """0-based ranks (lo, hi) of the order statistics bounding the median's CI.
+
+    With B ~ Binomial(n, 1/2) counting samples below the true median, the interval
+    [x_(l), x_(n-l+1)] (1-based) covers it with probability 1 - 2·P(B <= l-1).
+    ``l`` is the largest rank keeping that at or above ``confidence``; for n < 6 no
+    rank reaches 95 % and the interval is the full range.
+    """
+    if n < 1:
+        raise ValueError(f"median CI needs at least one sample, got n={n}")
+    alpha = 1.0 - confidence
+    low = int(_scipy_stats.binom.ppf(alpha / 2.0, n, 0.5))
+    # ppf gives the smallest l with P(B <= l) >= alpha/2, so P(B <= l-1) < alpha/2.
+    low = max(1, low)
+    high = n - low + 1
+    return low - 1, high - 1
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Per-call statistics of one point. Build with :meth:`from_samples`."""
+
+    per_call_s: tuple[float, ...]
+    confidence: float = CONFIDENCE
+
+    @classmethod
+    def from_samples(cls, samples_s: Sequence[float], calls_per_sample: int) -> Stats:
+        """Statistics from raw sample times (each the time of ``calls_per_sample`` calls)."""
+        if calls_per_sample < 1:
+            raise ValueError(f"calls_per_sample must be >= 1, got {calls_per_sample}")
+        return cls(tuple(float(s) / calls_per_sample for s in samples_s))
+
+    @cached_property
+    def _sorted(self) -> np.ndarray:
+        if not self.per_call_s:
+            raise ValueError("statistics need at least one sample, got none")
+        return np.sort(np.asarray(self.per_call_s, dtype=np.float64))
+
+    @property
+    def n(self) -> int:
+        return len(self.per_call_s)
+
+    @cached_property
+    def median_s(self) -> float:
+        return float(np.median(self._sorted))
+
+    @cached_property
+    def mean_s(self) -> float:
+        return float(np.mean(self._sorted))
+
+    @property
+    def min_s(self) -> float:
+        return float(self._sorted[0])
+
+    @property
+    def max_s(self) -> float:
+        return float(self._sorted[-1])
+
+    @cached_property
+    def q1_s(self) -> float:
+        return float(np.percentile(self._sorted, 25))
+
+    @cached_property
+    def q3_s(self) -> float:
+        return float(np.percentile(self._sorted, 75))
+
+    @property
+    def iqr_s(self) -> float:
+        return self.q3_s - self.q1_s
+
+    @cached_property
+    def stdev_s(self) -> float:
+        return float(np.std(self._sorted, ddof=1)) if self.n > 1 else 0.0
+
+    @cached_property
+    def _ci(self) -> tuple[float, float]:
+        lo, hi = median_ci_ranks(self.n, self.confidence)
+        return float(self._sorted[lo]), float(self._sorted[hi])
+
+    @property
+    def ci_low_s(self) -> float:
+        return self._ci[0]
+
+    @property
+    def ci_high_s(self) -> float:
+        return self._ci[1]
+
+    @property
+    def rel_ci_half_width(self) -> float:
+        """Half the CI width relative to the median: the stopping rule's precision."""
+        if self.median_s <= 0:
+            return math.inf
+        return (self.ci_high_s - self.ci_low_s) / (2.0 * self.median_s)
+
+    @property
+    def rel_iqr(self) -> float:
+        return self.iqr_s / self.median_s if self.median_s > 0 else math.inf
+
+    #: The statistics written to the store and to ``--json``, in column order.
+    fields = (
+        "n",
+        "median_s",
+        "mean_s",
+        "min_s",
+        "max_s",
+        "q1_s",
+        "q3_s",
+        "stdev_s",
+        "ci_low_s",
+        "ci_high_s",
+    )
+
+    def summary(self) -> dict[str, float]:
+        """The :attr:`fields` as a plain dict."""
+        return {name: getattr(self, name) for name in self.fields}

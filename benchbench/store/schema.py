@@ -1,0 +1,169 @@
+"""The store's tables (SQLAlchemy Core), identical on SQLite and PostgreSQL.
+
+``SCHEMA_VERSION`` history:
+  1 — run, environment, benchmark, measurement, telemetry, profile, alert, annotation.
+A store written by a newer benchbench is refused; an older one is migrated forward
+by the steps in :mod:`benchbench.store.migrations`.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+SCHEMA_VERSION = 1
+
+JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
+Timestamp = sa.DateTime(timezone=True)
+
+metadata = sa.MetaData()
+
+schema_version = sa.Table(
+    "schema_version",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True),
+)
+
+environment = sa.Table(
+    "environment",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("machine", sa.String(255), nullable=False),
+    sa.Column("fields", JSONType, nullable=False),
+    sa.Column("info", JSONType, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+run = sa.Table(
+    "run",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("group_id", sa.String(36), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("label", sa.String(255)),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("started_at", Timestamp, nullable=False),
+    sa.Column("finished_at", Timestamp),
+    sa.Column("suites", JSONType, nullable=False),
+    sa.Column("harness_version", sa.String(32), nullable=False),
+    sa.Column("git_sha", sa.String(64)),
+    sa.Column("git_branch", sa.String(255)),
+    sa.Column("git_dirty", sa.Boolean),
+    sa.Column("tags", JSONType, nullable=False),
+    sa.Column("config", JSONType, nullable=False),
+    sa.Column("environment_id", sa.String(32), sa.ForeignKey("environment.id")),
+    sa.Index("ix_run_environment_started", "environment_id", "started_at"),
+    sa.Index("ix_run_group", "group_id"),
+    sa.Index("ix_run_label", "label"),
+)
+
+benchmark = sa.Table(
+    "benchmark",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("suite", sa.String(255), nullable=False),
+    sa.Column("workload", sa.String(255), nullable=False),
+    sa.Column("variant", sa.String(255), nullable=False),
+    sa.Column("device", sa.String(32), nullable=False),
+    sa.Column("dtype", sa.String(32), nullable=False),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("shape", JSONType, nullable=False),
+    sa.Column("params", JSONType, nullable=False),
+    sa.Column("code_version", sa.Integer, nullable=False),
+    sa.Index("ix_benchmark_workload", "suite", "workload"),
+)
+
+_stat_columns = [
+    sa.Column(name, sa.Float)
+    for name in (
+        "median_s",
+        "mean_s",
+        "min_s",
+        "max_s",
+        "q1_s",
+        "q3_s",
+        "stdev_s",
+        "ci_low_s",
+        "ci_high_s",
+        "bytes_per_call",
+        "flop_per_call",
+        "items_per_call",
+        "bytes_per_s",
+        "flop_per_s",
+        "items_per_s",
+        "max_rel_error",
+        "duration_s",
+    )
+]
+
+measurement = sa.Table(
+    "measurement",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(36), sa.ForeignKey("run.id"), nullable=False),
+    sa.Column("benchmark_id", sa.String(32), sa.ForeignKey("benchmark.id"), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("n", sa.Integer),
+    *_stat_columns,
+    sa.Column("samples_s", JSONType, nullable=False),
+    sa.Column("calls_per_sample", sa.Integer, nullable=False),
+    sa.Column("warmup", JSONType, nullable=False),
+    sa.Column("converged", sa.Boolean),
+    sa.Column("stop_reason", sa.Text),
+    sa.Column("cache_mode", sa.String(16), nullable=False),
+    sa.Column("threads", sa.Integer),
+    sa.Column("peak_memory_bytes", sa.BigInteger),
+    sa.Column("warnings", JSONType, nullable=False),
+    sa.Column("extra", JSONType, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("run_id", "benchmark_id", name="uq_measurement_run_benchmark"),
+    sa.Index("ix_measurement_benchmark_run", "benchmark_id", "run_id"),
+)
+
+telemetry = sa.Table(
+    "telemetry",
+    metadata,
+    sa.Column("measurement_id", sa.Integer, sa.ForeignKey("measurement.id"), primary_key=True),
+    sa.Column("data", JSONType, nullable=False),
+)
+
+profile = sa.Table(
+    "profile",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("environment_id", sa.String(32), sa.ForeignKey("environment.id"), nullable=False),
+    sa.Column("device", sa.String(32), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("data", JSONType, nullable=False),
+    sa.Index("ix_profile_environment_device", "environment_id", "device"),
+)
+
+alert = sa.Table(
+    "alert",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("benchmark_id", sa.String(32), sa.ForeignKey("benchmark.id"), nullable=False),
+    sa.Column("environment_id", sa.String(32), sa.ForeignKey("environment.id"), nullable=False),
+    sa.Column("last_good_run_id", sa.String(36)),
+    sa.Column("first_bad_run_id", sa.String(36), nullable=False),
+    sa.Column("rel_change", sa.Float, nullable=False),
+    sa.Column("severity", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("detail", JSONType, nullable=False),
+    sa.UniqueConstraint("benchmark_id", "environment_id", "first_bad_run_id", name="uq_alert"),
+)
+
+annotation = sa.Table(
+    "annotation",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("benchmark_id", sa.String(32)),
+    sa.Column("environment_id", sa.String(32)),
+    sa.Column("run_id", sa.String(36)),
+    sa.Column("alert_id", sa.Integer),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)

@@ -1,0 +1,1 @@
+"""Terminal views: result tables and JSON documents (plots live in views.plot)."""

@@ -1,0 +1,1 @@
+"""Built-in suites (installed as ``benchbench.builtin_suites``)."""

@@ -1,0 +1,195 @@
+"""`benchbench run / list / runs / show` end to end on a real SQLite store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchbench.store import open_store
+from benchbench.views.results import RESULT_KEYS
+from tests.integration.cli import SUITES, benchbench, env, json_of
+
+
+def test_run_stores_every_point_and_prints_json(tmp_path):
+    db = tmp_path / "store.db"
+    done = benchbench("run", str(SUITES / "tiny.py"), "--store", str(db), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json_of(done)
+    results = doc["results"]
+    assert len(results) == 5
+    for result in results:
+        assert set(RESULT_KEYS) <= set(result)
+        assert result["status"] == "ok", result
+        assert result["median_s"] > 0
+        assert result["ci_low_s"] <= result["median_s"] <= result["ci_high_s"]
+        assert len(result["samples"]) >= 10
+        assert result["calls_per_sample"] >= 1
+        assert result["max_rel_error"] is not None and result["max_rel_error"] < 1e-4
+    sqrt = [r for r in results if r["workload"] == "sqrt"]
+    assert all(r["bytes_per_s"] and r["flop_per_s"] for r in sqrt)
+    summed = [r for r in results if r["workload"] == "sum"]
+    assert summed[0]["bytes_per_s"] is None  # no work model declared: no invented throughput
+
+    store = open_store(str(db))
+    run = store.resolve_run(doc["run_id"])
+    assert run["status"] == "finished"
+    assert run["environment_id"]
+    assert len(store.measurements(doc["run_id"])) == 5
+
+    shown = json_of(
+        benchbench("show", doc["run_id"][:8], "--store", str(db), "--json", cwd=tmp_path)
+    )
+    assert [r["median_s"] for r in shown["results"]] == [r["median_s"] for r in results]
+    runs = json_of(benchbench("runs", "--store", str(db), "--json", cwd=tmp_path))
+    assert [r["id"] for r in runs["runs"]] == [doc["run_id"]]
+    table = benchbench("show", "latest", "--store", str(db), cwd=tmp_path)
+    assert table.returncode == 0 and "x.sqrt_()" in table.stdout
+
+
+def test_default_store_is_results_sqlite_in_the_working_directory(tmp_path):
+    done = benchbench("run", str(SUITES / "tiny.py"), "--filter", "sum", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "results" / "benchbench.db").is_file()
+    assert "torch.sum" in done.stdout
+
+
+def test_failures_are_isolated_and_recorded_with_their_reason(tmp_path):
+    db = tmp_path / "store.db"
+    done = benchbench(
+        "run",
+        str(SUITES / "faulty.py"),
+        "--store",
+        str(db),
+        "--json",
+        "--timeout",
+        "8",
+        "--memory-limit",
+        "8G",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    by_variant = {r["variant"]: r for r in json_of(done)["results"]}
+    assert by_variant["good"]["status"] == "ok"
+    assert by_variant["after"]["status"] == "ok"  # the run went on past every failure
+    assert by_variant["abort"]["reason"] == "crashed: SIGABRT"
+    assert by_variant["hang"]["reason"] == "timed out after 8 s"
+    assert "ValueError: boom from the suite" in by_variant["raise"]["reason"]
+    assert by_variant["wrong"]["reason"].startswith("wrong result: max rel error")
+    assert by_variant["oom"]["reason"].startswith("out of memory")
+    assert all(
+        by_variant[v]["status"] == "error" for v in ("abort", "hang", "raise", "wrong", "oom")
+    )
+    assert len(open_store(str(db)).measurements(json_of(done)["run_id"])) == 7
+
+
+def test_sigkill_leaves_every_finished_point_readable(tmp_path):
+    db = tmp_path / "store.db"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchbench",
+            "run",
+            str(SUITES / "tiny.py"),
+            "--store",
+            str(db),
+            "--budget",
+            "0.3",
+        ],
+        cwd=tmp_path,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        stored = 0
+        while time.monotonic() < deadline and stored < 2:
+            time.sleep(0.2)
+            if db.exists():
+                try:
+                    store = open_store(str(db))
+                    runs = store.runs()
+                    stored = len(store.measurements(runs[0]["id"])) if runs else 0
+                except Exception:
+                    stored = 0
+        assert stored >= 2, "the run never stored two points"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    store = open_store(str(db))
+    run = store.runs()[0]
+    rows = store.measurements(run["id"])
+    assert 2 <= len(rows) < 5
+    assert all(r["status"] == "ok" and r["median_s"] > 0 and r["samples_s"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch\nsuite = (\n", "line 2: syntax error"),
+        ("import torch\nimport no_such_module_here\n", "line 2: ModuleNotFoundError"),
+    ],
+)
+def test_broken_suite_files_exit_1_naming_file_and_line(tmp_path, source, expected):
+    path = tmp_path / "broken.py"
+    path.write_text(source)
+    done = benchbench("run", str(path), "--store", str(tmp_path / "s.db"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "broken.py" in done.stderr and expected in done.stderr
+
+
+def test_invalid_axis_value_names_workload_and_value(tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text(
+        "import torch\nfrom benchbench import Suite, Variant\nsuite = Suite('bad')\n"
+        "suite.workload('neg', setup=lambda c: c.uniform(), variants=[Variant('v', torch.sqrt)],\n"
+        "               sizes=[-4])\n"
+    )
+    done = benchbench("list", str(path), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "workload 'neg'" in done.stderr and "got -4" in done.stderr and "bad.py" in done.stderr
+
+
+def test_unknown_suite_is_a_usage_error_listing_the_builtins(tmp_path):
+    done = benchbench("run", "no-such-suite", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "unknown suite 'no-such-suite'" in done.stderr and "quick" in done.stderr
+
+
+def test_absent_device_is_skipped_with_the_reason(tmp_path):
+    done = benchbench(
+        "run",
+        str(SUITES / "tiny.py"),
+        "--device",
+        "cuda",
+        "--store",
+        str(tmp_path / "s.db"),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1  # nothing could be measured
+    results = json_of(done)["results"]
+    assert results and all(r["status"] == "skipped" for r in results)
+    assert all(r["reason"] == "CUDA is not available" for r in results)
+    assert "nothing could be measured" in done.stderr
+
+
+def test_list_shows_points_without_measuring(tmp_path):
+    done = benchbench("list", "quick", "--json", cwd=tmp_path)
+    assert done.returncode == 0
+    labels = [p["label"] for p in json_of(done)["points"]]
+    assert "sqrt:x.sqrt_()[float32, cpu](n=4194304)" in labels
+    assert "matmul:torch.matmul[float32, cpu](n=256x256)" in labels
+
+
+def test_show_unknown_run_lists_what_exists(tmp_path):
+    done = benchbench("show", "nope", "--store", str(tmp_path / "s.db"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "no run 'nope'" in done.stderr and "no runs yet" in done.stderr

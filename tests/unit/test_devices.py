@@ -1,0 +1,113 @@
+"""Logic of the CUDA and MPS timers with injected fakes (no GPU result is claimed)."""
+
+from types import SimpleNamespace
+
+from benchbench.devices import (
+    CudaTimer,
+    MpsTimer,
+    _parse_cache_size,
+    cpu_cache_sizes,
+    unavailable_reason,
+)
+from benchbench.engine import Block
+
+
+class FakeCuda:
+    """Records the order of calls; events carry the virtual time they were recorded at."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.now_ms = 0.0
+        self.synchronizes = 0
+
+    def synchronize(self) -> None:
+        self.synchronizes += 1
+        self.log.append("sync")
+
+    def Event(self, enable_timing: bool = False):
+        assert enable_timing
+        cuda = self
+
+        class Event:
+            def record(self) -> None:
+                self.at = cuda.now_ms
+                cuda.log.append("record")
+
+            def elapsed_time(self, end) -> float:
+                return end.at - self.at
+
+        return Event()
+
+
+def test_cuda_timer_uses_event_pairs_and_one_sync_per_batch():
+    cuda = FakeCuda()
+
+    def loop(n: int) -> None:
+        cuda.now_ms += 0.5 * n
+        cuda.log.append(f"loop{n}")
+
+    def pre() -> None:
+        cuda.log.append("flush")
+
+    timer = CudaTimer(cuda)
+    times = timer.measure([Block(loop, 2, pre), Block(loop, 4, pre)])
+    assert times == [0.001, 0.002]  # ms from elapsed_time converted to seconds
+    assert cuda.synchronizes == 1
+    assert cuda.log == [
+        "flush",
+        "record",
+        "loop2",
+        "record",
+        "flush",
+        "record",
+        "loop4",
+        "record",
+        "sync",
+    ]
+
+
+def test_mps_timer_synchronizes_around_each_block():
+    calls: list[str] = []
+    mps = SimpleNamespace(synchronize=lambda: calls.append("sync"))
+    ticks = iter(range(0, 10**9, 1_000_000))
+    timer = MpsTimer(mps, clock=lambda: next(ticks))
+    out = timer.measure([Block(lambda n: calls.append("loop"), 1)])
+    assert calls == ["sync", "loop", "sync"]
+    assert out == [0.001]
+
+
+def _fake_torch(cuda: bool = False, mps_built: bool = False, mps_available: bool = False):
+    return SimpleNamespace(
+        cuda=SimpleNamespace(is_available=lambda: cuda, device_count=lambda: 1 if cuda else 0),
+        backends=SimpleNamespace(
+            mps=SimpleNamespace(is_built=lambda: mps_built, is_available=lambda: mps_available)
+        ),
+    )
+
+
+def test_unavailable_reasons_name_what_is_missing():
+    assert unavailable_reason("cpu", _fake_torch()) is None
+    assert unavailable_reason("cuda", _fake_torch()) == "CUDA is not available"
+    assert unavailable_reason("cuda", _fake_torch(cuda=True)) is None
+    assert "does not exist" in str(unavailable_reason("cuda:3", _fake_torch(cuda=True)))
+    assert "not built with MPS" in str(unavailable_reason("mps", _fake_torch()))
+    assert "no MPS device" in str(unavailable_reason("mps", _fake_torch(mps_built=True)))
+    assert unavailable_reason("mps", _fake_torch(mps_built=True, mps_available=True)) is None
+
+
+def test_cache_sizes_from_sysfs(tmp_path):
+    for i, (level, kind, size) in enumerate(
+        [
+            ("1", "Data", "32K"),
+            ("1", "Instruction", "32K"),
+            ("2", "Unified", "1024K"),
+            ("3", "Unified", "36608K"),
+        ]
+    ):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(level + "\n")
+        (d / "type").write_text(kind + "\n")
+        (d / "size").write_text(size + "\n")
+    assert cpu_cache_sizes(tmp_path) == {"L1d": 32 * 1024, "L2": 1024 * 1024, "L3": 36608 * 1024}
+    assert _parse_cache_size("2M") == 2 * 2**20

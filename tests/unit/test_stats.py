@@ -1,0 +1,62 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from benchbench.stats import Stats, median_ci_ranks
+
+
+def test_statistics_of_known_samples():
+    stats = Stats.from_samples([float(v) for v in range(1, 11)], calls_per_sample=1)
+    assert stats.n == 10
+    assert stats.median_s == 5.5
+    assert stats.mean_s == 5.5
+    assert stats.min_s == 1 and stats.max_s == 10
+    assert stats.q1_s == pytest.approx(3.25)
+    assert stats.q3_s == pytest.approx(7.75)
+    assert stats.stdev_s == pytest.approx(np.std(range(1, 11), ddof=1))
+
+
+def test_calls_per_sample_divides_every_sample():
+    stats = Stats.from_samples([10.0, 20.0, 30.0], calls_per_sample=10)
+    assert stats.per_call_s == (1.0, 2.0, 3.0)
+    assert stats.median_s == 2.0
+
+
+def test_median_ci_ranks_match_the_binomial_table():
+    # Classic table for the 95 % distribution-free CI of the median:
+    # n=10 -> [x(2), x(9)], n=20 -> [x(6), x(15)], n=100 -> [x(40), x(61)] (1-based).
+    assert median_ci_ranks(10) == (1, 8)
+    assert median_ci_ranks(20) == (5, 14)
+    assert median_ci_ranks(100) == (39, 60)
+
+
+@pytest.mark.parametrize("n", [6, 10, 25, 100, 1000])
+def test_median_ci_covers_at_least_the_confidence(n):
+    lo, hi = median_ci_ranks(n)
+    # P(x_(lo+1) <= m <= x_(hi+1)) = P(lo+1 <= B <= hi) for B ~ Bin(n, 1/2)
+    coverage = scipy_stats.binom.cdf(hi, n, 0.5) - scipy_stats.binom.cdf(lo, n, 0.5)
+    assert coverage >= 0.95
+
+
+def test_ci_and_relative_width_from_samples():
+    samples = [1.0] * 5 + [2.0] * 10 + [3.0] * 5
+    stats = Stats.from_samples(samples, 1)
+    assert stats.ci_low_s == 2.0 and stats.ci_high_s == 2.0
+    assert stats.rel_ci_half_width == 0.0
+    wide = Stats.from_samples([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 1)
+    assert wide.rel_ci_half_width == pytest.approx((9 - 2) / (2 * 5.5))
+
+
+def test_empty_samples_are_an_error():
+    with pytest.raises(ValueError, match="at least one sample"):
+        _ = Stats(()).median_s
+    with pytest.raises(ValueError, match="calls_per_sample"):
+        Stats.from_samples([1.0], 0)
+
+
+def test_summary_has_every_field():
+    summary = Stats.from_samples([1.0, 2.0, 3.0], 1).summary()
+    assert set(summary) == set(Stats.fields)
+    assert all(math.isfinite(v) for v in summary.values())
