@@ -38,13 +38,16 @@ Departures from Hunter, each for a reason:
   population standard deviations (ddof = 0) to scipy.
 
 Creep (gradual drift) is reported as change points (the merge keeps a ramp as a
-staircase of steps of at least ``min_effect``) **and** as a :class:`Creep` when the
-ramp fits better: around each run of same-direction change points no more than
-``creep_max_gap`` points apart, a continuous old-level / linear ramp / new-level
-("broken stick") model is fitted by least absolute deviations; when its ramp spans
-at least ``creep_min_points`` points and its absolute error is below that of the
-staircase of segment medians, the run is a creep. Every creep therefore covers at
-least one change point, and :func:`regressions` already alerts on it.
+staircase of steps of at least ``min_effect``) **and** as a :class:`Creep` when a
+ramp explains the data better. Around each run of same-direction change points no
+more than ``creep_max_gap`` points apart, a continuous old-level / linear ramp /
+new-level ("broken stick") model is fitted by least absolute deviations, the levels
+being the medians outside the ramp. The run is a creep when the ramp spans at least
+``creep_min_points`` points and its absolute error, with a BIC-like penalty of
+``sigma * ln(points)`` per parameter (ramp 4, staircase of r steps 2r + 1), is below
+the staircase's. This part is ours, not Hunter's. Every creep covers at least one
+change point, so :func:`regressions` already alerts on it; a ramp still running at
+the end of the series is a creep whose ``end`` is near the last index.
 
 Missing values: NaN (a failed run) is skipped; indexes in the results always refer
 to positions in the input. Infinite and non-positive values are rejected: a time or
@@ -466,9 +469,14 @@ def _creeps(
         # still running at the end of the series has no flat segment after it.
         old = _expanding_medians(y[lo : starts[-1] + 1], starts[0] + 1 - lo)[:, None, None]
         new = _expanding_medians(y[ends[0] : hi][::-1], hi - ends[-1])[::-1][None, :, None]
+        # Left of the earliest start every model predicts its old level, right of the
+        # latest end its new level: those costs are (S, 1) and (1, E), not (S, E, n).
+        first, last = int(starts[0]), int(ends[-1]) + 1
+        cost = np.abs(y[lo:first][None, None, :] - old).sum(axis=2)
+        cost = cost + np.abs(y[last:hi][None, None, :] - new).sum(axis=2)
         s, e = starts[:, None, None], ends[None, :, None]
-        frac = np.clip((np.arange(lo, hi)[None, None, :] - s) / (e - s), 0.0, 1.0)
-        cost = np.abs(region[None, None, :] - (old + (new - old) * frac)).sum(axis=2)
+        frac = np.clip((np.arange(first, last)[None, None, :] - s) / (e - s), 0.0, 1.0)
+        cost = cost + np.abs(y[first:last][None, None, :] - (old + (new - old) * frac)).sum(axis=2)
         bi, bj = np.unravel_index(int(np.argmin(cost)), cost.shape)
         start, end = int(starts[bi]), int(ends[bj])
         before, after = float(old[bi, 0, 0]), float(new[0, bj, 0])
