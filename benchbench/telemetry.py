@@ -32,6 +32,11 @@ from typing import Any
 
 import psutil
 
+try:
+    import pynvml
+except ImportError:  # a declared dependency, but a CPU-only install may drop it
+    pynvml = None
+
 from benchbench.errors import BundleError, UsageError
 
 # Chips whose sensors are the CPU package/cores (Intel, AMD, Raspberry Pi-style SoCs).
@@ -332,17 +337,20 @@ class _NvmlReader:
 
 
 @functools.lru_cache(maxsize=1)
-def _default_nvml() -> ModuleType | None:
-    # Initialised once per process and never shut down: nvmlInit costs ~0.1-1 s on a GPU
-    # machine and a worker measures many points. Any failure (no package, no driver, no
-    # GPU) means "no GPU telemetry", cached so it is neither retried nor reported per point.
-    try:
-        import pynvml
+def load_nvml() -> tuple[ModuleType | None, str]:
+    """``(pynvml, "")`` once NVML is initialised, or ``(None, why not)``.
 
+    Initialised once per process and never shut down: ``nvmlInit`` costs ~0.1-1 s on a GPU
+    machine and a worker measures many points. Any failure (no package, no driver, no GPU)
+    means "no GPU telemetry"; it is cached, so neither retried nor reported per point.
+    """
+    if pynvml is None:
+        return None, "the nvidia-ml-py package (import pynvml) is not installed"
+    try:
         pynvml.nvmlInit()
-    except Exception:
-        return None
-    return pynvml
+    except Exception as exc:
+        return None, f"nvmlInit failed: {exc}"
+    return pynvml, ""
 
 
 def _cpu_temperature_c() -> float | None:
@@ -390,7 +398,7 @@ class TelemetrySampler:
         self._top = top_processes
         own = {os.getpid()} if exclude_pids is None else set(exclude_pids)
         self._processes = _ProcessScanner(frozenset(own))
-        module = _default_nvml() if isinstance(nvml, str) and nvml == "auto" else nvml
+        module = load_nvml()[0] if isinstance(nvml, str) and nvml == "auto" else nvml
         self._gpu = _NvmlReader(module, gpu_indices, own) if module is not None else None
         self._values: dict[str, list[float]] = {}
         self._n_samples = 0
