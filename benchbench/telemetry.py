@@ -209,7 +209,10 @@ class _ProcessScanner:
         self._names: dict[int, str | None] = {}
 
     def scan(self) -> None:
-        alive = set(psutil.pids()) - self._exclude
+        try:
+            alive = set(psutil.pids()) - self._exclude
+        except (OSError, psutil.Error):
+            return  # no process table (a sandbox without /proc): no process telemetry
         for pid in self._procs.keys() - alive:
             del self._procs[pid]
         for pid in alive:
@@ -353,11 +356,24 @@ def load_nvml() -> tuple[ModuleType | None, str]:
     return pynvml, ""
 
 
+def _cpu_freqs_mhz() -> list[float]:
+    # Per-core frequency is missing on some platforms (Apple silicon, some VMs and
+    # sandboxes), and a 0.0 reading means "not known" there: both are absent, not zero.
+    try:
+        freqs = psutil.cpu_freq(percpu=True) or []
+    except (OSError, NotImplementedError, AttributeError, RuntimeError):
+        return []
+    return [f.current for f in freqs if f.current and f.current > 0]
+
+
 def _cpu_temperature_c() -> float | None:
     read = getattr(psutil, "sensors_temperatures", None)  # absent on macOS and Windows
     if read is None:
         return None
-    chips = read()
+    try:
+        chips = read()
+    except (OSError, RuntimeError):
+        return None
     readings = [
         sensor.current
         for chip in CPU_TEMPERATURE_CHIPS
@@ -420,7 +436,7 @@ class TelemetrySampler:
         if slow is None:
             slow = self._last_slow is None or now - self._last_slow >= self.slow_interval_s
         self._n_samples += 1
-        freqs = [f.current for f in psutil.cpu_freq(percpu=True) or [] if f.current > 0]
+        freqs = _cpu_freqs_mhz()
         for index, mhz in enumerate(freqs):
             self._record(f"cpu{index}_freq_mhz", mhz)
         if freqs:

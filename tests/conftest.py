@@ -25,12 +25,12 @@ except ImportError:
 def pg_server() -> Iterator[PgServer]:
     """The session's PostgreSQL server (started on first use, stopped and deleted at the end)."""
     try:
-        binaries = find_binaries(os.environ)
+        server = PgServer(find_binaries(os.environ))
     except PostgresUnavailable as exc:
         if exc.must_fail:
             pytest.fail(f"CI=true and PostgreSQL is unavailable: {exc.reason}", pytrace=False)
         pytest.skip(exc.reason)
-    with PgServer(binaries) as server:
+    with server:
         yield server
 
 
