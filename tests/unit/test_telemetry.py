@@ -1,0 +1,336 @@
+"""Telemetry sampling: NVML logic against a fake module, psutil for real (structure only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pynvml
+import pytest
+
+from benchbench.errors import BundleError, UsageError
+from benchbench.telemetry import (
+    THROTTLE_REASON_BITS,
+    GpuProcess,
+    MetricSummary,
+    ProcessUsage,
+    Telemetry,
+    TelemetrySampler,
+    decode_throttle_reasons,
+    warnings,
+)
+
+NO_SUCH_PID = 999_999_999  # above Linux's pid_max (4,194,304): never a real process
+
+
+class FakeNvmlError(Exception):
+    """Stands for pynvml.NVMLError_NotSupported in the fake."""
+
+
+@dataclass
+class FakeUtilization:
+    gpu: int
+    memory: int
+
+
+@dataclass
+class FakeProcessInfo:
+    pid: int
+    usedGpuMemory: int | None
+
+
+@dataclass
+class FakeGpu:
+    """Scripted readings, one entry per sample; a missing list means "not supported"."""
+
+    sm_mhz: list[int] = field(default_factory=list)
+    mem_mhz: list[int] = field(default_factory=list)
+    power_mw: list[int] | None = None
+    temp_c: list[int] = field(default_factory=list)
+    util: list[FakeUtilization] = field(default_factory=list)
+    reasons: list[int] = field(default_factory=list)
+    processes: list[FakeProcessInfo] = field(default_factory=list)
+
+
+class FakeNvml:
+    """A stand-in for an initialised ``pynvml`` module; never reported as real data."""
+
+    NVML_CLOCK_SM = 1
+    NVML_CLOCK_MEM = 2
+    NVML_TEMPERATURE_GPU = 0
+
+    def __init__(self, gpus: list[FakeGpu]) -> None:
+        self.gpus = gpus
+        self.calls: dict[tuple[int, str], int] = {}
+
+    def _next(self, handle: int, name: str, series: list[Any] | None) -> Any:
+        if series is None:
+            raise FakeNvmlError(f"{name} not supported")
+        index = self.calls.get((handle, name), 0)
+        self.calls[(handle, name)] = index + 1
+        return series[min(index, len(series) - 1)]
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetClockInfo(self, handle: int, clock: int) -> int:
+        gpu = self.gpus[handle]
+        if clock == self.NVML_CLOCK_SM:
+            return int(self._next(handle, "sm", gpu.sm_mhz))
+        return int(self._next(handle, "mem", gpu.mem_mhz))
+
+    def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
+        return int(self._next(handle, "power", self.gpus[handle].power_mw))
+
+    def nvmlDeviceGetTemperature(self, handle: int, sensor: int) -> int:
+        return int(self._next(handle, "temp", self.gpus[handle].temp_c))
+
+    def nvmlDeviceGetUtilizationRates(self, handle: int) -> FakeUtilization:
+        return self._next(handle, "util", self.gpus[handle].util)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: int) -> int:
+        return int(self._next(handle, "reasons", self.gpus[handle].reasons))
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: int) -> list[FakeProcessInfo]:
+        return self.gpus[handle].processes
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: int) -> list[FakeProcessInfo]:
+        raise FakeNvmlError("graphics processes not supported")
+
+
+def _two_fake_gpus() -> FakeNvml:
+    return FakeNvml(
+        [
+            FakeGpu(
+                sm_mhz=[1800, 1500, 1700],
+                mem_mhz=[9000],
+                power_mw=[250_000, 300_000, 200_000],
+                temp_c=[70, 80, 75],
+                util=[FakeUtilization(99, 40)],
+                reasons=[0x0, 0x4, 0x1],
+                processes=[
+                    FakeProcessInfo(os.getpid(), 1 << 30),
+                    FakeProcessInfo(NO_SUCH_PID, 512 << 20),
+                ],
+            ),
+            FakeGpu(sm_mhz=[1200], mem_mhz=[5000], power_mw=None, temp_c=[50], reasons=[0x0]),
+        ]
+    )
+
+
+def _sampled(nvml: Any, samples: int = 3, **kwargs: Any) -> Telemetry:
+    sampler = TelemetrySampler(nvml=nvml, **kwargs)
+    for _ in range(samples):
+        sampler.sample(slow=True)
+    return sampler.summary()
+
+
+# --- throttle reason decoding ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mask", "names"),
+    [
+        (0x0, ()),
+        (0x1, ("gpu_idle",)),
+        (0x4 | 0x40, ("sw_power_cap", "hw_thermal_slowdown")),
+        (0x8 | 0x20 | 0x80, ("hw_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")),
+        (0x8 | 0x1000 | 0x4000, ("hw_slowdown", "unknown_0x5000")),
+    ],
+)
+def test_decode_throttle_reasons(mask: int, names: tuple[str, ...]) -> None:
+    assert decode_throttle_reasons(mask) == names
+
+
+def test_reason_bits_match_the_installed_pynvml_constants() -> None:
+    for bit, name in THROTTLE_REASON_BITS:
+        camel = "".join(word.capitalize() for word in name.split("_"))
+        assert getattr(pynvml, f"nvmlClocksThrottleReason{camel}") == bit, name
+
+
+# --- the sampler with a fake NVML ----------------------------------------------------------
+
+
+def test_gpu_metrics_are_summarised_per_gpu() -> None:
+    telemetry = _sampled(_two_fake_gpus())
+    assert telemetry.n_samples == 3
+    sm = telemetry.metric("gpu0_sm_clock_mhz")
+    assert sm is not None
+    assert (sm.min, sm.max, sm.n) == (1500, 1800, 3)
+    assert sm.mean == pytest.approx(5000 / 3)
+    assert telemetry.metric("gpu0_power_w") == MetricSummary(200.0, 250.0, 300.0, 3)
+    assert telemetry.metric("gpu0_util_percent") == MetricSummary(99, 99, 99, 3)
+    assert telemetry.metric("gpu0_mem_util_percent") == MetricSummary(40, 40, 40, 3)
+    assert telemetry.metric("gpu1_temp_c") == MetricSummary(50, 50, 50, 3)
+
+
+def test_unreadable_gpu_values_are_absent_not_zero() -> None:
+    telemetry = _sampled(_two_fake_gpus())
+    assert "gpu1_power_w" not in telemetry.metrics  # the fake's GPU 1 has no power sensor
+    assert "gpu1_util_percent" not in telemetry.metrics
+    assert telemetry.metric("gpu1_sm_clock_mhz") is not None
+
+
+def test_throttle_reasons_accumulate_over_samples() -> None:
+    telemetry = _sampled(_two_fake_gpus())
+    assert telemetry.gpu_throttle_reasons == {0: ("gpu_idle", "sw_power_cap"), 1: ()}
+
+
+def test_other_gpu_processes_are_reported_and_ours_is_not() -> None:
+    telemetry = _sampled(_two_fake_gpus())
+    assert telemetry.gpu_processes == (GpuProcess(0, NO_SUCH_PID, None, 512 << 20),)
+
+
+def test_gpu_indices_select_the_gpus_read() -> None:
+    telemetry = _sampled(_two_fake_gpus(), gpu_indices=[1])
+    assert not any(name.startswith("gpu0_") for name in telemetry.metrics)
+    assert "gpu1_sm_clock_mhz" in telemetry.metrics
+    assert telemetry.gpu_processes == ()
+
+
+class BrokenNvml(FakeNvml):
+    def nvmlDeviceGetCount(self) -> int:
+        raise FakeNvmlError("driver/library version mismatch")
+
+
+@pytest.mark.parametrize("nvml", [None, FakeNvml([]), BrokenNvml([])])
+def test_no_gpu_means_no_gpu_output_and_no_crash(nvml: Any) -> None:
+    telemetry = _sampled(nvml)
+    assert not any(name.startswith("gpu") for name in telemetry.metrics)
+    assert telemetry.gpu_throttle_reasons == {}
+    assert telemetry.gpu_processes == ()
+
+
+# --- warnings ------------------------------------------------------------------------------
+
+
+def _with(**fields: Any) -> Telemetry:
+    return Telemetry(duration_s=1.0, n_samples=10, **fields)
+
+
+def _freq(low: float, high: float) -> dict[str, MetricSummary]:
+    return {"cpu_freq_max_mhz": MetricSummary(low, (low + high) / 2, high, 10)}
+
+
+def test_frequency_drop_over_ten_percent_warns() -> None:
+    (line,) = warnings(_with(metrics=_freq(2000, 3000)))
+    assert "CPU frequency dropped 33%" in line and "2000 MHz" in line and "3000 MHz" in line
+    assert warnings(_with(metrics=_freq(2800, 3000))) == []  # 6.7 %: within noise
+
+
+def test_frequency_drop_against_a_baseline() -> None:
+    (line,) = warnings(_with(metrics=_freq(3100, 3100)), baseline_freq=3500)
+    assert "11%" in line and "baseline 3500 MHz" in line
+    assert warnings(_with(metrics=_freq(3300, 3400)), baseline_freq=3500) == []
+
+
+def test_no_frequency_reading_means_no_frequency_warning() -> None:
+    assert warnings(_with(), baseline_freq=3500) == []
+
+
+def test_gpu_throttling_warns_with_reason_names_but_idle_does_not() -> None:
+    (line,) = warnings(
+        _with(gpu_throttle_reasons={0: ("gpu_idle",), 1: ("gpu_idle", "hw_thermal_slowdown")})
+    )
+    assert line == "GPU 1 clocks throttled during the point: hw_thermal_slowdown"
+
+
+def test_busy_process_warns_with_name_and_cpu_percent() -> None:
+    busy = ProcessUsage(4321, "ffmpeg", 55.0, 98.0)
+    quiet = ProcessUsage(99, "sshd", 3.0, 9.0)
+    (line,) = warnings(_with(busy_processes=(busy, quiet)))
+    assert "ffmpeg (pid 4321) at 55% CPU" in line
+    assert "sshd" not in line
+
+
+def test_gpu_used_by_another_process_warns() -> None:
+    (line,) = warnings(_with(gpu_processes=(GpuProcess(2, 777, "python", None),)))
+    assert line == "GPU 2 is also used by another process: python (pid 777)"
+
+
+def test_warnings_from_a_throttled_fake_gpu() -> None:
+    lines = warnings(_sampled(_two_fake_gpus()))
+    assert "GPU 0 clocks throttled during the point: sw_power_cap" in lines
+    assert f"GPU 0 is also used by another process: ? (pid {NO_SUCH_PID})" in lines
+
+
+# --- serialisation ----------------------------------------------------------------------------
+
+
+def test_to_dict_is_json_safe_and_round_trips() -> None:
+    telemetry = _sampled(_two_fake_gpus())
+    telemetry = Telemetry(
+        duration_s=telemetry.duration_s,
+        n_samples=telemetry.n_samples,
+        metrics=telemetry.metrics,
+        busy_processes=(ProcessUsage(12, None, 20.0, 40.0),),
+        gpu_throttle_reasons=telemetry.gpu_throttle_reasons,
+        gpu_processes=telemetry.gpu_processes,
+        sampler_cpu_s=0.25,
+    )
+    document = json.loads(json.dumps(telemetry.to_dict(), allow_nan=False))
+    assert Telemetry.from_dict(document) == telemetry
+
+
+def test_from_dict_rejects_a_malformed_document() -> None:
+    document = _with().to_dict()
+    del document["metrics"]
+    with pytest.raises(BundleError, match=r"telemetry document is malformed.*metrics"):
+        Telemetry.from_dict(document)
+
+
+def test_sampler_cpu_fraction() -> None:
+    assert _with(sampler_cpu_s=0.02).sampler_cpu_fraction == pytest.approx(0.02)
+    assert _with().sampler_cpu_fraction is None
+
+
+def test_bad_intervals_are_rejected() -> None:
+    with pytest.raises(UsageError, match="interval_s=0"):
+        TelemetrySampler(interval_s=0, nvml=None)
+    with pytest.raises(UsageError, match=r"slow_interval_s=0\.01"):
+        TelemetrySampler(interval_s=0.05, slow_interval_s=0.01, nvml=None)
+
+
+# --- real psutil (structure only: this machine's values are whatever they are) --------------
+
+
+def test_real_sampler_thread_produces_a_well_formed_summary() -> None:
+    with TelemetrySampler(interval_s=0.01, slow_interval_s=0.05, nvml=None) as sampler:
+        time.sleep(0.15)
+    telemetry = sampler.telemetry
+    assert telemetry is not None
+    assert telemetry.n_samples >= 2  # one at start, one at stop, whatever the timing
+    assert telemetry.sampler_cpu_s is not None and telemetry.sampler_cpu_s >= 0
+    assert "load_1m" in telemetry.metrics
+    for name, summary in telemetry.metrics.items():
+        assert summary.min <= summary.mean <= summary.max, name
+        assert 1 <= summary.n <= telemetry.n_samples, name
+        if name.endswith("_mhz"):
+            assert summary.min > 0, name  # unreadable is absent, never zero
+    assert all(proc.pid != os.getpid() for proc in telemetry.busy_processes)
+    json.dumps(telemetry.to_dict(), allow_nan=False)
+
+
+def test_a_busy_child_process_is_reported() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        # A large top-N: other jobs on this shared machine may be busier than the child.
+        sampler = TelemetrySampler(nvml=None, top_processes=1000)
+        sampler.sample(slow=True)  # primes the per-process CPU counters
+        time.sleep(0.3)
+        sampler.sample(slow=True)
+    finally:
+        child.kill()
+        child.wait()
+    busy = {proc.pid: proc for proc in sampler.summary().busy_processes}
+    assert child.pid in busy
+    name = busy[child.pid].name
+    assert name is not None and "python" in name.lower()
