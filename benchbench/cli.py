@@ -20,6 +20,7 @@ COMMANDS = {
     "list": "list_points",
     "runs": "runs",
     "show": "show",
+    "doctor": "doctor",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3
