@@ -21,6 +21,8 @@ COMMANDS = {
     "runs": "runs",
     "show": "show",
     "doctor": "doctor",
+    "regressions": "regressions",
+    "annotate": "annotate",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3

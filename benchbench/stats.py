@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
-from scipy import stats as _scipy_stats
+from scipy.special import bdtr
 
 #: Confidence level of every interval benchbench reports.
 CONFIDENCE = 0.95
@@ -32,9 +32,17 @@ def median_ci_ranks(n: int, confidence: float = CONFIDENCE) -> tuple[int, int]:
     if n < 1:
         raise ValueError(f"median CI needs at least one sample, got n={n}")
     alpha = 1.0 - confidence
-    low = int(_scipy_stats.binom.ppf(alpha / 2.0, n, 0.5))
-    # ppf gives the smallest l with P(B <= l) >= alpha/2, so P(B <= l-1) < alpha/2.
-    low = max(1, low)
+    # The smallest l with P(B <= l) >= alpha/2 (so P(B <= l-1) < alpha/2): what
+    # scipy.stats.binom.ppf returns, by bisection on the binomial CDF, because
+    # importing scipy.stats costs ~2.7 s here against ~0.8 s for scipy.special.
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if bdtr(mid, n, 0.5) >= alpha / 2.0:
+            hi = mid
+        else:
+            lo = mid + 1
+    low = max(1, lo)
     high = n - low + 1
     return low - 1, high - 1
 

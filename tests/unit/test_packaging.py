@@ -1,7 +1,8 @@
 """Every package folder is installed, and the built-in suites install with them."""
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -60,3 +60,9 @@ def test_summary_has_every_field():
     summary = Stats.from_samples([1.0, 2.0, 3.0], 1).summary()
     assert set(summary) == set(Stats.fields)
     assert all(math.isfinite(v) for v in summary.values())
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 6, 7, 10, 11, 50, 333, 1000, 10_000])
+def test_median_ci_ranks_equal_scipy_binomial_quantiles(n):
+    low = max(1, int(scipy_stats.binom.ppf(0.025, n, 0.5)))
+    assert median_ci_ranks(n) == (low - 1, n - low)

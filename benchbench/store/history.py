@@ -1,0 +1,161 @@
+"""History queries for regression detection: series, alerts and annotations."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+
+from benchbench.errors import NotFoundError, UsageError
+from benchbench.regressions import Alert, HistoryPoint, SeriesReport, analyze_series
+from benchbench.store import schema as t
+from benchbench.store.store import Store, now
+
+#: Annotation kinds and the alert status each one sets.
+ANNOTATION_STATUS = {"acknowledge": "acknowledged", "ignore": "ignored", "expected": "expected"}
+
+SeriesKey = tuple[str, str]  # (benchmark_id, environment_id)
+
+
+def load_series(store: Store) -> dict[SeriesKey, list[HistoryPoint]]:
+    """Every series of the store, oldest run first; failed points are gaps (None)."""
+    m, r = t.measurement.c, t.run.c
+    query = (
+        sa.select(
+            m.benchmark_id, r.environment_id, r.id, r.started_at, r.git_sha, m.status, m.median_s
+        )
+        .select_from(t.measurement.join(t.run, t.run.c.id == m.run_id))
+        .where(m.status.in_(("ok", "error")), r.environment_id.is_not(None))
+        .order_by(r.started_at, r.id)
+    )
+    series: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
+    with store.engine.connect() as conn:
+        for row in conn.execute(query):
+            median = row.median_s if row.status == "ok" else None
+            series[(row.benchmark_id, row.environment_id)].append(
+                HistoryPoint(row.id, row.started_at, row.git_sha, median)
+            )
+    return dict(series)
+
+
+def baselines(store: Store) -> dict[SeriesKey, str]:
+    """The newest ``expected`` alert per series: history is judged from its bad run on."""
+    a = t.alert.c
+    query = sa.select(a.benchmark_id, a.environment_id, a.first_bad_run_id, a.created_at).where(
+        a.status == "expected"
+    )
+    out: dict[SeriesKey, tuple[Any, str]] = {}
+    with store.engine.connect() as conn:
+        for row in conn.execute(query.order_by(a.created_at)):
+            out[(row.benchmark_id, row.environment_id)] = (row.created_at, row.first_bad_run_id)
+    return {key: run for key, (_, run) in out.items()}
+
+
+def save_alerts(store: Store, alerts: list[Alert]) -> int:
+    """Store new alerts (an alert already stored keeps its status); returns how many were new."""
+    rows = [
+        {
+            "benchmark_id": a.benchmark_id,
+            "environment_id": a.environment_id,
+            "last_good_run_id": a.last_good_run_id,
+            "first_bad_run_id": a.first_bad_run_id,
+            "rel_change": a.rel_change,
+            "severity": a.severity,
+            "status": "open",
+            "created_at": now(),
+            "detail": a.detail,
+        }
+        for a in alerts
+    ]
+    if not rows:
+        return 0
+
+    def write(conn: sa.Connection) -> int:
+        before = conn.execute(sa.select(sa.func.count()).select_from(t.alert)).scalar_one()
+        conn.execute(store._insert_ignore(t.alert), rows)
+        after = conn.execute(sa.select(sa.func.count()).select_from(t.alert)).scalar_one()
+        return int(after - before)
+
+    return store.write(write)
+
+
+def list_alerts(
+    store: Store, *, since: dt.datetime | None = None, statuses: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    """Alerts joined with their benchmark and first bad run, newest first."""
+    a, b, r = t.alert.c, t.benchmark.c, t.run.c
+    query = (
+        sa.select(
+            t.alert,
+            b.suite,
+            b.workload,
+            b.variant,
+            b.device,
+            b.dtype,
+            b.size,
+            r.started_at.label("first_bad_at"),
+            r.label.label("first_bad_label"),
+        )
+        .select_from(
+            t.alert.join(t.benchmark, b.id == a.benchmark_id).join(
+                t.run, r.id == a.first_bad_run_id
+            )
+        )
+        .order_by(r.started_at.desc(), a.id)
+    )
+    if since is not None:
+        query = query.where(r.started_at >= since)
+    if statuses:
+        query = query.where(a.status.in_(statuses))
+    with store.engine.connect() as conn:
+        return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def annotate(store: Store, alert_id: int, kind: str, text: str = "") -> None:
+    """Acknowledge, ignore, or mark as expected (resets the baseline) one alert."""
+    if kind not in ANNOTATION_STATUS:
+        raise UsageError(
+            f"annotation kind must be one of {', '.join(ANNOTATION_STATUS)}, got {kind!r}"
+        )
+
+    def write(conn: sa.Connection) -> None:
+        alert = conn.execute(sa.select(t.alert).where(t.alert.c.id == alert_id)).first()
+        if alert is None:
+            raise NotFoundError(
+                f"no alert {alert_id} in store {store.url}; "
+                "`benchbench regressions --all` lists them"
+            )
+        conn.execute(
+            t.alert.update().where(t.alert.c.id == alert_id), [{"status": ANNOTATION_STATUS[kind]}]
+        )
+        conn.execute(
+            t.annotation.insert(),
+            [
+                {
+                    "benchmark_id": alert.benchmark_id,
+                    "environment_id": alert.environment_id,
+                    "run_id": alert.first_bad_run_id,
+                    "alert_id": alert_id,
+                    "kind": kind,
+                    "text": text,
+                    "created_at": now(),
+                }
+            ],
+        )
+
+    store.write(write)
+
+
+def detect(store: Store, *, min_effect: float = 0.05) -> tuple[list[SeriesReport], int]:
+    """Analyze every series, store new alerts; returns the reports and the new alert count."""
+    bases = baselines(store)
+    reports = [
+        analyze_series(
+            bench, env, history, min_effect=min_effect, baseline_run_id=bases.get((bench, env))
+        )
+        for (bench, env), history in load_series(store).items()
+    ]
+    new = save_alerts(store, [alert for report in reports for alert in report.alerts])
+    return reports, new

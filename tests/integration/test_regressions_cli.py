@@ -1,0 +1,73 @@
+"""`benchbench regressions` and `annotate` against a real SQLite store with history."""
+
+import random
+
+from benchbench.store import open_store
+from tests.integration.cli import benchbench, json_of
+from tests.synthetic import point, write_history
+
+
+def _store_with_a_regression(tmp_path):
+    db = tmp_path / "h.db"
+    store = open_store(str(db))
+    rng = random.Random(1)
+    slow = [1e-3 * (1 + rng.gauss(0, 0.01)) for _ in range(30)] + [
+        1.2e-3 * (1 + rng.gauss(0, 0.01)) for _ in range(15)
+    ]
+    flat = [2e-3 * (1 + rng.gauss(0, 0.01)) for _ in range(45)]
+    noisy = [1e-3 * (1 + rng.gauss(0, 0.4)) for _ in range(45)]
+    runs = write_history(
+        store, {point("torch.sqrt"): slow, point("x.sqrt_()"): flat, point("noisy"): noisy}
+    )
+    return db, runs
+
+
+def test_regression_is_found_listed_and_fails_the_job(tmp_path):
+    db, runs = _store_with_a_regression(tmp_path)
+    done = benchbench("regressions", "--store", str(db), "--json", "--fail", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    doc = json_of(done)
+    (alert,) = doc["alerts"]
+    assert alert["variant"] == "torch.sqrt"
+    assert alert["first_bad_run_id"] == runs[30] and alert["last_good_run_id"] == runs[29]
+    assert alert["severity"] == "major" and alert["status"] == "open"
+    assert alert["detail"]["good_sha"] == f"{29:040x}"
+    assert len(doc["unstable"]) == 1
+    assert doc["new_alerts"] == 1
+    again = json_of(benchbench("regressions", "--store", str(db), "--json", cwd=tmp_path))
+    assert again["new_alerts"] == 0 and len(again["alerts"]) == 1
+
+    table = benchbench("regressions", "--store", str(db), cwd=tmp_path)
+    assert table.returncode == 0 and "+2" in table.stdout and "major" in table.stdout
+
+    ack = benchbench(
+        "annotate",
+        str(alert["id"]),
+        "--acknowledge",
+        "--note",
+        "known",
+        "--store",
+        str(db),
+        cwd=tmp_path,
+    )
+    assert ack.returncode == 0, ack.stderr
+    after = benchbench("regressions", "--store", str(db), "--json", "--fail", cwd=tmp_path)
+    assert after.returncode == 0
+    assert json_of(after)["alerts"] == []
+    listed = json_of(benchbench("regressions", "--store", str(db), "--json", "--all", cwd=tmp_path))
+    assert [a["status"] for a in listed["alerts"]] == ["acknowledged"]
+
+
+def test_expected_change_resets_the_baseline_and_unknown_alert_is_named(tmp_path):
+    db, _ = _store_with_a_regression(tmp_path)
+    alert = json_of(benchbench("regressions", "--store", str(db), "--json", cwd=tmp_path))[
+        "alerts"
+    ][0]
+    done = benchbench("annotate", str(alert["id"]), "--expected", "--store", str(db), cwd=tmp_path)
+    assert done.returncode == 0
+    doc = json_of(benchbench("regressions", "--store", str(db), "--json", "--fail", cwd=tmp_path))
+    assert doc["alerts"] == [] and doc["new_alerts"] == 0
+    missing = benchbench("annotate", "999", "--ignore", "--store", str(db), cwd=tmp_path)
+    assert missing.returncode == 1 and "no alert 999" in missing.stderr
+    bad_date = benchbench("regressions", "--since", "yesterday", "--store", str(db), cwd=tmp_path)
+    assert bad_date.returncode == 2 and "YYYY-MM-DD" in bad_date.stderr

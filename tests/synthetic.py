@@ -1,0 +1,80 @@
+"""Synthetic but real stores: runs written through the Store API, no clock involved."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+
+from benchbench.environment import Environment
+from benchbench.model import Point, Result
+from benchbench.store import Store
+
+
+def environment(machine: str = "ci-box") -> Environment:
+    return Environment(
+        fields={"machine": machine, "cpu_model": "test cpu", "torch": "2.13.0"}, info={}
+    )
+
+
+def point(variant: str = "torch.sqrt", size: int = 1024, workload: str = "sqrt") -> Point:
+    return Point("synthetic", workload, variant, size, (size,), "float32", "cpu")
+
+
+def write_history(
+    store: Store,
+    series: Mapping[Point, Sequence[float | None]],
+    *,
+    env: Environment | None = None,
+    noise: float = 0.01,
+    seed: int = 0,
+    start: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+    label: str | None = None,
+) -> list[str]:
+    """One run per index of the series; ``None`` stores a failed point. Returns run ids."""
+    env = env or environment()
+    store.save_environment(env)
+    rng = random.Random(seed)
+    length = max(len(v) for v in series.values())
+    run_ids = []
+    for i in range(length):
+        run_id = str(uuid.UUID(int=rng.getrandbits(128)))
+        store.create_run(
+            {
+                "id": run_id,
+                "group_id": run_id,
+                "kind": "nightly",
+                "label": label or f"night-{i}",
+                "status": "finished",
+                "started_at": start + dt.timedelta(days=i),
+                "finished_at": start + dt.timedelta(days=i, minutes=5),
+                "suites": [{"name": "synthetic", "path": "-", "hash": "-"}],
+                "harness_version": "test",
+                "git_sha": f"{i:040x}",
+                "git_branch": "main",
+                "git_dirty": False,
+                "tags": [],
+                "config": {},
+                "environment_id": env.id,
+            }
+        )
+        for p, values in series.items():
+            if i >= len(values):
+                continue
+            value = values[i]
+            if value is None:
+                result = Result(point=p, status="error", reason="crashed: SIGABRT")
+            else:
+                samples = tuple(value * (1 + rng.gauss(0, noise)) for _ in range(20))
+                result = Result(
+                    point=p,
+                    status="ok",
+                    samples_s=samples,
+                    calls_per_sample=1,
+                    converged=True,
+                    bytes_per_call=8.0 * p.size,
+                )
+            store.write_result(run_id, result)
+        run_ids.append(run_id)
+    return run_ids

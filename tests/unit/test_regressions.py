@@ -1,0 +1,62 @@
+import datetime as dt
+import random
+
+from benchbench.regressions import HistoryPoint, analyze_series, severity
+
+
+def _history(values):
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    return [
+        HistoryPoint(f"run{i}", start + dt.timedelta(days=i), f"sha{i}", v)
+        for i, v in enumerate(values)
+    ]
+
+
+def _noisy(levels, seed=0, noise=0.01):
+    rng = random.Random(seed)
+    return [level * (1 + rng.gauss(0, noise)) for level in levels]
+
+
+def test_a_step_up_is_one_alert_with_its_commit_range():
+    values = _noisy([1e-3] * 30 + [1.12e-3] * 20)
+    report = analyze_series("b", "e", _history(values))
+    assert not report.unstable
+    (alert,) = report.alerts
+    assert alert.first_bad_run_id == "run30"
+    assert alert.last_good_run_id == "run29"
+    assert alert.detail["good_sha"] == "sha29" and alert.detail["bad_sha"] == "sha30"
+    assert 0.09 < alert.rel_change < 0.15
+    assert alert.severity == "major"
+
+
+def test_improvements_and_flat_series_raise_nothing():
+    assert analyze_series("b", "e", _history(_noisy([1e-3] * 50))).alerts == ()
+    assert analyze_series("b", "e", _history(_noisy([1e-3] * 25 + [0.8e-3] * 25))).alerts == ()
+
+
+def test_failed_runs_are_gaps_and_the_good_run_skips_them():
+    values = _noisy([1e-3] * 30 + [1.3e-3] * 20)
+    values[29] = None
+    report = analyze_series("b", "e", _history(values))
+    (alert,) = report.alerts
+    assert alert.first_bad_run_id == "run30" and alert.last_good_run_id == "run28"
+    assert alert.severity == "critical"
+
+
+def test_noisy_series_are_unstable_not_alerts():
+    values = _noisy([1e-3] * 25 + [1.2e-3] * 25, noise=0.3)
+    report = analyze_series("b", "e", _history(values))
+    assert report.unstable and report.alerts == ()
+
+
+def test_expected_change_resets_the_baseline():
+    values = _noisy([1e-3] * 30 + [1.12e-3] * 20)
+    report = analyze_series("b", "e", _history(values), baseline_run_id="run30")
+    assert report.alerts == ()
+    assert report.points == 20
+
+
+def test_severity_bands():
+    assert severity(0.06) == "minor"
+    assert severity(0.15) == "major"
+    assert severity(-0.3) == "critical"
