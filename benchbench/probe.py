@@ -252,7 +252,8 @@ def detect_cache_levels(
     disturbed point (frequent on a shared machine) neither makes nor hides a drop. Start
     at the curve's maximum (left of it, per-call overhead rather than a cache limits the
     bandwidth). A *drop* is a run of consecutive steps each falling by more than
-    ``step_tol``; it counts as a cache boundary if it falls by at least ``min_drop``
+    ``step_tol`` (one flat step between falling ones is absorbed, else one noisy point
+    splits a drop in two); it counts as a cache boundary if it falls by at least ``min_drop``
     overall (a plateau of L2 at 34 GB/s falling to L3 at 21 GB/s is 1.6x) and the two
     points after it stay that much lower too. The boundary
     is placed where the curve crosses the log-midpoint of the two plateaus, interpolated
@@ -273,8 +274,13 @@ def detect_cache_levels(
             i += 1
             continue
         j = i + 1
-        while j < len(y) - 1 and y[j + 1] < y[j] - tol:
-            j += 1
+        while True:
+            if j < len(y) - 1 and y[j + 1] < y[j] - tol:
+                j += 1
+            elif j < len(y) - 2 and y[j + 1] <= y[j] + tol and y[j + 2] < y[j + 1] - tol:
+                j += 2  # one flat step inside a drop: seen splitting L2's drop in two
+            else:
+                break
         # The lower plateau must hold for the next two points too, not bounce back up.
         if all(y[i] - y[k] >= need for k in range(j, min(j + 3, len(y)))):
             mid = (y[i] + y[j]) / 2

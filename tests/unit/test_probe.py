@@ -76,6 +76,17 @@ def test_detection_survives_noise_and_an_outlier() -> None:
     assert levels[1].size_bytes == pytest.approx(32 * MIB, rel=0.25)
 
 
+def test_a_flat_step_inside_a_drop_does_not_split_it() -> None:
+    # seen on this machine: 31 GB/s at 0.5 MiB, 25 at 0.79, 24.4 at 1.0, 18.8 at 1.26
+    values = [31e9] * 6 + [25e9, 24.4e9] + [18.8e9] * 6
+    curve = list(zip(SIZES[20:34], values, strict=True))
+    levels = detect_cache_levels(curve)
+    assert len(levels) == 1
+    assert levels[0].drop_start_bytes == SIZES[25] and levels[0].drop_end_bytes == SIZES[28]
+    assert levels[0].bytes_per_s_before == pytest.approx(31e9)
+    assert levels[0].bytes_per_s_after == pytest.approx(18.8e9)
+
+
 def test_small_drops_flat_curves_and_short_curves_give_nothing() -> None:
     assert detect_cache_levels(stepped_curve([(40e9, 1 * MIB)], 36e9)) == ()  # 1.1x: too small
     assert detect_cache_levels([(s, 10e9) for s in SIZES]) == ()
