@@ -370,7 +370,7 @@ def _bandwidth_curves(
 ) -> dict[str, tuple[tuple[int, float], ...]]:
     n_max = max(sizes) // 4
     src = torch.rand(n_max, device=device)  # random data, never zeros
-    dst = torch.zeros(n_max, device=device)  # zeros_ touches every page before timing
+    dst = torch.zeros(n_max, device=device)  # zeros touches every page before timing
     total = torch.empty((), device=device)
     curves: dict[str, tuple[tuple[int, float], ...]] = {}
     passes = [("", torch.get_num_threads())] + ([("@1t", 1)] if one_thread_too else [])
