@@ -185,7 +185,8 @@ def measure(
 
     Stops when every subject has at least ``min_samples`` samples, ``min_time_s``
     has passed and every median's relative CI half-width is <= ``target_rel_ci``
-    (``converged``); or at ``max_time_s`` / ``max_samples`` (not converged).
+    (``converged``); or at ``max_time_s`` once ``min_samples`` are in (or at ten
+    times ``max_time_s`` regardless), or at ``max_samples`` (not converged).
     """
     if not subjects:
         raise ValueError("measure() needs at least one subject")
@@ -219,7 +220,10 @@ def measure(
             if precise:
                 converged, reason = True, f"CI within {policy.target_rel_ci:.1%} of the median"
                 break
-        if elapsed_s >= policy.max_time_s:
+        # The cap yields to min_samples unless it is overrun tenfold (calls of seconds).
+        if elapsed_s >= policy.max_time_s and (
+            n >= policy.min_samples or elapsed_s >= 10 * policy.max_time_s
+        ):
             reason = f"time cap of {policy.max_time_s:g} s reached"
             break
         if n >= policy.max_samples:

@@ -178,3 +178,19 @@ def test_policy_rejects_nonsense():
         Policy(min_samples=1)
     with pytest.raises(ValueError, match="max_time_s"):
         Policy(max_time_s=0)
+
+
+def test_time_cap_waits_for_the_minimum_samples():
+    vm = VirtualMachine(cost_ns=40_000_000, noise=0.5, seed=4)  # 40 ms calls
+    policy = Policy(max_time_s=0.05, target_rel_ci=1e-6)
+    (result,) = measure([_subject(vm)], CpuTimer(vm.clock), policy, vm.clock)
+    assert result.stats.n == policy.min_samples
+    assert "time cap" in result.stop_reason
+
+
+def test_time_cap_gives_up_on_minimum_samples_for_very_slow_calls():
+    vm = VirtualMachine(cost_ns=300_000_000)  # 0.3 s calls: 10 samples would take 3 s
+    policy = Policy(max_time_s=0.1)
+    (result,) = measure([_subject(vm)], CpuTimer(vm.clock), policy, vm.clock)
+    assert result.stats.n < policy.min_samples
+    assert "time cap" in result.stop_reason

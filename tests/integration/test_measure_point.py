@@ -1,0 +1,88 @@
+"""measure_point in-process on real tensors: cache modes, in-place, NumPy, skips."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from benchbench import Suite, Variant
+from benchbench.engine import Policy
+from benchbench.measure import Options, measure_point
+
+FAST = Policy(max_time_s=0.1, min_time_s=0.01, warmup_min_s=0.01)
+
+
+def _workload(**kwargs):
+    suite = Suite("mp")
+    return suite.workload(
+        "sqrt",
+        setup=lambda ctx: ctx.uniform(0.5, 1.5),
+        variants=[
+            Variant("torch.sqrt", torch.sqrt),
+            Variant("x.sqrt_()", lambda x: x.sqrt_(), inplace=True),
+            Variant("numpy.sqrt", np.sqrt, numpy=True),
+            Variant("float64 only", torch.sqrt, dtypes=("float64",)),
+        ],
+        sizes=[4096],
+        bytes=lambda p: 2 * p.numel * p.itemsize,
+        **kwargs,
+    )
+
+
+def _point(workload, variant, **changes):
+    point = next(p for p in workload.points() if p.variant == variant)
+    return replace(point, **changes)
+
+
+@pytest.mark.parametrize("cache", ["warm", "cold", "rotate"])
+def test_cache_modes_are_recorded_and_cold_takes_one_call_per_sample(cache):
+    workload = _workload()
+    # cold mode writes over 2x the LLC (~70 MiB here) before every sample: give it time
+    policy = replace(FAST, max_time_s=0.3) if cache == "cold" else FAST
+    result = measure_point(workload, _point(workload, "torch.sqrt"), Options(policy, cache=cache))
+    assert result.status == "ok", result.reason
+    assert result.cache_mode == cache
+    assert len(result.samples_s) >= FAST.min_samples
+    if cache == "cold":
+        assert result.calls_per_sample == 1
+
+
+def test_in_place_variant_records_the_subtracted_restore():
+    workload = _workload()
+    result = measure_point(workload, _point(workload, "x.sqrt_()"), Options(FAST))
+    assert result.status == "ok", result.reason
+    restore = result.extra["restore"]
+    assert restore["restore_median_s"] > 0
+    assert len(restore["restore_samples_s"]) == len(result.samples_s)
+    assert result.max_rel_error is not None and result.max_rel_error < 1e-6
+
+
+def test_numpy_variant_is_checked_and_skipped_off_the_cpu():
+    workload = _workload()
+    ok = measure_point(workload, _point(workload, "numpy.sqrt"), Options(FAST))
+    assert ok.status == "ok" and ok.max_rel_error is not None
+    skipped = measure_point(workload, _point(workload, "numpy.sqrt", device="cuda"), Options(FAST))
+    assert skipped.status == "skipped"
+    assert skipped.reason in ("CUDA is not available",) or "CPU only" in str(skipped.reason)
+
+
+def test_variant_dtype_restriction_skips_with_the_reason():
+    workload = _workload()
+    result = measure_point(workload, _point(workload, "float64 only"), Options(FAST))
+    assert result.status == "skipped"
+    assert result.reason == "variant 'float64 only' supports float64 only"
+
+
+def test_peak_memory_sees_the_output_allocation():
+    workload = _workload()
+    result = measure_point(workload, _point(workload, "torch.sqrt"), Options(FAST))
+    # one float32 output of 4096 elements is allocated by torch.sqrt
+    assert result.peak_memory_bytes is not None and result.peak_memory_bytes >= 4096 * 4
+
+
+def test_telemetry_is_attached_to_measured_points():
+    workload = _workload()
+    result = measure_point(workload, _point(workload, "torch.sqrt"), Options(FAST))
+    assert result.telemetry is not None
+    assert result.telemetry["n_samples"] >= 1
