@@ -71,7 +71,7 @@ def _failures(rows: pd.DataFrame) -> list[dict[str, Any]]:
             "status": str(s),
             "reason": None if rs is None or (isinstance(rs, float) and math.isnan(rs)) else str(rs),
         }
-        for b, r, s, rs in zip(bad["b"], bad["r"], bad["status"], bad["reason"])
+        for b, r, s, rs in zip(bad["b"], bad["r"], bad["status"], bad["reason"], strict=True)
     ]
 
 
@@ -161,27 +161,44 @@ def ceilings(
             key = (s["e"], "bw")
             if key not in seen:
                 seen.add(key)
-                out.append({"e": s["e"], "kind": "peak", "unit": "B/s",
-                            "label": "peak bandwidth",
-                            "value": float(profile["peak_bytes_per_s"])})
+                out.append(
+                    {
+                        "e": s["e"],
+                        "kind": "peak",
+                        "unit": "B/s",
+                        "label": "peak bandwidth",
+                        "value": float(profile["peak_bytes_per_s"]),
+                    }
+                )
                 # Bytes moved per element turns a cache size into an x position.
                 per = s.get("bytes_per_item")
                 if per:
                     for c in profile.get("caches") or []:
                         if c.get("size_bytes"):
-                            out.append({"e": s["e"], "kind": "cache", "unit": "B/s",
-                                        "label": f"L{c.get('level', '?')}",
-                                        "size": float(c["size_bytes"]) / per})
+                            out.append(
+                                {
+                                    "e": s["e"],
+                                    "kind": "cache",
+                                    "unit": "B/s",
+                                    "label": f"L{c.get('level', '?')}",
+                                    "size": float(c["size_bytes"]) / per,
+                                }
+                            )
         peaks = profile.get("peak_flop_per_s") or {}
         if s["unit"] == "FLOP/s" and peaks.get(s["dtype"]):
-            key = (s["e"], "flop", s["dtype"])
+            key = (s["e"], "flop:" + s["dtype"])
             if key not in seen:
                 seen.add(key)
-                out.append({"e": s["e"], "kind": "peak", "unit": "FLOP/s",
-                            "label": f"peak {s['dtype']}",
-                            "value": float(peaks[s["dtype"]])})
+                out.append(
+                    {
+                        "e": s["e"],
+                        "kind": "peak",
+                        "unit": "FLOP/s",
+                        "label": f"peak {s['dtype']}",
+                        "value": float(peaks[s["dtype"]]),
+                    }
+                )
     return out
-
 
 
 def history_payload(
@@ -197,13 +214,13 @@ def history_payload(
             "b": int(b),
             "e": int(e),
             "r": [int(r) for r in s["r"]],
-            "m": [v if st == 0 else None for v, st in zip(median, status)],
+            "m": [v if st == 0 else None for v, st in zip(median, status, strict=True)],
             "lo": compact(s["ci_low_s"]),
             "hi": compact(s["ci_high_s"]),
             "s": status,
             "reason": {
                 str(k): str(rs)
-                for k, (st, rs) in enumerate(zip(status, s["reason"]))
+                for k, (st, rs) in enumerate(zip(status, s["reason"], strict=True))
                 if st != 0 and isinstance(rs, str)
             },
             "cp": [],
@@ -245,7 +262,7 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
     bounds = np.flatnonzero(np.diff(m["r"].to_numpy())) + 1
     starts = [0, *bounds.tolist()]
     ends = [*bounds.tolist(), len(m)]
-    for lo, hi in zip(starts, ends):
+    for lo, hi in zip(starts, ends, strict=True):
         if lo == hi:
             continue
         doc: dict[str, Any] = {"b": bench[lo:hi], "s": status[lo:hi], "unit": units[lo:hi]}

@@ -117,20 +117,24 @@ class Keys:
         self.run: dict[str, int] = {str(r): i for i, r in enumerate(self.runs["run_id"])}
         machines = {
             str(e): str(mach)
-            for e, mach in zip(data.environments["environment_id"], data.environments["machine"])
+            for e, mach in zip(
+                data.environments["environment_id"], data.environments["machine"], strict=True
+            )
         }
         env_ids = sorted(
             {str(e) for e in data.environments["environment_id"]}
             | {str(e) for e in runs["environment_id"].dropna()}
-            | {str(e) for e in m["environment_id"].dropna()},
+            | {str(e) for e in m["environment_id"].dropna().unique()},
             key=lambda e: (machines.get(e, ""), e),
         )
         self.env: dict[str, int] = {e: i for i, e in enumerate(env_ids)}
-        pairs = sorted({(str(s), str(w)) for s, w in zip(m["suite"], m["workload"])})
-        self.workload: dict[tuple[str, str], int] = {p: i for i, p in enumerate(pairs)}
         firsts = m.drop_duplicates("benchmark_id").sort_values(
             ["suite", "workload", "variant", "dtype", "device", "size"], kind="stable"
         )
+        pairs = sorted(
+            {(str(s), str(w)) for s, w in zip(firsts["suite"], firsts["workload"], strict=True)}
+        )
+        self.workload: dict[tuple[str, str], int] = {p: i for i, p in enumerate(pairs)}
         self.bench: dict[str, int] = {str(b): i for i, b in enumerate(firsts["benchmark_id"])}
         self.bench_rows = firsts.reset_index(drop=True)
 
@@ -138,12 +142,14 @@ class Keys:
 def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str, Any]:
     """What every page reads: runs, environments, workloads, benchmarks, open alerts."""
     counts = (
-        m.groupby(["run_id", "status"]).size().unstack(fill_value=0)
-        if len(m)
-        else pd.DataFrame()
+        m.groupby(["run_id", "status"]).size().unstack(fill_value=0) if len(m) else pd.DataFrame()
     )
-    machines = {str(e): _text(mach) for e, mach in zip(data.environments["environment_id"],
-                                                       data.environments["machine"])}
+    machines = {
+        str(e): _text(mach)
+        for e, mach in zip(
+            data.environments["environment_id"], data.environments["machine"], strict=True
+        )
+    }
     envs = [{"id": e, "machine": machines.get(e) or e[:12]} for e in keys.env]
     runs = []
     for i, r in keys.runs.iterrows():
@@ -151,7 +157,7 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
         c = counts.loc[rid] if rid in counts.index else {}
         runs.append(
             {
-                "i": int(i),  # type: ignore[call-overload]
+                "i": int(i),
                 "id": rid,
                 "label": _text(r.get("label")) or rid[:8],
                 "kind": _text(r.get("kind")),
@@ -171,7 +177,8 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
         )
     workloads = []
     for (suite, workload), w in keys.workload.items():
-        rows = m[(m["suite"] == suite) & (m["workload"] == workload)]
+        b = keys.bench_rows
+        rows = b[(b["suite"] == suite) & (b["workload"] == workload)]
         workloads.append(
             {
                 "i": w,
@@ -195,8 +202,14 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
         }
         for bid, s, wl, v, dt, dev, sz, p in zip(
             b["benchmark_id"],
-            b["suite"], b["workload"], b["variant"], b["dtype"], b["device"], b["size"],
+            b["suite"],
+            b["workload"],
+            b["variant"],
+            b["dtype"],
+            b["device"],
+            b["size"],
             b["params"],
+            strict=True,
         )
     ]
     return {
@@ -212,7 +225,7 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
 def alerts_payload(alerts: pd.DataFrame, keys: Keys) -> list[dict[str, Any]]:
     """Alerts, open ones first then by severity, with run and benchmark keys resolved."""
     rank = {"critical": 0, "major": 1, "minor": 2}
-    out = []
+    out: list[dict[str, Any]] = []
     for a in alerts.to_dict("records"):
         out.append(
             {
@@ -227,5 +240,5 @@ def alerts_payload(alerts: pd.DataFrame, keys: Keys) -> list[dict[str, Any]]:
                 "t": to_ms([a.get("created_at")])[0],
             }
         )
-    out.sort(key=lambda a: (a["status"] != "open", rank.get(a["severity"] or "", 3), -(a["t"] or 0)))
+    out.sort(key=lambda a: (a["status"] != "open", rank.get(str(a["severity"]), 3), -(a["t"] or 0)))
     return out

@@ -79,10 +79,7 @@ def json_for_script(doc: Any) -> str:
 
 def data_script(key: str, doc: Any) -> str:
     """A data file: ``window.BB_DATA[key] = <json>``; ``key`` is ours, never from the data."""
-    return (
-        "(window.BB_DATA=window.BB_DATA||{})"
-        f"[{json.dumps(key)}]={json_for_script(doc)};\n"
-    )
+    return f"(window.BB_DATA=window.BB_DATA||{{}})[{json.dumps(key)}]={json_for_script(doc)};\n"
 
 
 def _check(frame: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:
@@ -103,9 +100,7 @@ def _frame(frame: pd.DataFrame, columns: tuple[str, ...], name: str) -> pd.DataF
 
 def _page_html(page: str, title: str, generated: str) -> str:
     here = ' class="here"'
-    nav = "".join(
-        f'<a href="{p}"{here if p == page else ""}>{t}</a>' for p, t in PAGES.items()
-    )
+    nav = "".join(f'<a href="{p}"{here if p == page else ""}>{t}</a>' for p, t in PAGES.items())
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -156,16 +151,19 @@ def build_site(
     """
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
-        raise StoreError(
-            f"dashboard output '{out_dir}' is a file; pass a directory with -o DIR"
-        )
+        raise StoreError(f"dashboard output '{out_dir}' is a file; pass a directory with -o DIR")
     runs = _frame(data.runs, RUN_COLUMNS, "runs")
     environments = _frame(data.environments, ENVIRONMENT_COLUMNS, "environments")
     alerts = _frame(data.alerts, ALERT_COLUMNS, "alerts")
     measurements = _frame(data.measurements, MEASUREMENT_COLUMNS, "measurements")
     data = DashboardData(
-        runs=runs, environments=environments, measurements=measurements, alerts=alerts,
-        profiles=data.profiles or {}, repo_url=data.repo_url, annotations=data.annotations,
+        runs=runs,
+        environments=environments,
+        measurements=measurements,
+        alerts=alerts,
+        profiles=data.profiles or {},
+        repo_url=data.repo_url,
+        annotations=data.annotations,
     )
     m = add_throughput(measurements)
     keys = Keys(data, m)
@@ -174,9 +172,14 @@ def build_site(
     m = m.assign(
         r=m["run_id"].astype(str).map(keys.run).astype(np.int64),
         e=m["environment_id"].astype(str).map(keys.env).fillna(-1).astype(np.int64),
-        w=[keys.workload[(str(s), str(w))] for s, w in zip(m["suite"], m["workload"])],
         b=m["benchmark_id"].astype(str).map(keys.bench).astype(np.int64),
     )
+    # A benchmark belongs to one workload: look it up per benchmark, not per row.
+    bench_w = [
+        keys.workload[(str(s), str(w))]
+        for s, w in zip(keys.bench_rows["suite"], keys.bench_rows["workload"], strict=True)
+    ]
+    m = m.assign(w=np.asarray(bench_w, dtype=np.int64)[m["b"].to_numpy()])
     for sub in ("assets", "data"):
         shutil.rmtree(out_dir / sub, ignore_errors=True)
     (out_dir / "assets").mkdir(parents=True)

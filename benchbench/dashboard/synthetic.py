@@ -110,7 +110,9 @@ def synthetic_data(
     base = t0 + size / rate  # seconds, per point
     env_of_run = np.repeat(np.arange(n_envs), n_runs)
     k_of_run = np.tile(np.arange(n_runs), n_envs)
-    slow = np.where((np.arange(n_p) % 7 == 0)[None, :] & (k_of_run >= n_runs // 2)[:, None], 1.25, 1)
+    slow = np.where(
+        (np.arange(n_p) % 7 == 0)[None, :] & (k_of_run >= n_runs // 2)[:, None], 1.25, 1
+    )
     noise = rng.lognormal(0.0, 0.02, size=(n_r, n_p))
     median = base[None, :] * (1 + 0.3 * env_of_run)[:, None] * slow * noise
     spread = median * 0.03
@@ -137,7 +139,7 @@ def synthetic_data(
             "size": size[pt_idx].astype(np.int64),
             "params": [{"size": int(size[i])} for i in pt_idx],
             "status": status.ravel(),
-            "reason": np.where(err, "worker crashed: out of memory at size 2^16", None),
+            "reason": ["worker crashed: out of memory at size 2^16" if e else None for e in err],
             "median_s": np.where(err, np.nan, flat),
             "ci_low_s": np.where(err, np.nan, flat - spread.ravel()),
             "ci_high_s": np.where(err, np.nan, flat + spread.ravel()),
@@ -172,8 +174,15 @@ def synthetic_data(
         if n_runs >= 2 and n_p
         else [],
         columns=[
-            "alert_id", "benchmark_id", "environment_id", "last_good_run_id",
-            "first_bad_run_id", "rel_change", "severity", "status", "created_at",
+            "alert_id",
+            "benchmark_id",
+            "environment_id",
+            "last_good_run_id",
+            "first_bad_run_id",
+            "rel_change",
+            "severity",
+            "status",
+            "created_at",
         ],
     )
     return DashboardData(
