@@ -62,17 +62,17 @@ def _finite(value: float) -> float | None:
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def _failures(rows: pd.DataFrame) -> list[dict[str, Any]]:
-    bad = rows[rows["status"] != "ok"]
-    return [
-        {
-            "b": int(b),
-            "r": int(r),
-            "status": str(s),
-            "reason": None if rs is None or (isinstance(rs, float) and math.isnan(rs)) else str(rs),
-        }
-        for b, r, s, rs in zip(bad["b"], bad["r"], bad["status"], bad["reason"], strict=True)
-    ]
+def _failures(rows: pd.DataFrame, plottable: pd.Series) -> list[dict[str, Any]]:
+    bad = rows[(rows["status"] != "ok") | ~plottable]
+    out = []
+    for b, r, s, rs, size in zip(
+        bad["b"], bad["r"], bad["status"], bad["reason"], bad["size"], strict=True
+    ):
+        reason = rs if isinstance(rs, str) else None
+        if s == "ok":
+            reason = f"size {size} cannot be placed on a log axis (needs a positive number)"
+        out.append({"b": int(b), "r": int(r), "status": str(s), "reason": reason})
+    return out
 
 
 def workload_payload(
@@ -82,7 +82,10 @@ def workload_payload(
     latest = rows.groupby("e")["r"].transform("max")
     rows = rows[rows["r"] == latest]
     series: list[dict[str, Any]] = []
-    ok = rows[(rows["status"] == "ok") & np.isfinite(rows["thr"])].copy()
+    # A log axis cannot place a size that is missing or <= 0; such points are listed
+    # with the failures instead of silently vanishing.
+    plottable = np.isfinite(rows["size"]) & (rows["size"] > 0)
+    ok = rows[(rows["status"] == "ok") & np.isfinite(rows["thr"]) & plottable].copy()
     ok["ptext"] = [params_text(p) for p in ok["params"]]
     keys = ["e", "variant", "dtype", "device", "ptext", "unit"]
     for (e, variant, dtype, device, ptext, unit), s in ok.groupby(keys, sort=True):
@@ -118,14 +121,14 @@ def workload_payload(
         series.append(item)
     return {
         "series": series,
-        "failures": _failures(rows),
+        "failures": _failures(rows, plottable),
         "crossovers": crossovers(series),
         "ceilings": ceilings(series, profiles, env_ids),
     }
 
 
 def crossovers(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Sizes where one fitted line overtakes another (same environment, same unit).
+    """Sizes where one fitted line overtakes another (same environment and unit, one axis apart).
 
     With t = t0 + n / rate, two lines meet where t0a + n/ra = t0b + n/rb, i.e.
     n = (t0b - t0a) / (1/ra - 1/rb); kept only inside the measured size range, as
@@ -136,6 +139,10 @@ def crossovers(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for j in range(i + 1, len(series)):
             b = series[j]
             if a["fit"] is None or b["fit"] is None or (a["e"], a["unit"]) != (b["e"], b["unit"]):
+                continue
+            # Only lines that differ in one axis answer a question ("which variant",
+            # "which device", "which dtype"); all pairs of 12 lines would be 66 markers.
+            if sum(a[k] != b[k] for k in ("variant", "dtype", "device", "params")) != 1:
                 continue
             slope = 1 / a["fit"]["rate"] - 1 / b["fit"]["rate"]
             if slope == 0:
@@ -156,7 +163,7 @@ def ceilings(
     out: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     for s in series:
-        profile = profiles.get(env_ids[s["e"]]) or {}
+        profile = (profiles.get(env_ids[s["e"]]) if s["e"] >= 0 else None) or {}
         if s["unit"] == "B/s" and profile.get("peak_bytes_per_s"):
             key = (s["e"], "bw")
             if key not in seen:

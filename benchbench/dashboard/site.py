@@ -200,8 +200,16 @@ def build_site(
         _write(out_dir / "data" / "workload" / f"w{w}.js", data_script(f"workload/w{w}", wl))
         hist = history_payload(rows, data.annotations, keys, changepoints)
         _write(out_dir / "data" / "history" / f"w{w}.js", data_script(f"history/w{w}", hist))
+    written = set()
     for r, doc in run_payloads(m):
         _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", doc))
+        written.add(r)
+    # A run that recorded nothing (killed at start) still opens on the compare page.
+    nothing: dict[str, Any] = {k: [] for k in ("b", "s", "unit", "m", "lo", "hi", "thr", "err")}
+    nothing.update(reason={}, warn={})
+    for r in range(len(keys.runs)):
+        if r not in written:
+            _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", nothing))
     for page, title in PAGES.items():
         _write(out_dir / page, _page_html(page, title, stamp))
     return out_dir / "index.html"

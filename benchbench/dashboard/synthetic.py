@@ -105,8 +105,11 @@ def synthetic_data(
     n_p, n_r = len(points), len(run_rows)
     bpe = np.array([4.0 if d == "float32" else 8.0 for (_, _, d, _) in points])
     size = np.array([p[3] for p in points], dtype=float)
-    rate = 1e10 * (1 + np.arange(n_p) % 3) / bpe
-    t0 = 2e-6 * (1 + np.arange(n_p) % 2)
+    # Per variant: v0 is cheap to call but slow per element, v1 the opposite, so
+    # their lines cross (at about 2^12 elements) as a CPU and a GPU line would.
+    variant = np.array([int(p[1][1:]) for p in points])
+    rate = 1e9 * (1 + 4 * (variant % 2)) / bpe
+    t0 = 2e-6 * (1 + 9 * (variant % 2))
     base = t0 + size / rate  # seconds, per point
     env_of_run = np.repeat(np.arange(n_envs), n_runs)
     k_of_run = np.tile(np.arange(n_runs), n_envs)

@@ -25,8 +25,14 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 EVIL = "<img src=x onerror=alert(1)>"
 PAGES = ("index", "workload", "history", "compare", "environment")
@@ -56,11 +62,19 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = synthetic_data(n_workloads=3, n_variants=2, n_sizes=7, n_runs=8, n_envs=2,
-                          run_label=EVIL)
-    notes = pd.DataFrame([{"benchmark_id": None, "environment_id": None,
-                           "at": datetime(2026, 1, 3, 12, tzinfo=timezone.utc),
-                           "text": "torch upgraded </script>"}])
+    data = synthetic_data(
+        n_workloads=3, n_variants=2, n_sizes=7, n_runs=8, n_envs=2, run_label=EVIL
+    )
+    notes = pd.DataFrame(
+        [
+            {
+                "benchmark_id": None,
+                "environment_id": None,
+                "at": datetime(2026, 1, 3, 12, tzinfo=timezone.utc),
+                "text": "torch upgraded </script>",
+            }
+        ]
+    )
     data = dataclasses.replace(data, annotations=notes)
     out = tmp_path_factory.mktemp("site")
     fit_calls = iter(range(1000))
@@ -106,8 +120,9 @@ def inked_pixels(page: Any) -> list[int]:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_every_page_loads_cleanly_and_draws(site: Path, tab: Page, name: str,
-                                            tmp_path: Path) -> None:
+def test_every_page_loads_cleanly_and_draws(
+    site: Path, tab: Page, name: str, tmp_path: Path
+) -> None:
     page = tab.open((site / f"{name}.html").as_uri())
     assert tab.errors == [] and tab.dialogs == []
     assert page.locator("p.error").count() == 0
@@ -117,7 +132,10 @@ def test_every_page_loads_cleanly_and_draws(site: Path, tab: Page, name: str,
     if name == "index":
         lines = page.locator("svg.spark polyline")
         assert lines.count() == 6  # 3 workloads x 2 environments
-        assert all(len(p.split()) == 8 for p in lines.evaluate_all("l => l.map(x => x.getAttribute('points'))"))
+        assert all(
+            len(p.split()) == 8
+            for p in lines.evaluate_all("l => l.map(x => x.getAttribute('points'))")
+        )
     if name == "compare":
         assert re.match(r"^\d\.\d{3}$", page.locator(".geomean").inner_text())
     if name == "environment":
@@ -131,8 +149,11 @@ def test_markup_in_a_run_label_is_shown_as_text(site: Path, tab: Page) -> None:
     page = tab.open((site / "index.html").as_uri())
     assert EVIL in page.locator(".run-label").all_inner_texts()
     assert page.locator("main img").count() == 0
-    page = tab.open((site / "compare.html").as_uri() + "#a=" + page.evaluate(
-        "BB.index().runs.find(r => r.label.startsWith('<img')).id"))
+    page = tab.open(
+        (site / "compare.html").as_uri()
+        + "#a="
+        + page.evaluate("BB.index().runs.find(r => r.label.startsWith('<img')).id")
+    )
     assert EVIL in page.locator("main").inner_text()
     page.wait_for_timeout(200)  # an onerror handler would have fired by now
     assert tab.dialogs == [] and tab.errors == []

@@ -276,3 +276,19 @@ def test_server_rebuilds_on_request_and_refuses_a_port_in_use(tmp_path: Path) ->
 def test_serving_nothing_says_to_build_first(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="benchbench dashboard build"):
         make_server(tmp_path / "absent", port=0)
+
+
+def test_runs_without_points_and_points_without_size_still_build(tmp_path: Path) -> None:
+    data = hand_data([1e-3, 1e-3])
+    m = data.measurements.copy()
+    m.loc[1, "size"] = None  # second run's point has no numeric size
+    build_site(
+        DashboardData(runs=data.runs, environments=data.environments, measurements=m),
+        tmp_path,
+        now=NOW,
+    )
+    wl = read_data(tmp_path / "data" / "workload" / "w0.js")
+    assert wl["series"] == []  # the latest run's only point cannot be placed on a log axis
+    assert "log axis" in wl["failures"][0]["reason"]
+    build_site(DashboardData(runs=data.runs, environments=data.environments), tmp_path, now=NOW)
+    assert read_data(tmp_path / "data" / "runs" / "r1.js")["b"] == []

@@ -70,13 +70,21 @@
         ctx.beginPath(); ctx.moveTo(b.left, Y); ctx.lineTo(b.left + b.width, Y); ctx.stroke();
         ctx.fillText(h.label, b.left + 4 * px, Y - 3 * px);
       }
+      const placed = [];
       for (const v of spec.vlines || []) {
         const X = u.valToPos(v.x, "x", true);
         if (!(X >= b.left && X <= b.left + b.width)) continue;
         ctx.strokeStyle = ctx.fillStyle = v.color || "#888";
         ctx.setLineDash(v.dash === false ? [] : [3 * px, 3 * px]);
         ctx.beginPath(); ctx.moveTo(X, b.top); ctx.lineTo(X, b.top + b.height); ctx.stroke();
-        if (v.label) ctx.fillText(v.label, X + 3 * px, b.top + 12 * px);
+        if (!v.label) continue;
+        // Labels of nearby markers would overprint: step each one down until it is clear.
+        if (placed.some((p) => p.text === v.label && Math.abs(p.x0 - X) < 6 * px)) continue;
+        const w = ctx.measureText(v.label).width;
+        let row = 0;
+        while (placed.some((p) => p.row === row && X < p.x1 && X + w + 6 * px > p.x0)) row++;
+        placed.push({ row, x0: X, x1: X + w + 6 * px, text: v.label });
+        ctx.fillText(v.label, X + 3 * px, b.top + (12 + 13 * row) * px);
       }
       ctx.restore();
       box.dataset.drawn = String(Number(box.dataset.drawn || 0) + 1);
@@ -108,13 +116,14 @@
       },
       axes: [
         { values: (u, splits) => splits.map((v) => (v === null ? "" : xfmt(v))), label: spec.xLabel },
-        { values: (u, splits) => splits.map((v) => (v === null ? "" : yfmt(v))), size: 72, label: spec.yLabel },
+        { values: (u, splits) => splits.map((v) => (v === null ? "" : yfmt(v))), size: 92, label: spec.yLabel },
       ],
       legend: { live: false },
       cursor: { drag: { x: true, y: false }, points: { size: 7 } },
       series: [{}].concat(series.map((s) => ({
-        label: s.label, stroke: s.color, width: 1.5, spanGaps: true, dash: s.dash,
-        points: { show: s.points !== false, size: 4, fill: s.color },
+        label: s.label, stroke: s.color, width: s.width || 1.5, spanGaps: true, dash: s.dash,
+        // Markers on a 365-run line would merge into a thick band; the cursor still marks points.
+        points: { show: s.points !== false && s.x.length <= 120, size: 4, fill: s.color },
       }))),
       hooks: { drawAxes: [drawBands], draw: [drawMarks], setCursor: [onCursor] },
     };

@@ -23,7 +23,8 @@
         return (!st.device || s.device === st.device) && (!st.dtype || s.dtype === st.dtype) && BB.passEnv(s.e, st);
       });
       const units = [...new Set(keep.map((i) => data.series[i].unit))];
-      const envDash = (e) => (e % 3 === 0 ? undefined : e % 3 === 1 ? [8, 4] : [2, 3]);
+      // Environments differ by dash, fits are thin dots: colour stays the line's identity.
+      const envDash = (e) => [undefined, [10, 4], [12, 3, 3, 3]][e % 3];
       for (const unit of units) {
         const idx = keep.filter((i) => data.series[i].unit === unit);
         const series = [];
@@ -37,22 +38,29 @@
               "run: " + run.label, "commit: " + BB.short(run.sha), "date: " + BB.date(run.t)],
           });
           if (s.fit) {
-            series.push({ label: "fit " + seriesLabel(s), color, x: s.x, y: s.fit.y, dash: [4, 4], points: false,
+            series.push({ label: "fit " + seriesLabel(s), color, x: s.x, y: s.fit.y, dash: [1, 4], points: false, width: 1,
               tip: (j) => ["fit " + seriesLabel(s), "n = " + s.x[j], "model: " + BB.si(s.fit.y[j], unit),
                 "t0 = " + BB.seconds(s.fit.t0_s) + ", rate = " + BB.si(s.fit.rate, "items/s")] });
           }
         });
         const hlines = data.ceilings.filter((c) => c.kind === "peak" && c.unit === unit && BB.passEnv(c.e, st))
           .map((c) => ({ value: c.value, label: c.label + " · " + BB.envName(c.e) + " " + BB.si(c.value, unit), color: "#444" }));
-        const vlines = data.ceilings.filter((c) => c.kind === "cache" && c.unit === unit && BB.passEnv(c.e, st))
-          .map((c) => ({ x: c.size, label: c.label + " " + BB.envName(c.e), color: "#999" }));
+        // One marker per cache size: environments with the same cache share it.
+        const caches = new Map();
+        for (const c of data.ceilings) {
+          if (c.kind !== "cache" || c.unit !== unit || !BB.passEnv(c.e, st)) continue;
+          const key = c.label + "@" + c.size.toPrecision(3);
+          if (!caches.has(key)) caches.set(key, { x: c.size, label: c.label, envs: [] });
+          caches.get(key).envs.push(BB.envName(c.e));
+        }
+        const vlines = [...caches.values()].map((c) => ({ x: c.x, label: c.label + " " + c.envs.join(", "), color: "#999" }));
         for (const c of data.crossovers) {
           if (keep.includes(c.a) && keep.includes(c.b) && data.series[c.a].unit === unit) {
             vlines.push({ x: c.size, label: "crossover", color: "#9467bd", dash: false });
           }
         }
         BB.chart(main, { title: "Throughput (" + unit + ") versus size", xlog: true, ylog: true, xLabel: "size (elements)",
-          yLabel: unit, yfmt: (v) => BB.si(v, unit), xfmt: (v) => BB.si(v), series, hlines, vlines, height: 380 });
+          yfmt: (v) => BB.si(v, unit), xfmt: (v) => BB.si(v), series, hlines, vlines, height: 380 });
       }
       if (!units.length) main.appendChild(el("p", { class: "muted" }, "No successful point matches these filters."));
       const cross = data.crossovers.filter((c) => keep.includes(c.a) && keep.includes(c.b));
