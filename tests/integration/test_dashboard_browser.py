@@ -182,7 +182,10 @@ def test_a_filter_changes_the_view_and_the_url_and_the_link_restores_it(
 def test_hover_zoom_and_legend_toggle(site: Path, tab: Page) -> None:
     page = tab.open((site / "workload.html").as_uri())
     box = page.locator(".u-over").first.bounding_box()
-    page.mouse.move(box["x"] + box["width"] * 0.98, box["y"] + box["height"] * 0.3)
+    # Onto the last point of the first measured line (series 1; its fit is series 2).
+    x, y = page.evaluate("""() => { const u = BB.charts[0], i = u.data[0].length - 1;
+        return [u.valToPos(u.data[0][i], 'x'), u.valToPos(u.data[1][i], 'y')]; }""")
+    page.mouse.move(box["x"] + x, box["y"] + y)
     tip = page.locator("#tooltip")
     tip.wait_for(state="visible")
     text = tip.inner_text()
