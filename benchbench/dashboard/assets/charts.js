@@ -79,12 +79,14 @@
         ctx.beginPath(); ctx.moveTo(X, b.top); ctx.lineTo(X, b.top + b.height); ctx.stroke();
         if (!v.label) continue;
         // Labels of nearby markers would overprint: step each one down until it is clear.
-        if (placed.some((p) => p.text === v.label && Math.abs(p.x0 - X) < 6 * px)) continue;
+        if (placed.some((p) => p.text === v.label && Math.abs(p.x - X) < 10 * px)) continue;
         const w = ctx.measureText(v.label).width;
+        // Near the right edge the label goes on the left of its line so it is not cut.
+        const x0 = X + w + 6 * px > b.left + b.width ? X - w - 6 * px : X;
         let row = 0;
-        while (placed.some((p) => p.row === row && X < p.x1 && X + w + 6 * px > p.x0)) row++;
-        placed.push({ row, x0: X, x1: X + w + 6 * px, text: v.label });
-        ctx.fillText(v.label, X + 3 * px, b.top + (12 + 13 * row) * px);
+        while (placed.some((p) => p.row === row && x0 < p.x1 && x0 + w + 6 * px > p.x0)) row++;
+        placed.push({ row, x: X, x0, x1: x0 + w + 6 * px, text: v.label });
+        ctx.fillText(v.label, x0 + 3 * px, b.top + (12 + 13 * row) * px);
       }
       ctx.restore();
       box.dataset.drawn = String(Number(box.dataset.drawn || 0) + 1);
@@ -96,7 +98,8 @@
       for (let k = 1; k < u.series.length; k++) {
         const v = u.data[k][idx];
         if (!u.series[k].show || v === null || v === undefined) continue;
-        const d = Math.abs(u.valToPos(v, "y") - u.cursor.top);
+        // A model line lying on its data must not hide the measured point: 4 px handicap.
+        const d = Math.abs(u.valToPos(v, "y") - u.cursor.top) + (series[k - 1].points === false ? 4 : 0);
         if (d < dist) { dist = d; best = k; }
       }
       if (best < 0) { BB.hideTip(); return; }
@@ -105,6 +108,22 @@
       BB.showTip(r.left + u.cursor.left, r.top + u.cursor.top, s.tip ? s.tip(i) : [s.label, yfmt(s.y[i])]);
     }
 
+    // The ceilings are part of the story (how far below peak is this line?): keep them in view.
+    const hv = (spec.hlines || []).map((h) => h.value).filter((v) => v > 0);
+    // Bands (Q1-Q3, CI) must fit too, or a noisy point's band runs off the plot.
+    let bandLo = Infinity, bandHi = -Infinity;
+    for (const s of series) {
+      if (!s.band) continue;
+      for (const v of s.band.lo) if (v !== null && (!spec.ylog || v > 0) && v < bandLo) bandLo = v;
+      for (const v of s.band.hi) if (v !== null && v > bandHi) bandHi = v;
+    }
+    function yRange(u, min, max) {
+      if (min === null || max === null) return [min, max];
+      const lo = Math.min(min, bandLo, ...hv), hi = Math.max(max, bandHi, ...hv);
+      if (spec.ylog) return uPlot.rangeLog(lo, hi, 10, true);
+      const pad = (hi - lo) * 0.05 || Math.abs(hi) * 0.05 || 1;
+      return [lo - pad, hi + pad];
+    }
     const opts = {
       title: spec.title,
       width: width,
@@ -112,7 +131,7 @@
       ms: 1,
       scales: {
         x: { time: !!spec.time, distr: spec.xlog ? 3 : 1 },
-        y: { distr: spec.ylog ? 3 : 1 },
+        y: { distr: spec.ylog ? 3 : 1, range: yRange },
       },
       axes: [
         { values: (u, splits) => splits.map((v) => (v === null ? "" : xfmt(v))), label: spec.xLabel },
