@@ -177,6 +177,11 @@ def test_a_filter_changes_the_view_and_the_url_and_the_link_restores_it(
     page = tab.open(shared)
     assert page.locator("table.grid tbody tr").count() == 1
     assert page.locator("select[name=workload]").input_value() == "sqrt"
+    page.fill("input[name=from]", "2026-01-05")
+    page.locator("input[name=from]").dispatch_event("change")
+    page.wait_for_function("location.hash.includes('from=2026-01-05')")
+    points = page.locator("svg.spark polyline").first.get_attribute("points") or ""
+    assert len(points.split()) == 4  # runs of Jan 5..8 only
 
 
 def test_hover_zoom_and_legend_toggle(site: Path, tab: Page) -> None:
@@ -215,6 +220,10 @@ def test_failures_change_points_alerts_and_commit_links(site: Path, tab: Page) -
     assert links.count() >= 2
     page.select_option("select[name=x]", "commit")
     page.wait_for_function("location.hash.includes('x=commit')")
+    runs = page.evaluate("BB.index().runs.filter(r => r.env === 0).map(r => r.id)")
+    page = tab.open((site / "compare.html").as_uri() + f"#a={runs[0]}&b={runs[-1]}")
+    failing = page.locator("table.compare tr.failing")
+    assert failing.count() == 1 and "out of memory" in failing.inner_text()
     page = tab.open((site / "workload.html").as_uri() + "#workload=sum")
     assert "out of memory" in page.locator("main").inner_text()
     assert "Crossovers" in page.locator("main").inner_text()
@@ -227,6 +236,8 @@ def test_environment_diff_marks_the_fields_that_differ(site: Path, tab: Page) ->
     page = tab.open((site / "environment.html").as_uri() + f"#env={ids[0]}&env2={ids[1]}")
     assert page.locator("tr.differs").count() >= 4  # cpu, threads, hostname, ram, ceilings
     assert "torch" not in page.locator("tr.differs").all_inner_texts()
+    if os.environ.get("BENCHBENCH_SCREENSHOTS") == "1":
+        page.screenshot(path=str(SHOTS / "environment-diff.png"), full_page=True)
 
 
 def test_an_empty_store_says_how_to_add_a_run(browser: Any, tmp_path: Path) -> None:
