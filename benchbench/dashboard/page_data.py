@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from benchbench.dashboard.payload import (
-    STATUS_CODES,
     ChangepointFn,
     FitFn,
     Keys,
@@ -215,7 +214,7 @@ def history_payload(
     lines = []
     rows = rows.sort_values(["b", "e", "r"], kind="stable")
     for (b, e), s in rows.groupby(["b", "e"], sort=True):
-        status = [STATUS_CODES.get(str(v), 2) for v in s["status"]]
+        status = s["sc"].tolist()
         median = compact(s["median_s"])
         line: dict[str, Any] = {
             "b": int(b),
@@ -227,7 +226,9 @@ def history_payload(
             "s": status,
             "reason": {
                 str(k): str(rs)
-                for k, (st, rs) in enumerate(zip(status, s["reason"], strict=True))
+                for k, (st, rs) in enumerate(
+                    zip(status, s["reason"].to_numpy(dtype=object), strict=True)
+                )
                 if st != 0 and isinstance(rs, str)
             },
             "cp": [],
@@ -261,10 +262,10 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
         "thr": compact(m["thr"]),
         "err": compact(pd.to_numeric(m["max_rel_error"], errors="coerce"), 3),
     }
-    status = [STATUS_CODES.get(str(v), 2) for v in m["status"]]
+    status = m["sc"].tolist()
     bench = m["b"].tolist()
     units = m["unit"].tolist()
-    reasons = m["reason"].tolist()
+    reasons = m["reason"].to_numpy(dtype=object).tolist()
     warnings = m["warnings"].tolist()
     bounds = np.flatnonzero(np.diff(m["r"].to_numpy())) + 1
     starts = [0, *bounds.tolist()]

@@ -99,6 +99,9 @@ def add_throughput(m: pd.DataFrame) -> pd.DataFrame:
         unit = np.where(have, name, unit)
     m["thr"] = thr
     m["unit"] = unit
+    # Status as a small int once, vectorised: iterating pandas 3 string columns per
+    # row costs ~5 us a value, 1 s per pass over 219,000 rows.
+    m["sc"] = m["status"].map(STATUS_CODES).fillna(2).astype(np.int64)
     # Work per call in the throughput's unit: turns every time (Q1, Q3, CI) into a rate.
     m["work"] = thr * median
     for column in ("median_s", "ci_low_s", "ci_high_s", "q1_s", "q3_s", "size"):

@@ -111,6 +111,7 @@ def test_compact_keeps_five_significant_digits_and_nulls_non_finite() -> None:
 def test_throughput_prefers_bytes_then_flop_then_items_then_calls() -> None:
     m = pd.DataFrame(
         {
+            "status": ["ok", "ok", "skipped", "weird"],
             "median_s": [0.5, 0.5, 0.5, 0.5],
             "bytes_per_s": [10.0, None, None, None],
             "flop_per_s": [20.0, 30.0, None, None],
@@ -125,6 +126,7 @@ def test_throughput_prefers_bytes_then_flop_then_items_then_calls() -> None:
     out = add_throughput(m)
     assert list(out["unit"]) == ["B/s", "FLOP/s", "items/s", "calls/s"]
     assert list(out["thr"]) == [10.0, 30.0, 60.0, 2.0]
+    assert list(out["sc"]) == [0, 0, 1, 2]  # an unknown status counts as an error
 
 
 def test_repo_url_must_be_http_and_commit_links_need_hex_shas(tmp_path: Path) -> None:
