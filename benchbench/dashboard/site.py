@@ -174,15 +174,15 @@ def build_site(
         repo_url=data.repo_url,
         annotations=data.annotations,
     )
-    m = add_throughput(measurements)
-    keys = Keys(data, m)
     # Measurements of runs the runs table does not list cannot be placed in time.
-    run_codes = _codes(m["run_id"], keys.run)
+    listed = measurements["run_id"].astype(str).isin(set(runs["run_id"].astype(str)))
+    m = add_throughput(measurements[listed])
+    keys = Keys(data, m)
     m = m.assign(
-        r=run_codes,
+        r=_codes(m["run_id"], keys.run),
         e=_codes(m["environment_id"], keys.env),
         b=_codes(m["benchmark_id"], keys.bench),
-    )[run_codes >= 0]
+    )
     # A benchmark belongs to one workload: look it up per benchmark, not per row.
     bench_w = [
         keys.workload[(str(s), str(w))]

@@ -294,3 +294,17 @@ def test_runs_without_points_and_points_without_size_still_build(tmp_path: Path)
     assert "log axis" in wl["failures"][0]["reason"]
     build_site(DashboardData(runs=data.runs, environments=data.environments), tmp_path, now=NOW)
     assert read_data(tmp_path / "data" / "runs" / "r1.js")["b"] == []
+
+
+def test_points_of_runs_the_store_does_not_list_are_left_out(tmp_path: Path) -> None:
+    data = hand_data([1e-3])
+    ghost = data.measurements.assign(run_id="ghost", benchmark_id="b2", size=2048)
+    m = pd.concat([data.measurements, ghost], ignore_index=True)
+    build_site(
+        DashboardData(runs=data.runs, environments=data.environments, measurements=m),
+        tmp_path,
+        now=NOW,
+    )
+    assert sorted(p.name for p in (tmp_path / "data" / "runs").iterdir()) == ["r0.js"]
+    assert read_data(tmp_path / "data" / "runs" / "r0.js")["b"] == [0]
+    assert [b["id"] for b in read_data(tmp_path / "data" / "index.js")["benchmarks"]] == ["b1"]
