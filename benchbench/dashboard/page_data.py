@@ -213,29 +213,36 @@ def history_payload(
     """Per benchmark and environment: the median time and its CI run after run."""
     lines = []
     rows = rows.sort_values(["b", "e", "r"], kind="stable")
-    for (b, e), s in rows.groupby(["b", "e"], sort=True):
-        status = s["sc"].tolist()
-        median = compact(s["median_s"])
+    # Whole columns converted once, then sliced per line: a groupby here builds one
+    # DataFrame per (point, environment), 600 of them at scale, ~3 s in all.
+    b_col, e_col = rows["b"].to_numpy(), rows["e"].to_numpy()
+    runs, status = rows["r"].tolist(), rows["sc"].tolist()
+    raw = rows["median_s"].to_numpy(dtype=float)
+    median, lo_col, hi_col = (compact(rows[c]) for c in ("median_s", "ci_low_s", "ci_high_s"))
+    reasons = rows["reason"].to_numpy(dtype=object).tolist()
+    cut = np.flatnonzero((np.diff(b_col) != 0) | (np.diff(e_col) != 0)) + 1
+    for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(rows)], strict=True):
+        if lo == hi:
+            continue
+        st = status[lo:hi]
         line: dict[str, Any] = {
-            "b": int(b),
-            "e": int(e),
-            "r": [int(r) for r in s["r"]],
-            "m": [v if st == 0 else None for v, st in zip(median, status, strict=True)],
-            "lo": compact(s["ci_low_s"]),
-            "hi": compact(s["ci_high_s"]),
-            "s": status,
+            "b": int(b_col[lo]),
+            "e": int(e_col[lo]),
+            "r": runs[lo:hi],
+            "m": [v if c == 0 else None for v, c in zip(median[lo:hi], st, strict=True)],
+            "lo": lo_col[lo:hi],
+            "hi": hi_col[lo:hi],
+            "s": st,
             "reason": {
-                str(k): str(rs)
-                for k, (st, rs) in enumerate(
-                    zip(status, s["reason"].to_numpy(dtype=object), strict=True)
-                )
-                if st != 0 and isinstance(rs, str)
+                str(k - lo): str(reasons[k])
+                for k in range(lo, hi)
+                if status[k] != 0 and isinstance(reasons[k], str)
             },
             "cp": [],
         }
         if changepoints is not None:
-            ok_at = [k for k, st in enumerate(status) if st == 0 and median[k] is not None]
-            values = [float(s["median_s"].iloc[k]) for k in ok_at]
+            ok_at = [k for k in range(hi - lo) if st[k] == 0 and median[lo + k] is not None]
+            values = [float(raw[lo + k]) for k in ok_at]
             if len(values) >= 3:
                 line["cp"] = [ok_at[c] for c in changepoints(values) if 0 <= c < len(ok_at)]
         lines.append(line)
