@@ -1,0 +1,36 @@
+"""Static, offline, interactive dashboard built from plain results data.
+
+Usage::
+
+    from benchbench.dashboard import DashboardData, build_site
+    index_html = build_site(data, Path("dashboards/nightly"))
+
+The site opens from ``file://`` as well as from any static host: every page is an
+HTML file that loads bundled JavaScript (``assets/``) and its own slice of the data
+as ``data/*.js`` files assigning to a global, because Chromium refuses ``fetch()``
+of local JSON. No page loads the whole history: the overview reads one summary,
+a workload page reads that workload's latest runs, a history page that workload's
+medians, the compare page the two runs it compares.
+"""
+
+from __future__ import annotations
+
+from benchbench.dashboard.contract import (
+    ALERT_COLUMNS,
+    ANNOTATION_COLUMNS,
+    ENVIRONMENT_COLUMNS,
+    MEASUREMENT_COLUMNS,
+    RUN_COLUMNS,
+    DashboardData,
+)
+from benchbench.dashboard.site import build_site
+
+__all__ = [
+    "ALERT_COLUMNS",
+    "ANNOTATION_COLUMNS",
+    "ENVIRONMENT_COLUMNS",
+    "MEASUREMENT_COLUMNS",
+    "RUN_COLUMNS",
+    "DashboardData",
+    "build_site",
+]

@@ -1,0 +1,86 @@
+"""The data the dashboard is built from: one frozen value holding plain DataFrames."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "label",
+    "kind",
+    "status",
+    "started_at",
+    "finished_at",
+    "git_sha",
+    "git_branch",
+    "git_dirty",
+    "environment_id",
+    "suites",
+    "tags",
+)
+ENVIRONMENT_COLUMNS: tuple[str, ...] = ("environment_id", "machine", "fields", "info")
+MEASUREMENT_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "benchmark_id",
+    "suite",
+    "workload",
+    "variant",
+    "device",
+    "dtype",
+    "size",
+    "params",
+    "status",
+    "reason",
+    "median_s",
+    "ci_low_s",
+    "ci_high_s",
+    "q1_s",
+    "q3_s",
+    "bytes_per_s",
+    "flop_per_s",
+    "items_per_s",
+    "max_rel_error",
+    "warnings",
+    "environment_id",
+    "started_at",
+    "git_sha",
+)
+ALERT_COLUMNS: tuple[str, ...] = (
+    "alert_id",
+    "benchmark_id",
+    "environment_id",
+    "last_good_run_id",
+    "first_bad_run_id",
+    "rel_change",
+    "severity",
+    "status",
+    "created_at",
+)
+ANNOTATION_COLUMNS: tuple[str, ...] = ("benchmark_id", "environment_id", "at", "text")
+
+
+def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series(dtype=object) for name in columns})
+
+
+@dataclass(frozen=True)
+class DashboardData:
+    """Everything the dashboard shows, as read from the results store.
+
+    Every DataFrame may be empty; its columns are the ``*_COLUMNS`` tuples of this
+    module (``annotations`` is optional: ``benchmark_id`` or ``environment_id`` set
+    to None applies the note to every benchmark or environment). ``profiles`` maps
+    an environment id to its measured ceilings, ``{"peak_bytes_per_s": float,
+    "peak_flop_per_s": {dtype: float}, "caches": [{"level": 2, "size_bytes": int}]}``.
+    ``repo_url`` turns commits into links ``{repo_url}/commit/{sha}`` (http/https only).
+    """
+
+    runs: pd.DataFrame = field(default_factory=lambda: _empty(RUN_COLUMNS))
+    environments: pd.DataFrame = field(default_factory=lambda: _empty(ENVIRONMENT_COLUMNS))
+    measurements: pd.DataFrame = field(default_factory=lambda: _empty(MEASUREMENT_COLUMNS))
+    alerts: pd.DataFrame = field(default_factory=lambda: _empty(ALERT_COLUMNS))
+    profiles: dict[str, dict] = field(default_factory=dict)
+    repo_url: str | None = None
+    annotations: pd.DataFrame = field(default_factory=lambda: _empty(ANNOTATION_COLUMNS))

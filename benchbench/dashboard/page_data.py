@@ -1,0 +1,328 @@
+"""Per-page documents: overview sparklines, one workload, one history, one run.
+
+Each function takes the measurements already enriched by
+:func:`benchbench.dashboard.payload.add_throughput` and keyed (columns ``r``, ``e``,
+``w``, ``b``), and returns plain dicts and lists ready for JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from benchbench.dashboard.payload import (
+    ChangepointFn,
+    FitFn,
+    Keys,
+    compact,
+    params_text,
+    to_ms,
+)
+
+
+def overview_payload(m: pd.DataFrame) -> dict[str, Any]:
+    """Sparklines per (workload, environment, device, dtype).
+
+    Each value is the mean over the workload's ok points of log(throughput / that
+    point's median over its whole history on that environment): 0 is "as usual",
+    -0.22 is 20 % slower. Normalising per point first keeps a missing or failed size
+    from moving the line, which a plain geometric mean of throughputs would (the
+    largest size of a sweep can be 1000x the smallest). The page averages rows
+    weighted by ``c`` (points counted) when a device or dtype filter merges them.
+    """
+    ok = m[(m["status"] == "ok") & np.isfinite(m["thr"]) & (m["thr"] > 0)]
+    if not len(ok):
+        return {"lines": []}
+    logthr = np.log(ok["thr"].to_numpy(dtype=float))
+    med = pd.Series(logthr, index=ok.index).groupby([ok["b"], ok["e"]]).transform("median")
+    ok = ok.assign(lr=logthr - med.to_numpy())
+    g = ok.groupby(["w", "e", "device", "dtype", "r"], sort=True)["lr"].agg(["mean", "count"])
+    lines = []
+    for (w, e, dev, dt), part in g.groupby(level=[0, 1, 2, 3], sort=True):
+        lines.append(
+            {
+                "w": int(w),
+                "e": int(e),
+                "device": str(dev),
+                "dtype": str(dt),
+                "r": [int(r) for r in part.index.get_level_values(4)],
+                "v": compact(part["mean"], 4),
+                "c": [int(c) for c in part["count"]],
+            }
+        )
+    return {"lines": lines}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def _failures(rows: pd.DataFrame, plottable: pd.Series) -> list[dict[str, Any]]:
+    bad = rows[(rows["status"] != "ok") | ~plottable]
+    out = []
+    for b, r, s, rs, size in zip(
+        bad["b"], bad["r"], bad["status"], bad["reason"], bad["size"], strict=True
+    ):
+        reason = rs if isinstance(rs, str) else None
+        if s == "ok":
+            reason = f"size {size} cannot be placed on a log axis (needs a positive number)"
+        out.append({"b": int(b), "r": int(r), "status": str(s), "reason": reason})
+    return out
+
+
+def workload_payload(
+    rows: pd.DataFrame, profiles: dict[str, dict], env_ids: list[str], fit: FitFn | None
+) -> dict[str, Any]:
+    """Throughput versus size for the latest run per environment of one workload."""
+    latest = rows.groupby("e")["r"].transform("max")
+    rows = rows[rows["r"] == latest]
+    series: list[dict[str, Any]] = []
+    # A log axis cannot place a size that is missing or <= 0; such points are listed
+    # with the failures instead of silently vanishing.
+    plottable = np.isfinite(rows["size"]) & (rows["size"] > 0)
+    ok = rows[(rows["status"] == "ok") & np.isfinite(rows["thr"]) & plottable].copy()
+    ok["ptext"] = [params_text(p) for p in ok["params"]]
+    keys = ["e", "variant", "dtype", "device", "ptext", "unit"]
+    for (e, variant, dtype, device, ptext, unit), s in ok.groupby(keys, sort=True):
+        s = s.sort_values("size")
+        x = s["size"].to_numpy(dtype=float)
+        work = s["work"].to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            item: dict[str, Any] = {
+                "e": int(e),
+                "r": int(s["r"].iloc[0]),
+                "variant": str(variant),
+                "dtype": str(dtype),
+                "device": str(device),
+                "params": str(ptext),
+                "unit": str(unit),
+                "x": compact(x, 8),
+                "y": compact(s["thr"]),
+                "q1": compact(work / s["q3_s"].to_numpy(dtype=float)),
+                "q3": compact(work / s["q1_s"].to_numpy(dtype=float)),
+                "lo": compact(work / s["ci_high_s"].to_numpy(dtype=float)),
+                "hi": compact(work / s["ci_low_s"].to_numpy(dtype=float)),
+                "fit": None,
+                # Bytes moved per element: places the cache sizes on the size axis.
+                "bytes_per_item": _finite(np.nanmedian(work / x)) if unit == "B/s" else None,
+            }
+        if fit is not None and len(x) >= 2:
+            params = fit(list(x), list(s["median_s"].to_numpy(dtype=float)))
+            if params is not None and params[1] > 0:
+                t0, rate = float(params[0]), float(params[1])
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    y_fit = work / (t0 + x / rate)
+                item["fit"] = {"t0_s": t0, "rate": rate, "y": compact(y_fit)}
+        series.append(item)
+    return {
+        "series": series,
+        "failures": _failures(rows, plottable),
+        "crossovers": crossovers(series),
+        "ceilings": ceilings(series, profiles, env_ids),
+    }
+
+
+def crossovers(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sizes where one fitted line overtakes another (same environment and unit, one axis apart).
+
+    With t = t0 + n / rate, two lines meet where t0a + n/ra = t0b + n/rb, i.e.
+    n = (t0b - t0a) / (1/ra - 1/rb); kept only inside the measured size range, as
+    beyond it the model is extrapolating.
+    """
+    out = []
+    for i, a in enumerate(series):
+        for j in range(i + 1, len(series)):
+            b = series[j]
+            if a["fit"] is None or b["fit"] is None or (a["e"], a["unit"]) != (b["e"], b["unit"]):
+                continue
+            # Only lines that differ in one axis answer a question ("which variant",
+            # "which device", "which dtype"); all pairs of 12 lines would be 66 markers.
+            if sum(a[k] != b[k] for k in ("variant", "dtype", "device", "params")) != 1:
+                continue
+            slope = 1 / a["fit"]["rate"] - 1 / b["fit"]["rate"]
+            if slope == 0:
+                continue
+            n = (b["fit"]["t0_s"] - a["fit"]["t0_s"]) / slope
+            xs = [v for v in a["x"] + b["x"] if v is not None]
+            if xs and min(xs) <= n <= max(xs):
+                # Beyond n the line with the higher rate (smaller 1/rate) is faster.
+                faster = i if slope < 0 else j
+                out.append({"a": i, "b": j, "size": compact([n])[0], "faster_above": faster})
+    return out
+
+
+def ceilings(
+    series: list[dict[str, Any]], profiles: dict[str, dict], env_ids: list[str]
+) -> list[dict[str, Any]]:
+    """Machine ceilings (peak bandwidth, peak FLOP/s per dtype) and cache sizes as sizes."""
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for s in series:
+        profile = (profiles.get(env_ids[s["e"]]) if s["e"] >= 0 else None) or {}
+        if s["unit"] == "B/s" and profile.get("peak_bytes_per_s"):
+            key = (s["e"], "bw")
+            if key not in seen:
+                seen.add(key)
+                out.append(
+                    {
+                        "e": s["e"],
+                        "kind": "peak",
+                        "unit": "B/s",
+                        "label": "peak bandwidth",
+                        "value": float(profile["peak_bytes_per_s"]),
+                    }
+                )
+                # Bytes moved per element turns a cache size into an x position.
+                per = s.get("bytes_per_item")
+                if per:
+                    for c in profile.get("caches") or []:
+                        if c.get("size_bytes"):
+                            out.append(
+                                {
+                                    "e": s["e"],
+                                    "kind": "cache",
+                                    "unit": "B/s",
+                                    "label": f"L{c.get('level', '?')}",
+                                    "size": float(c["size_bytes"]) / per,
+                                }
+                            )
+        peaks = profile.get("peak_flop_per_s") or {}
+        if s["unit"] == "FLOP/s" and peaks.get(s["dtype"]):
+            key = (s["e"], "flop:" + s["dtype"])
+            if key not in seen:
+                seen.add(key)
+                out.append(
+                    {
+                        "e": s["e"],
+                        "kind": "peak",
+                        "unit": "FLOP/s",
+                        "label": f"peak {s['dtype']}",
+                        "value": float(peaks[s["dtype"]]),
+                    }
+                )
+    return out
+
+
+def history_payload(
+    rows: pd.DataFrame, annotations: pd.DataFrame, keys: Keys, changepoints: ChangepointFn | None
+) -> dict[str, Any]:
+    """Per benchmark and environment: the median time and its CI run after run."""
+    lines = []
+    rows = rows.sort_values(["b", "e", "r"], kind="stable")
+    # Whole columns converted once, then sliced per line: a groupby here builds one
+    # DataFrame per (point, environment), 600 of them at scale, ~3 s in all.
+    b_col, e_col = rows["b"].to_numpy(), rows["e"].to_numpy()
+    runs, status = rows["r"].tolist(), rows["sc"].tolist()
+    raw = rows["median_s"].to_numpy(dtype=float)
+    median, lo_col, hi_col = (compact(rows[c]) for c in ("median_s", "ci_low_s", "ci_high_s"))
+    reasons = rows["reason"].to_numpy(dtype=object).tolist()
+    cut = np.flatnonzero((np.diff(b_col) != 0) | (np.diff(e_col) != 0)) + 1
+    for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(rows)], strict=True):
+        if lo == hi:
+            continue
+        st = status[lo:hi]
+        line: dict[str, Any] = {
+            "b": int(b_col[lo]),
+            "e": int(e_col[lo]),
+            "r": runs[lo:hi],
+            "m": [v if c == 0 else None for v, c in zip(median[lo:hi], st, strict=True)],
+            "lo": lo_col[lo:hi],
+            "hi": hi_col[lo:hi],
+            "s": st,
+            "reason": {
+                str(k - lo): str(reasons[k])
+                for k in range(lo, hi)
+                if status[k] != 0 and isinstance(reasons[k], str)
+            },
+            "cp": [],
+        }
+        if changepoints is not None:
+            ok_at = [k for k in range(hi - lo) if st[k] == 0 and median[lo + k] is not None]
+            values = [float(raw[lo + k]) for k in ok_at]
+            if len(values) >= 3:
+                line["cp"] = [ok_at[c] for c in changepoints(values) if 0 <= c < len(ok_at)]
+        lines.append(line)
+    benches = {int(b) for b in rows["b"]}
+    notes = []
+    for a in annotations.to_dict("records"):
+        bid, eid = a.get("benchmark_id"), a.get("environment_id")
+        b = keys.bench.get(str(bid), -2) if bid is not None else -1
+        if b == -2 or (b >= 0 and b not in benches):
+            continue
+        e = keys.env.get(str(eid), -2) if eid is not None else -1
+        if e != -2:
+            notes.append({"b": b, "e": e, "t": to_ms([a.get("at")])[0], "text": str(a.get("text"))})
+    return {"lines": lines, "annotations": notes}
+
+
+def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
+    """One column-oriented document per run: every point with its status and reason."""
+    m = m.sort_values(["r", "b"], kind="stable").reset_index(drop=True)
+    cols = {
+        "m": compact(m["median_s"]),
+        "lo": compact(m["ci_low_s"]),
+        "hi": compact(m["ci_high_s"]),
+        "thr": compact(m["thr"]),
+        "err": compact(pd.to_numeric(m["max_rel_error"], errors="coerce"), 3),
+    }
+    status = m["sc"].tolist()
+    bench = m["b"].tolist()
+    units = m["unit"].tolist()
+    reasons = m["reason"].to_numpy(dtype=object).tolist()
+    warnings = m["warnings"].tolist()
+    bounds = np.flatnonzero(np.diff(m["r"].to_numpy())) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(m)]
+    for lo, hi in zip(starts, ends, strict=True):
+        if lo == hi:
+            continue
+        doc: dict[str, Any] = {"b": bench[lo:hi], "s": status[lo:hi], "unit": units[lo:hi]}
+        for name, values in cols.items():
+            doc[name] = values[lo:hi]
+        doc["reason"] = {
+            str(k - lo): str(reasons[k]) for k in range(lo, hi) if isinstance(reasons[k], str)
+        }
+        doc["warn"] = {
+            str(k - lo): [str(w) for w in warnings[k]]
+            for k in range(lo, hi)
+            if isinstance(warnings[k], (list, tuple, np.ndarray)) and len(warnings[k])
+        }
+        yield int(m["r"].iat[lo]), doc
+
+
+def environments_payload(
+    environments: pd.DataFrame, profiles: dict[str, dict], keys: Keys
+) -> list[dict[str, Any]]:
+    """Fingerprint (comparability fields), info and measured ceilings per environment."""
+    by_id = {str(r["environment_id"]): r for r in environments.to_dict("records")}
+    out = []
+    for env_id in keys.env:
+        r = by_id.get(env_id, {})
+        out.append(
+            {
+                "id": env_id,
+                "machine": None if r.get("machine") is None else str(r.get("machine")),
+                "fields": _flat(r.get("fields")),
+                "info": _flat(r.get("info")),
+                "profile": _flat(profiles.get(env_id)),
+            }
+        )
+    return out
+
+
+def _flat(doc: object, prefix: str = "") -> dict[str, str]:
+    """Nested dicts and lists as ``a.b[0].c -> text``, so two environments diff key by key."""
+    out: dict[str, str] = {}
+    if isinstance(doc, dict):
+        for k in sorted(doc, key=str):
+            out.update(_flat(doc[k], f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(doc, (list, tuple)):
+        for i, v in enumerate(doc):
+            out.update(_flat(v, f"{prefix}[{i}]"))
+    elif prefix:
+        out[prefix] = "" if doc is None else str(doc)
+    return out

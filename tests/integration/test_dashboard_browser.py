@@ -1,0 +1,258 @@
+"""The dashboard as a person sees it: headless Chromium on the built files (file://).
+
+Needs /usr/bin/chromium and the playwright package (its bundled browsers are not
+used). Skipped when either is missing, except under CI=true where that fails.
+Set BENCHBENCH_SCREENSHOTS=1 to refresh docs/screenshots/*.png.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchbench.dashboard import DashboardData, build_site
+from benchbench.dashboard.synthetic import synthetic_data
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+EVIL = "<img src=x onerror=alert(1)>"
+PAGES = ("index", "workload", "history", "compare", "environment")
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+NOW = datetime(2026, 1, 9, tzinfo=timezone.utc)
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (required when CI=true)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright is not installed: pip install playwright")
+    if not CHROMIUM.exists():
+        _missing(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = synthetic_data(
+        n_workloads=3, n_variants=2, n_sizes=7, n_runs=8, n_envs=2, run_label=EVIL
+    )
+    notes = pd.DataFrame(
+        [
+            {
+                "benchmark_id": None,
+                "environment_id": None,
+                "at": datetime(2026, 1, 3, 12, tzinfo=timezone.utc),
+                "text": "torch upgraded </script>",
+            }
+        ]
+    )
+    data = dataclasses.replace(data, annotations=notes)
+    out = tmp_path_factory.mktemp("site")
+
+    def fit(sizes: list[float], times: list[float]) -> tuple[float, float]:
+        # t = t0 + n / rate by least squares, weighted so small sizes count as much.
+        slope, t0 = np.polyfit(sizes, times, 1, w=1 / np.asarray(times))
+        return float(t0), float(1 / slope)
+
+    build_site(data, out, fit=fit, changepoints=lambda v: [len(v) // 2], now=NOW)
+    return out
+
+
+class Page:
+    """A page with its console errors, page errors and dialogs recorded."""
+
+    def __init__(self, browser: Any) -> None:
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    def open(self, url: str) -> Any:
+        self.page.goto(url)
+        self.page.wait_for_function("window.BB_READY !== undefined", timeout=15_000)
+        return self.page
+
+
+@pytest.fixture
+def tab(browser: Any) -> Iterator[Page]:
+    p = Page(browser)
+    yield p
+    p.page.close()
+
+
+def inked_pixels(page: Any) -> list[int]:
+    """Per chart canvas, how many pixels are not transparent (the chart drew something)."""
+    return page.evaluate("""() => [...document.querySelectorAll('.chart canvas')].map((c) => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })""")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_loads_cleanly_and_draws(
+    site: Path, tab: Page, name: str, tmp_path: Path
+) -> None:
+    page = tab.open((site / f"{name}.html").as_uri())
+    assert tab.errors == [] and tab.dialogs == []
+    assert page.locator("p.error").count() == 0
+    if name in ("workload", "history"):
+        ink = inked_pixels(page)
+        assert ink and all(n > 2000 for n in ink), ink
+    if name == "index":
+        lines = page.locator("svg.spark polyline")
+        assert lines.count() == 6  # 3 workloads x 2 environments
+        assert all(
+            len(p.split()) == 8
+            for p in lines.evaluate_all("l => l.map(x => x.getAttribute('points'))")
+        )
+    if name == "compare":
+        assert re.match(r"^\d\.\d{3}$", page.locator(".geomean").inner_text())
+    if name == "environment":
+        assert page.locator("table.kv tr").count() > 4
+    shots = SHOTS if os.environ.get("BENCHBENCH_SCREENSHOTS") == "1" else tmp_path
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+
+
+def test_markup_in_a_run_label_is_shown_as_text(site: Path, tab: Page) -> None:
+    page = tab.open((site / "index.html").as_uri())
+    assert EVIL in page.locator(".run-label").all_inner_texts()
+    assert page.locator("main img").count() == 0
+    page = tab.open(
+        (site / "compare.html").as_uri()
+        + "#a="
+        + page.evaluate("BB.index().runs.find(r => r.label.startsWith('<img')).id")
+    )
+    assert EVIL in page.locator("main").inner_text()
+    page.wait_for_timeout(200)  # an onerror handler would have fired by now
+    assert tab.dialogs == [] and tab.errors == []
+
+
+def test_a_filter_changes_the_view_and_the_url_and_the_link_restores_it(
+    site: Path, tab: Page
+) -> None:
+    page = tab.open((site / "index.html").as_uri())
+    assert page.locator("table.grid tbody tr").count() == 3
+    page.select_option("select[name=workload]", "sqrt")
+    page.wait_for_function("document.querySelectorAll('table.grid tbody tr').length === 1")
+    assert "workload=sqrt" in page.url
+    shared = page.url
+    page = tab.open((site / "workload.html").as_uri())
+    before = page.locator(".u-legend .u-series").count()
+    env = page.evaluate("BB.index().envs[0].id")
+    page.select_option("select[name=env]", env)
+    page.wait_for_function(f"document.querySelectorAll('.u-legend .u-series').length < {before}")
+    assert f"env={env}" in page.url
+    page = tab.open(shared)
+    assert page.locator("table.grid tbody tr").count() == 1
+    assert page.locator("select[name=workload]").input_value() == "sqrt"
+    page.fill("input[name=from]", "2026-01-05")
+    page.locator("input[name=from]").dispatch_event("change")
+    page.wait_for_function("location.hash.includes('from=2026-01-05')")
+    points = page.locator("svg.spark polyline").first.get_attribute("points") or ""
+    assert len(points.split()) == 4  # runs of Jan 5..8 only
+
+
+def test_hover_zoom_and_legend_toggle(site: Path, tab: Page) -> None:
+    page = tab.open((site / "workload.html").as_uri())
+    box = page.locator(".u-over").first.bounding_box()
+    # Onto the last point of the first measured line (series 1; its fit is series 2).
+    x, y = page.evaluate("""() => { const u = BB.charts[0], i = u.data[0].length - 1;
+        return [u.valToPos(u.data[0][i], 'x'), u.valToPos(u.data[1][i], 'y')]; }""")
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    tip = page.locator("#tooltip")
+    tip.wait_for(state="visible")
+    text = tip.inner_text()
+    for word in ("throughput:", "CI:", "run:", "commit:", "date:"):
+        assert word in text
+    x_before = page.evaluate("BB.charts[0].scales.x.max")
+    page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + 50)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 60, steps=5)
+    page.mouse.up()
+    assert page.evaluate("BB.charts[0].scales.x.max") < x_before
+    entry = page.locator(".u-legend .u-series").nth(1)
+    entry.click()
+    assert "u-off" in (entry.get_attribute("class") or "")
+    assert tab.errors == []
+
+
+def test_failures_change_points_alerts_and_commit_links(site: Path, tab: Page) -> None:
+    page = tab.open((site / "index.html").as_uri())
+    assert "out of memory" in page.locator("ul.failures").inner_text()
+    assert page.locator("table.alerts tbody tr").count() == 1
+    href = page.locator("table.alerts a[href^='history.html']").first.get_attribute("href")
+    page = tab.open(site.as_uri() + "/" + href)
+    main = page.locator("main").inner_text()
+    assert "Change points" in main and "Alerts" in main and "torch upgraded </script>" in main
+    links = page.locator("main a[href^='https://example.org/benchbench/commit/']")
+    assert links.count() >= 2
+    page.select_option("select[name=x]", "commit")
+    page.wait_for_function("location.hash.includes('x=commit')")
+    runs = page.evaluate("BB.index().runs.filter(r => r.env === 0).map(r => r.id)")
+    page = tab.open((site / "compare.html").as_uri() + f"#a={runs[0]}&b={runs[-1]}")
+    failing = page.locator("table.compare tr.failing")
+    assert failing.count() == 1 and "out of memory" in failing.inner_text()
+    page = tab.open((site / "workload.html").as_uri() + "#workload=sum")
+    assert "out of memory" in page.locator("main").inner_text()
+    assert "Crossovers" in page.locator("main").inner_text()
+    assert tab.errors == []
+
+
+def test_environment_diff_marks_the_fields_that_differ(site: Path, tab: Page) -> None:
+    page = tab.open((site / "environment.html").as_uri())
+    ids = page.evaluate("BB.index().envs.map(e => e.id)")
+    page = tab.open((site / "environment.html").as_uri() + f"#env={ids[0]}&env2={ids[1]}")
+    assert page.locator("tr.differs").count() >= 4  # cpu, threads, hostname, ram, ceilings
+    assert "torch" not in page.locator("tr.differs").all_inner_texts()
+    if os.environ.get("BENCHBENCH_SCREENSHOTS") == "1":
+        page.screenshot(path=str(SHOTS / "environment-diff.png"), full_page=True)
+
+
+def test_an_empty_store_says_how_to_add_a_run(browser: Any, tmp_path: Path) -> None:
+    build_site(DashboardData(), tmp_path, now=NOW)
+    tab = Page(browser)
+    for name in PAGES:
+        tab.page.goto((tmp_path / f"{name}.html").as_uri())
+        tab.page.wait_for_selector("section.empty")
+        assert "benchbench run quick" in tab.page.locator("main").inner_text()
+    assert tab.errors == []
+    tab.page.close()
+
+
+def test_pages_do_not_reach_the_network(site: Path, tab: Page) -> None:
+    requests: list[str] = []
+    tab.page.on("request", lambda r: requests.append(r.url))
+    tab.open((site / "index.html").as_uri() + "#x=" + str(timedelta(days=1)))
+    assert requests and all(u.startswith("file://") for u in requests), requests

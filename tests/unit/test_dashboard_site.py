@@ -1,0 +1,310 @@
+"""The dashboard's data splitting, escaping, overlays, empty store and server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchbench.dashboard import MEASUREMENT_COLUMNS, DashboardData, build_site
+from benchbench.dashboard.payload import add_throughput, compact, safe_repo_url
+from benchbench.dashboard.serve import Rebuilder, make_server
+from benchbench.dashboard.site import json_for_script
+from benchbench.dashboard.synthetic import synthetic_data
+from benchbench.errors import StoreError, UsageError
+
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 9, tzinfo=timezone.utc)
+
+
+def read_data(path: Path) -> Any:
+    """The JSON document a data script assigns (the inverse of data_script)."""
+    text = path.read_text()
+    return json.loads(text[text.index("]=") + 2 : text.rindex(";")])
+
+
+def hand_data(medians: list[float | None], reason: str = "device lost") -> DashboardData:
+    """One point, one environment, one run per median; None is a failed run."""
+    runs, rows = [], []
+    for k, med in enumerate(medians):
+        rid = f"run{k}"
+        runs.append(
+            {
+                "run_id": rid,
+                "label": f"r{k}",
+                "kind": "nightly",
+                "status": "finished",
+                "started_at": T0 + timedelta(days=k),
+                "finished_at": None,
+                "git_sha": f"{k:040x}",
+                "git_branch": "main",
+                "git_dirty": False,
+                "environment_id": "envA",
+                "suites": ["quick"],
+                "tags": [],
+            }
+        )
+        ok = med is not None
+        rows.append(
+            {
+                "run_id": rid,
+                "benchmark_id": "b1",
+                "suite": "s",
+                "workload": "sqrt",
+                "variant": "torch",
+                "device": "cpu",
+                "dtype": "float32",
+                "size": 1024,
+                "params": {"size": 1024},
+                "status": "ok" if ok else "error",
+                "reason": None if ok else reason,
+                "median_s": med,
+                "ci_low_s": med,
+                "ci_high_s": med,
+                "q1_s": med,
+                "q3_s": med,
+                "bytes_per_s": 8192 / med if ok else None,
+                "flop_per_s": None,
+                "items_per_s": None,
+                "max_rel_error": 0.0,
+                "warnings": [],
+                "environment_id": "envA",
+                "started_at": T0 + timedelta(days=k),
+                "git_sha": f"{k:040x}",
+            }
+        )
+    env = pd.DataFrame(
+        [{"environment_id": "envA", "machine": "box", "fields": {"cpu": "x"}, "info": {}}]
+    )
+    return DashboardData(
+        runs=pd.DataFrame(runs),
+        environments=env,
+        measurements=pd.DataFrame(rows, columns=list(MEASUREMENT_COLUMNS)),
+    )
+
+
+def test_json_for_script_cannot_close_the_script_element() -> None:
+    evil = "</script><script>alert(1)</script>&<!--"
+    text = json_for_script({"label": evil})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"label": evil}
+
+
+def test_compact_keeps_five_significant_digits_and_nulls_non_finite() -> None:
+    assert compact([123456789.0, 1.23456789e-9, 0.0, np.nan, np.inf]) == [
+        123460000.0,
+        1.2346e-09,
+        0.0,
+        None,
+        None,
+    ]
+
+
+def test_throughput_prefers_bytes_then_flop_then_items_then_calls() -> None:
+    m = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "skipped", "weird"],
+            "median_s": [0.5, 0.5, 0.5, 0.5],
+            "bytes_per_s": [10.0, None, None, None],
+            "flop_per_s": [20.0, 30.0, None, None],
+            "items_per_s": [40.0, 50.0, 60.0, None],
+            "ci_low_s": 0.4,
+            "ci_high_s": 0.6,
+            "q1_s": 0.45,
+            "q3_s": 0.55,
+            "size": 1,
+        }
+    )
+    out = add_throughput(m)
+    assert list(out["unit"]) == ["B/s", "FLOP/s", "items/s", "calls/s"]
+    assert list(out["thr"]) == [10.0, 30.0, 60.0, 2.0]
+    assert list(out["sc"]) == [0, 0, 1, 2]  # an unknown status counts as an error
+
+
+def test_repo_url_must_be_http_and_commit_links_need_hex_shas(tmp_path: Path) -> None:
+    assert safe_repo_url("javascript:alert(1)") is None
+    assert safe_repo_url("https://git.example/x/") == "https://git.example/x"
+    data = hand_data([1e-3])
+    runs = data.runs.assign(git_sha=['not-a-sha"><b>'])
+    build_site(
+        DashboardData(
+            runs=runs,
+            environments=data.environments,
+            measurements=data.measurements,
+            repo_url="javascript:x",
+        ),
+        tmp_path,
+        now=NOW,
+    )
+    index = read_data(tmp_path / "data" / "index.js")
+    assert index["repo_url"] is None
+    assert index["runs"][0]["sha"] == 'not-a-sha"><b>' and index["runs"][0]["link_sha"] is None
+
+
+def test_each_page_gets_only_its_slice_of_the_data(tmp_path: Path) -> None:
+    data = synthetic_data(n_workloads=2, n_variants=2, n_sizes=3, n_runs=4, n_envs=2)
+    build_site(data, tmp_path, now=NOW)
+    index = read_data(tmp_path / "data" / "index.js")
+    assert len(index["runs"]) == 8 and len(index["benchmarks"]) == 12
+    assert [r["t"] for r in index["runs"]] == sorted(r["t"] for r in index["runs"])
+    for run in index["runs"]:
+        doc = read_data(tmp_path / "data" / "runs" / f"r{run['i']}.js")
+        assert len(doc["b"]) == 12  # that run's points, not the history
+    latest = {e: max(r["i"] for r in index["runs"] if r["env"] == e) for e in (0, 1)}
+    for w in (0, 1):
+        wl = read_data(tmp_path / "data" / "workload" / f"w{w}.js")
+        assert {s["r"] for s in wl["series"]} == set(latest.values())
+        hist = read_data(tmp_path / "data" / "history" / f"w{w}.js")
+        assert {index["benchmarks"][line["b"]]["w"] for line in hist["lines"]} == {w}
+        assert all(len(line["r"]) == 4 for line in hist["lines"])
+    assert (tmp_path / "assets" / "uPlot.LICENSE").is_file()
+    assert "cdn" not in (tmp_path / "index.html").read_text().lower()
+
+
+def test_overview_value_is_log_ratio_to_the_points_usual_throughput(tmp_path: Path) -> None:
+    build_site(hand_data([1e-3, 1e-3, 2e-3]), tmp_path, now=NOW)
+    (line,) = read_data(tmp_path / "data" / "overview.js")["lines"]
+    assert line["r"] == [0, 1, 2]
+    assert line["v"] == compact([0.0, 0.0, np.log(0.5)], 4)
+
+
+def test_failed_points_keep_their_reason_everywhere(tmp_path: Path) -> None:
+    build_site(hand_data([1e-3, None, 1e-3], reason="CUDA out of memory"), tmp_path, now=NOW)
+    index = read_data(tmp_path / "data" / "index.js")
+    assert [r["error"] for r in index["runs"]] == [0, 1, 0]
+    assert read_data(tmp_path / "data" / "runs" / "r1.js")["reason"] == {"0": "CUDA out of memory"}
+    (line,) = read_data(tmp_path / "data" / "history" / "w0.js")["lines"]
+    assert line["s"] == [0, 2, 0] and line["m"][1] is None
+    assert line["reason"] == {"1": "CUDA out of memory"}
+
+
+def test_changepoints_are_mapped_past_failed_runs(tmp_path: Path) -> None:
+    seen: list[list[float]] = []
+
+    def changepoints(values: list[float]) -> list[int]:
+        seen.append(list(values))
+        return [1]
+
+    build_site(hand_data([1e-3, None, 2e-3, 2e-3]), tmp_path, changepoints=changepoints, now=NOW)
+    assert seen == [[1e-3, 2e-3, 2e-3]]  # the failed run is not a value
+    (line,) = read_data(tmp_path / "data" / "history" / "w0.js")["lines"]
+    assert line["cp"] == [2]  # second ok value is the third run
+
+
+def test_fits_give_model_lines_and_the_crossover_size(tmp_path: Path) -> None:
+    data = synthetic_data(n_workloads=1, n_variants=2, n_sizes=7, n_runs=1, n_envs=1)
+    fits = iter([(1e-6, 1e9), (1e-5, 1e10)])  # v0: cheap call, slow; v1: costly call, fast
+    build_site(data, tmp_path, fit=lambda sizes, times: next(fits), now=NOW)
+    wl = read_data(tmp_path / "data" / "workload" / "w0.js")
+    v0, v1 = wl["series"]
+    assert (v0["variant"], v1["variant"]) == ("v0", "v1")
+    assert v0["fit"]["t0_s"] == 1e-6 and len(v0["fit"]["y"]) == 7
+    # 1e-6 + n/1e9 = 1e-5 + n/1e10  <=>  n = 9e-6 / 9e-10 = 10000; v1 wins above it.
+    assert wl["crossovers"] == [{"a": 0, "b": 1, "size": 10000.0, "faster_above": 1}]
+    assert {c["label"] for c in wl["ceilings"]} == {"peak bandwidth", "L2", "L3"}
+
+
+def test_without_callables_the_overlays_are_left_out(tmp_path: Path) -> None:
+    build_site(synthetic_data(n_runs=3), tmp_path, now=NOW)
+    wl = read_data(tmp_path / "data" / "workload" / "w0.js")
+    assert all(s["fit"] is None for s in wl["series"]) and wl["crossovers"] == []
+    hist = read_data(tmp_path / "data" / "history" / "w0.js")
+    assert all(line["cp"] == [] for line in hist["lines"])
+
+
+def test_empty_store_builds_a_site_that_says_how_to_add_a_run(tmp_path: Path) -> None:
+    index_html = build_site(DashboardData(), tmp_path, now=NOW)
+    assert index_html == tmp_path / "index.html" and index_html.is_file()
+    index = read_data(tmp_path / "data" / "index.js")
+    assert index["runs"] == [] and index["workloads"] == []
+    assert "benchbench run quick" in (tmp_path / "assets" / "dashboard.js").read_text()
+
+
+def test_missing_columns_are_named(tmp_path: Path) -> None:
+    data = hand_data([1e-3])
+    with pytest.raises(StoreError, match=r"measurements lacks columns \['size'\]"):
+        build_site(
+            DashboardData(runs=data.runs, measurements=data.measurements.drop(columns=["size"])),
+            tmp_path,
+        )
+
+
+def test_rebuild_is_throttled_by_the_clock() -> None:
+    now = [100.0]
+    calls: list[float] = []
+    r = Rebuilder(lambda: calls.append(now[0]), min_interval_s=5.0, clock=lambda: now[0])
+    assert r.maybe_rebuild() and not r.maybe_rebuild()
+    now[0] = 104.9
+    assert not r.maybe_rebuild() and r.maybe_rebuild(force=True)
+    now[0] = 110.0
+    assert r.maybe_rebuild()
+    assert calls == [100.0, 104.9, 110.0]
+
+
+def test_server_rebuilds_on_request_and_refuses_a_port_in_use(tmp_path: Path) -> None:
+    builds: list[int] = []
+
+    def rebuild() -> None:
+        builds.append(1)
+        build_site(hand_data([1e-3]), tmp_path, now=NOW)
+
+    server = make_server(tmp_path, port=0, rebuild=rebuild)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/__rebuild") as resp:
+            assert resp.status == 200 and b"data/index.js" in resp.read()
+        assert builds  # /__rebuild, then maybe the index it redirected to (throttled)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/data/index.js") as resp:
+            assert resp.headers["Cache-Control"] == "no-store"
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/nope.html")
+        with pytest.raises(UsageError, match=rf"127\.0\.0\.1:{port}.*in use.*--port"):
+            make_server(tmp_path, port=port)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serving_nothing_says_to_build_first(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="benchbench dashboard build"):
+        make_server(tmp_path / "absent", port=0)
+
+
+def test_runs_without_points_and_points_without_size_still_build(tmp_path: Path) -> None:
+    data = hand_data([1e-3, 1e-3])
+    m = data.measurements.copy()
+    m.loc[1, "size"] = None  # second run's point has no numeric size
+    build_site(
+        DashboardData(runs=data.runs, environments=data.environments, measurements=m),
+        tmp_path,
+        now=NOW,
+    )
+    wl = read_data(tmp_path / "data" / "workload" / "w0.js")
+    assert wl["series"] == []  # the latest run's only point cannot be placed on a log axis
+    assert "log axis" in wl["failures"][0]["reason"]
+    build_site(DashboardData(runs=data.runs, environments=data.environments), tmp_path, now=NOW)
+    assert read_data(tmp_path / "data" / "runs" / "r1.js")["b"] == []
+
+
+def test_points_of_runs_the_store_does_not_list_are_left_out(tmp_path: Path) -> None:
+    data = hand_data([1e-3])
+    ghost = data.measurements.assign(run_id="ghost", benchmark_id="b2", size=2048)
+    m = pd.concat([data.measurements, ghost], ignore_index=True)
+    build_site(
+        DashboardData(runs=data.runs, environments=data.environments, measurements=m),
+        tmp_path,
+        now=NOW,
+    )
+    assert sorted(p.name for p in (tmp_path / "data" / "runs").iterdir()) == ["r0.js"]
+    assert read_data(tmp_path / "data" / "runs" / "r0.js")["b"] == [0]
+    assert [b["id"] for b in read_data(tmp_path / "data" / "index.js")["benchmarks"]] == ["b1"]
