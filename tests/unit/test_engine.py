@@ -194,3 +194,17 @@ def test_time_cap_gives_up_on_minimum_samples_for_very_slow_calls():
     (result,) = measure([_subject(vm)], CpuTimer(vm.clock), policy, vm.clock)
     assert result.stats.n < policy.min_samples
     assert "time cap" in result.stop_reason
+
+
+def test_one_preempted_block_does_not_fool_calibration():
+    vm = VirtualMachine(cost_ns=20_000)  # 20 µs calls
+    hiccups = [5_000_000]  # the first block is descheduled for 5 ms
+
+    def loop(n: int) -> None:
+        if hiccups:
+            vm.now_ns += hiccups.pop()
+        vm.loop(n)
+
+    calls, note = calibrate(Subject("op", loop), CpuTimer(vm.clock), Policy(), overhead_s=0.0)
+    assert note is None
+    assert calls * 20e-6 >= 1e-3  # 50+ calls per sample, not the 1 the slow block suggested
