@@ -20,6 +20,7 @@ COMMANDS = {
     "list": "list_points",
     "runs": "runs",
     "show": "show",
+    "time": "time",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3
