@@ -43,6 +43,8 @@ from benchbench.timing import (
     Row,
     TimeConfig,
     TimeOutcome,
+    check_names,
+    parse_statements,
     time_statements,
 )
 from benchbench.units import SIZE_FORMS, format_size, format_time, parse_sizes
@@ -121,6 +123,8 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
             f"--reference {args.reference} is not a statement number; "
             f"give 1 to {len(args.statements)}"
         )
+    # Checked here too, so that a bad statement is reported before a store is opened.
+    check_names(parse_statements(args.statements), args.setup)
     return TimeConfig(
         statements=tuple(args.statements),
         sizes=tuple(parse_sizes(args.size)),
