@@ -138,6 +138,11 @@ def setup_names(setup: str | None) -> set[str] | None:
     return names
 
 
+def statement_names(text: str) -> set[str]:
+    """Names a statement reads from its namespace (``torch``, ``x``, ...)."""
+    return _free_names(ast.parse(text, "<statement>", "eval"))
+
+
 def _free_names(tree: ast.AST) -> set[str]:
     loaded: set[str] = set()
     bound: set[str] = set()
