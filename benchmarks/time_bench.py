@@ -31,10 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 STATEMENTS = ("torch.rsqrt(x)", "1 / torch.sqrt(x)")
 
 
-def cli_runs(repeat: int, sizes: str) -> None:
+def cli_runs(repeat: int, sizes: str, threads: int | None) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "benchbench", "time", *STATEMENTS, "--size", sizes]
-    print(f"$ benchbench time {' '.join(repr(s) for s in STATEMENTS)} --size {sizes}")
+    if threads is not None:
+        # The default inputs, with torch's thread count set first (a torch global).
+        command += ["--setup", f"torch.set_num_threads({threads}); x = ctx.uniform(0.5, 1.5)"]
+    print(f"$ benchbench time {' '.join(repr(s) for s in command[4:])}")
     per_size: dict[int, list[tuple[float, str]]] = {}
     walls = []
     for i in range(repeat):
@@ -72,8 +75,11 @@ def cli_runs(repeat: int, sizes: str) -> None:
         )
 
 
-def pair_runs(repeat: int, sizes: list[int], budget_s: float) -> None:
+def pair_runs(repeat: int, sizes: list[int], budget_s: float, threads: int | None) -> None:
     import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
 
     from benchbench.devices import CpuTimer
     from benchbench.engine import Policy, Subject, make_loop, measure
@@ -109,14 +115,16 @@ def main() -> None:
     parser.add_argument("--sizes", default="2**10..2**22")
     parser.add_argument("--pair-sizes", default="4096,65536,1048576")
     parser.add_argument("--budget", type=float, default=0.5)
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's)")
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-pair", action="store_true")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}")
     if not args.skip_cli:
-        cli_runs(args.repeat, args.sizes)
+        cli_runs(args.repeat, args.sizes, args.threads)
     if not args.skip_pair:
-        pair_runs(args.repeat, [int(s) for s in args.pair_sizes.split(",")], args.budget)
+        sizes = [int(s) for s in args.pair_sizes.split(",")]
+        pair_runs(args.repeat, sizes, args.budget, args.threads)
     print(f"load average after: {os.getloadavg()}")
 
 
