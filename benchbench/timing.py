@@ -559,11 +559,12 @@ def time_statements(
         for dtype in config.dtypes
         for size in sorted(config.sizes)
     ]
-    worker = _start_worker()
+    worker: Worker | None = None
     run_id: str | None = None
     status = "interrupted"
     results: list[Result] = []
     try:
+        worker = _start_worker()
         try:
             checked = worker.request(
                 config.request(points[0], check_only=True), "timed", config.timeout_s
@@ -572,17 +573,20 @@ def time_statements(
             # A statement that crashes the process costs each point it crashes, like
             # any point of a run: the points below record it.
             worker.close()
-            worker = _start_worker()
+            worker = None
         else:
             bug = _statement_bug(config, [Result.from_dict(r) for r in checked["results"]])
             if bug is not None:
                 raise bug
         if store is not None:
+            worker = worker or _start_worker()
             run_id = _create_run(config, store, worker)
         notify("start", {"total": len(points), "run_id": run_id})
         for index, point in enumerate(points):
             label = f"{point.dtype}, {point.device}, n={point.size}"
             notify("point", {"index": index, "label": label})
+            # A replacement starts only when a point needs it (~3 s of torch import).
+            worker = worker or _start_worker()
             try:
                 message = worker.request(config.request(point), "timed", config.timeout_s)
                 measured = [Result.from_dict(r) for r in message["results"]]
@@ -592,7 +596,7 @@ def time_statements(
                     for s in config.statements
                 ]
                 worker.close()
-                worker = _start_worker()
+                worker = None
             for result in measured:
                 if store is not None and run_id is not None:
                     store.write_result(run_id, result)
@@ -600,7 +604,8 @@ def time_statements(
             notify("result", {"index": index, "results": measured})
         status = "finished"
     finally:
-        worker.close()
+        if worker is not None:
+            worker.close()
         if store is not None and run_id is not None:
             with contextlib.suppress(BenchbenchError):
                 store.update_run(run_id, status=status, finished_at=now())
