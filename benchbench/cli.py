@@ -23,6 +23,7 @@ COMMANDS = {
     "doctor": "doctor",
     "regressions": "regressions",
     "annotate": "annotate",
+    "time": "time",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3

@@ -58,6 +58,10 @@ def serve(channel: TextIO, requests: TextIO) -> None:
                 continue
             result = measure_point(workload, point, options)
             _send(channel, {"event": "result", "result": result.to_dict()})
+        elif op == "time":  # `benchbench time`: statements measured interleaved at one point
+            from benchbench.quick_compare import time_request
+
+            _send(channel, {"event": "timed", "results": time_request(request)})
         else:
             _send(channel, {"event": "error", "message": f"unknown request {op!r}"})
 

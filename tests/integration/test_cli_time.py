@@ -1,0 +1,150 @@
+"""`benchbench time` end to end: the real CLI, a worker process, a real SQLite store."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchbench.cli import main
+from benchbench.store import open_store
+from tests.integration.cli import benchbench, json_of
+
+ROW_KEYS = {
+    "device",
+    "dtype",
+    "size",
+    "variant",
+    "reference",
+    "status",
+    "reason",
+    "median_s",
+    "ci_low_s",
+    "ci_high_s",
+    "q1_s",
+    "q3_s",
+    "n",
+    "items_per_s",
+    "ratio",
+    "ratio_ci_low",
+    "ratio_ci_high",
+    "verdict",
+    "max_rel_error",
+    "warnings",
+}
+
+
+def test_json_store_and_plot(tmp_path):
+    db = tmp_path / "store.db"
+    plot = tmp_path / "time.png"
+    statements = ["torch.rsqrt(x)", "1 / torch.sqrt(x)"]
+    done = benchbench(
+        "time",
+        *statements,
+        "--size",
+        "1k,4k",
+        "--budget",
+        "0.2",  # >= 2 samples a side even on a loaded machine: a ratio needs them
+        "--store",
+        str(db),
+        "--plot",
+        str(plot),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json_of(done)
+    assert doc["statements"] == statements and doc["reference"] == statements[0]
+    assert doc["label"] == "time: torch.rsqrt(x) vs 1 / torch.sqrt(x)"
+    results = doc["results"]
+    assert [(r["size"], r["variant"]) for r in results] == [
+        (1024, statements[0]),
+        (1024, statements[1]),
+        (4096, statements[0]),
+        (4096, statements[1]),
+    ]
+    for row in results:
+        assert set(row) == ROW_KEYS
+        assert row["status"] == "ok", row
+        assert row["ci_low_s"] <= row["median_s"] <= row["ci_high_s"]
+        assert row["items_per_s"] == pytest.approx(row["size"] / row["median_s"])
+    for row in results[1::2]:
+        assert row["ratio_ci_low"] <= row["ratio"] <= row["ratio_ci_high"]
+        assert row["verdict"] in ("faster", "slower", "same")
+        assert row["max_rel_error"] < 1e-4
+    assert all(r["verdict"] == "reference" and r["ratio"] == 1.0 for r in results[::2])
+    assert isinstance(doc["crossovers"], list)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    store = open_store(str(db))
+    run = store.resolve_run(doc["run_id"])
+    assert (run["kind"], run["status"], run["label"]) == ("adhoc", "finished", doc["label"])
+    assert run["suites"][0]["name"] == "time"
+    assert run["config"]["statements"] == statements
+    rows = store.measurements(doc["run_id"])
+    assert [(r["suite"], r["workload"], r["variant"], r["size"]) for r in rows] == [
+        ("time", "time", r["variant"], r["size"]) for r in results
+    ]
+    assert all(r["samples_s"] and r["items_per_s"] for r in rows)
+    assert [r["median_s"] for r in rows] == pytest.approx([r["median_s"] for r in results])
+
+
+def test_wrong_result_crash_and_no_store(tmp_path):
+    setup = "import os\nx = torch.rand(n, device=device, dtype=dtype) + 0.5"
+    done = benchbench(
+        "time",
+        "x * 2",
+        "x * 2 + 1",
+        "x + x if n < 2048 else os.abort()",
+        "--setup",
+        setup,
+        "--size",
+        "1k,4k",
+        "--budget",
+        "0.05",
+        "--no-store",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    doc = json_of(done)
+    assert doc["run_id"] is None
+    assert not (tmp_path / "results").exists()
+    by = {(r["size"], r["variant"]): r for r in doc["results"]}
+    assert by[1024, "x * 2"]["status"] == "ok"
+    wrong = by[1024, "x * 2 + 1"]
+    assert wrong["status"] == "error" and wrong["median_s"] is None
+    assert wrong["reason"].startswith("wrong result: max rel error")
+    assert by[1024, "x + x if n < 2048 else os.abort()"]["ratio"] is not None
+    # The crash at 4096 costs that point only, for every statement of it.
+    assert {r["reason"] for r in doc["results"] if r["size"] == 4096} == {"crashed: SIGABRT"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["torch.rsqrt(x)", "1 / torch.sqrt(x"], "statement 2 '1 / torch.sqrt(x': syntax error"),
+        (["torch.rsqrt(z)"], "statement 1 'torch.rsqrt(z)': name 'z' is not defined"),
+        (["x", "--size", "2**10..2**5"], "accepted forms: 2**10..2**24, 1024,4096, 1k..16M"),
+        (["x", "--size", "ten"], "size 'ten' is not a number; accepted forms"),
+        (["x", "--setup", "x = ("], "--setup 'x = (': syntax error"),
+    ],
+)
+def test_bad_statements_and_sizes_exit_2_before_anything_starts(
+    tmp_path, monkeypatch, capsys, args, message
+):
+    # In-process (the same main() the console script runs): these stop before a worker
+    # or a store exists, so a subprocess would only add torch-free start-up time.
+    monkeypatch.chdir(tmp_path)
+    assert main(["time", *args]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err
+    assert "Traceback" not in captured.err and not captured.out
+    assert not (tmp_path / "results").exists()
+
+
+def test_attribute_error_is_found_before_anything_is_measured(tmp_path):
+    db = tmp_path / "s.db"
+    done = benchbench("time", "x", "torch.rsqrtt(x)", "--store", str(db), cwd=tmp_path)
+    assert done.returncode == 2
+    assert "statement 2 'torch.rsqrtt(x)': AttributeError" in done.stderr
+    assert "nothing was measured" in done.stderr and "Traceback" not in done.stderr
+    assert open_store(str(db)).runs() == []
