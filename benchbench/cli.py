@@ -24,6 +24,7 @@ COMMANDS = {
     "regressions": "regressions",
     "annotate": "annotate",
     "time": "time",
+    "dashboard": "dashboard",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3
