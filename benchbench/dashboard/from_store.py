@@ -1,0 +1,128 @@
+"""Reading a results store into :class:`DashboardData`, with the real fit and detector."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+
+from benchbench.changepoint import analyze
+from benchbench.dashboard.contract import (
+    ALERT_COLUMNS,
+    ANNOTATION_COLUMNS,
+    ENVIRONMENT_COLUMNS,
+    MEASUREMENT_COLUMNS,
+    RUN_COLUMNS,
+    DashboardData,
+)
+from benchbench.errors import BenchbenchError
+from benchbench.fit import fit_curve
+from benchbench.probe import Profile
+from benchbench.store import Store
+from benchbench.store import schema as t
+from benchbench.store.history import list_alerts
+
+
+def _frame(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    return pd.DataFrame.from_records(list(rows), columns=list(columns))
+
+
+def load(store: Store, repo_url: str | None = None) -> DashboardData:
+    """Everything the dashboard shows, read from ``store``."""
+    runs = _frame(
+        [
+            {
+                **{k: r.get(k) for k in RUN_COLUMNS if k in r},
+                "run_id": r["id"],
+                "suites": [s.get("name") for s in r.get("suites") or []],
+                "tags": list(r.get("tags") or []),
+            }
+            for r in store.runs()
+        ],
+        RUN_COLUMNS,
+    )
+    with store.engine.connect() as conn:
+        environments = _frame(
+            [
+                {"environment_id": e.id, "machine": e.machine, "fields": e.fields, "info": e.info}
+                for e in conn.execute(sa.select(t.environment))
+            ],
+            ENVIRONMENT_COLUMNS,
+        )
+        annotations = _frame(
+            [
+                {
+                    "benchmark_id": a.benchmark_id,
+                    "environment_id": a.environment_id,
+                    "at": a.created_at,
+                    "text": f"{a.kind}: {a.text}" if a.text else a.kind,
+                }
+                for a in conn.execute(sa.select(t.annotation))
+            ],
+            ANNOTATION_COLUMNS,
+        )
+    frame = store.dataframe()
+    if frame.empty:
+        measurements = _frame([], MEASUREMENT_COLUMNS)
+    else:
+        measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
+    alerts = _frame(
+        [{**a, "alert_id": a["id"]} for a in list_alerts(store)],
+        ALERT_COLUMNS,
+    )
+    return DashboardData(
+        runs=runs,
+        environments=environments,
+        measurements=measurements,
+        alerts=alerts,
+        profiles=_profiles(store),
+        repo_url=repo_url,
+        annotations=annotations,
+    )
+
+
+def _profiles(store: Store) -> dict[str, dict[str, Any]]:
+    """The newest CPU profile per environment, in the dashboard's shape.
+
+    Cache markers use the sizes the OS reports (the hardware's); the probe's detected
+    boundaries are in the profile itself (`benchbench probe`).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(t.profile).where(t.profile.c.device == "cpu").order_by(t.profile.c.created_at)
+        ).all()
+    for row in rows:
+        try:
+            profile = Profile.from_dict(row.data)
+        except BenchbenchError:
+            continue  # a profile this version cannot read: no ceilings rather than a crash
+        out[row.environment_id] = {
+            "peak_bytes_per_s": profile.peak_memory_bytes_per_s or None,
+            "peak_flop_per_s": dict(profile.peak_flop_per_s),
+            "caches": [
+                {"level": c.level, "size_bytes": c.size_bytes}
+                for c in profile.os_caches
+                if c.level >= 2
+            ],
+        }
+    return out
+
+
+def fit(sizes: Sequence[float], times: Sequence[float]) -> tuple[float, float] | None:
+    """``time = t0 + size / rate`` (rate in elements per second), or None when unfittable."""
+    try:
+        result = fit_curve(list(sizes), list(times), work_unit="elements")
+    except BenchbenchError:
+        return None
+    return result.t0_s, result.rate_per_s
+
+
+def changepoints(values: Sequence[float]) -> list[int]:
+    """Indexes of the change points the regression detector finds."""
+    try:
+        return [cp.index for cp in analyze(values).change_points]
+    except BenchbenchError:
+        return []
