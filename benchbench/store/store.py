@@ -316,6 +316,16 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(query)]
 
+    def telemetry(self, run_id: str) -> dict[int, Any]:
+        """The telemetry documents of a run's measurements, by measurement id."""
+        query = (
+            sa.select(t.telemetry.c.measurement_id, t.telemetry.c.data)
+            .select_from(t.telemetry.join(t.measurement))
+            .where(t.measurement.c.run_id == run_id)
+        )
+        with self.engine.connect() as conn:
+            return {row[0]: row[1] for row in conn.execute(query)}
+
     def done_benchmark_ids(self, run_id: str) -> set[str]:
         with self.engine.connect() as conn:
             rows = conn.execute(
