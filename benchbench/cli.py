@@ -20,6 +20,9 @@ COMMANDS = {
     "list": "list_points",
     "runs": "runs",
     "show": "show",
+    "compare": "compare",
+    "export": "export",
+    "import": "import_",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3

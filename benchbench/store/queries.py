@@ -179,7 +179,9 @@ def dataframe(store: Store, **filters: Any) -> pd.DataFrame:
     query = measurement_query(store, **filters)
     with store.engine.connect() as conn:
         result = conn.execute(query)
-        frame = pd.DataFrame(result.all(), columns=list(result.keys()))
+        frame = pd.DataFrame.from_records(
+            [tuple(row) for row in result], columns=list(result.keys())
+        )
     if not frame.empty:
         frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
     return frame

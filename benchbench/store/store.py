@@ -238,8 +238,9 @@ class Store:
             return [dict(r._mapping) for r in conn.execute(query)]
 
     def resolve_run(self, ref: str, environment: str | None = None) -> dict[str, Any]:
-        """A run by id, unique id prefix, label (newest with it) or ``latest``.
+        """A run by id, unique id prefix, label (newest with it), ``latest`` or ``latest~N``.
 
+        ``latest~1`` is the run before the latest (the base of a nightly comparison).
         ``environment`` (an environment id, a prefix of one, or a machine label)
         restricts the candidates: ``latest`` then means the newest run there.
         """
@@ -247,8 +248,11 @@ class Store:
         if environment is not None:
             runs = runs.where(t.run.c.environment_id.in_(self.environment_ids(environment)))
         with self.engine.connect() as conn:
-            if ref == "latest":
-                row = conn.execute(runs.order_by(t.run.c.started_at.desc()).limit(1)).first()
+            offset = _latest_offset(ref)
+            if offset is not None:
+                row = conn.execute(
+                    runs.order_by(t.run.c.started_at.desc(), t.run.c.id).offset(offset).limit(1)
+                ).first()
             else:
                 row = conn.execute(runs.where(t.run.c.id == ref)).first()
                 if row is None and len(ref) >= 4:
@@ -382,6 +386,15 @@ class Store:
                 )
                 for table in t.metadata.sorted_tables
             }
+
+
+def _latest_offset(ref: str) -> int | None:
+    if ref == "latest":
+        return 0
+    head, _, tail = ref.partition("~")
+    if head == "latest" and tail.isdigit():
+        return int(tail)
+    return None
 
 
 def _benchmark_columns() -> Iterable[sa.ColumnElement[Any]]:
