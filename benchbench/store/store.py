@@ -133,11 +133,10 @@ class Store:
 
         def write(conn: Connection) -> None:
             conn.execute(self._insert_ignore(t.benchmark), [benchmark_row])
-            conn.execute(
-                t.measurement.delete().where(
-                    (t.measurement.c.run_id == run_id)
-                    & (t.measurement.c.benchmark_id == benchmark_row["id"])
-                )
+            _delete_measurements(
+                conn,
+                (t.measurement.c.run_id == run_id)
+                & (t.measurement.c.benchmark_id == benchmark_row["id"]),
             )
             new_id = conn.execute(t.measurement.insert(), [measurement]).inserted_primary_key
             if result.telemetry is not None and new_id is not None:
@@ -174,10 +173,9 @@ class Store:
             for start in range(0, len(ids), chunk):
                 part = ids[start : start + chunk]
                 bulk_insert(conn, t.benchmark, [benchmarks[i] for i in part], ignore=True)
-                conn.execute(
-                    t.measurement.delete().where(
-                        (t.measurement.c.run_id == run_id) & t.measurement.c.benchmark_id.in_(part)
-                    )
+                _delete_measurements(
+                    conn,
+                    (t.measurement.c.run_id == run_id) & t.measurement.c.benchmark_id.in_(part),
                 )
             for start in range(0, len(measurements), chunk):
                 bulk_insert(conn, t.measurement, measurements[start : start + chunk])
@@ -386,6 +384,13 @@ class Store:
                 )
                 for table in t.metadata.sorted_tables
             }
+
+
+def _delete_measurements(conn: Connection, where: sa.ColumnElement[bool]) -> None:
+    """Delete measurements (a point measured again) and the telemetry that refers to them."""
+    ids = sa.select(t.measurement.c.id).where(where).scalar_subquery()
+    conn.execute(t.telemetry.delete().where(t.telemetry.c.measurement_id.in_(ids)))
+    conn.execute(t.measurement.delete().where(where))
 
 
 def _latest_offset(ref: str) -> int | None:
