@@ -152,3 +152,23 @@ def test_unreachable_and_unusable_urls_are_store_errors_without_password(tmp_pat
     assert "hunter2secret" not in str(info.value) and "***" in str(info.value)
     with pytest.raises(StoreError, match="not usable"):
         open_store("nosuchdialect://x:hunter2secret@h/db")
+
+
+def test_an_older_store_is_migrated_forward_when_opened(tmp_path, monkeypatch):
+    # Pretend this benchbench is at version 2 with a 1 -> 2 step: the checked-in v1
+    # store must come out at version 2 with the step applied, its data intact.
+    from benchbench.store import migrations
+
+    path = tmp_path / "v1.db"
+    shutil.copy(STORE_V1, path)
+
+    def add_note(conn):
+        conn.execute(sa.text("ALTER TABLE run ADD COLUMN note TEXT"))
+
+    monkeypatch.setattr(t, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(migrations.MIGRATIONS, 1, add_note)
+    store = open_store(str(path))
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(t.schema_version.c.version)).scalars().all() == [2]
+        assert "note" in {c["name"] for c in sa.inspect(conn).get_columns("run")}
+    assert len(store.runs()) == 2
