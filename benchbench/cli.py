@@ -25,6 +25,9 @@ COMMANDS = {
     "annotate": "annotate",
     "time": "time",
     "dashboard": "dashboard",
+    "compare": "compare",
+    "export": "export",
+    "import": "import_",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3

@@ -1,8 +1,14 @@
 """The environment a run measured in: what makes numbers comparable, and the rest.
 
 ``fields`` are the comparability fields hashed into the environment id (a change
-in any of them starts a new history); ``info`` is stored beside them and never
-splits history (hostname, kernel, RAM, driver, clocks).
+in any of them starts a new history): machine label ($BENCHBENCH_MACHINE, else the
+hostname), CPU model and count, threads, GPU names, MPS, torch version and git hash,
+CUDA / cuDNN / ROCm / macOS versions, Python, debug build, and the math-mode flags
+that change results and speed (TF32 for matmul and cuDNN, float32 matmul precision,
+reduced-precision fp16/bf16 reductions). ``info`` is stored beside them and never
+splits history: hostname, kernel, platform, RAM, NumPy, CPU clocks, NVIDIA driver,
+CUDA device properties. A driver update or a different clock is worth seeing next
+to a change, but it must not cut a benchmark's history in two.
 """
 
 from __future__ import annotations
@@ -91,7 +97,9 @@ def collect(torch: Any, threads: int | None = None) -> Environment:
         "ram_bytes": _ram_bytes(),
         "numpy": _numpy_version(),
     }
+    info.update(_cpu_clocks())
     if cuda:
+        info["nvidia_driver"] = _nvidia_driver()
         info["cuda_devices"] = [
             {
                 "name": p.name,
@@ -102,6 +110,33 @@ def collect(torch: Any, threads: int | None = None) -> Environment:
             for p in (torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count()))
         ]
     return Environment(fields=fields, info=info)
+
+
+def _cpu_clocks() -> dict[str, Any]:
+    """Current and maximum CPU clock (MHz) as psutil reads them; empty where it cannot."""
+    try:
+        import psutil
+
+        freq = psutil.cpu_freq()
+    except Exception:
+        return {}
+    if freq is None:
+        return {}
+    return {"cpu_mhz": round(freq.current), "cpu_max_mhz": round(freq.max) or None}
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:
+        return None
 
 
 def _ram_bytes() -> int | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 from rich.progress import (
@@ -30,6 +31,7 @@ from benchbench.engine import Policy
 from benchbench.errors import UsageError
 from benchbench.model import CACHE_MODES
 from benchbench.units import parse_one_size
+from benchbench.vcs import git_state
 from benchbench.views.results import results_table, run_document, summary_line
 
 HELP = "measure suites and store the results"
@@ -85,6 +87,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume", metavar="RUN_ID", help="measure only the points RUN_ID has not stored yet"
     )
+    parser.add_argument(
+        "--repo",
+        metavar="PATH",
+        help="git checkout of the code under test; its sha, branch and dirty state are stored "
+        "with the run (default: the current directory when it is a checkout)",
+    )
+
+
+def _repo(value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if git_state(path).sha is None:
+        raise UsageError(
+            f"--repo {value!r} is not a git checkout (git rev-parse HEAD fails there); "
+            "give the directory of the code under test"
+        )
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         kind=args.kind,
         label=args.label,
         resume=args.resume,
+        repo=_repo(args.repo),
     )
     store = flags.store_from(args)
     err = flags.stderr()

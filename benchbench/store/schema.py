@@ -8,13 +8,42 @@ by the steps in :mod:`benchbench.store.migrations`.
 
 from __future__ import annotations
 
+import datetime as dt
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
 SCHEMA_VERSION = 1
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
-Timestamp = sa.DateTime(timezone=True)
+
+
+class UtcDateTime(sa.TypeDecorator[dt.datetime]):
+    """A timestamp stored in UTC and read back timezone-aware on both engines.
+
+    SQLite has no timezone type: SQLAlchemy writes the wall-clock digits and reads
+    back a naive datetime. Converting to UTC on the way in and tagging UTC on the way
+    out makes both engines return the same aware value (same DDL: not a schema change).
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.timezone.utc)
+        return value.astimezone(dt.timezone.utc)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=dt.timezone.utc)
+        return value
+
+
+Timestamp = UtcDateTime()
 
 metadata = sa.MetaData()
 

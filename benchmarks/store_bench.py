@@ -1,0 +1,193 @@
+"""The store's own performance: bulk write, history query, concurrent writers.
+
+    PYTHONPATH=. python benchmarks/store_bench.py [--points 100000] [--runs 1000] [--skip-pg]
+
+1. Write 100,000 measurements of 30 raw samples each into a new SQLite file with
+   ``Store.write_results`` (one transaction); target <= 10 s.
+2. Build a store of 1,000 runs x 100 benchmarks (SQLite, and PostgreSQL from
+   tests/pgserver.py) and time ``Store.history`` of one benchmark over the 1,000
+   runs (median of 20 queries after one warm-up); target <= 50 ms.
+3. 4 processes write 8 runs of 25 points each into one store at once (half point by
+   point like ``benchbench run``, half in bulk): every row must arrive and no
+   "database is locked" may escape.
+
+Prints one JSON document with the numbers (wall and CPU seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import multiprocessing
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchbench.environment import Environment  # noqa: E402
+from benchbench.model import Point, Result  # noqa: E402
+from benchbench.store import Store, open_store  # noqa: E402
+
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _results(count: int, samples: int, seed: int) -> list[Result]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        p = Point("bench", f"w{i % 100}", "v", i + 1, (i + 1,), "float32", "cpu")
+        median = 1e-6 * (1 + i % 1000)
+        out.append(
+            Result(
+                point=p,
+                status="ok",
+                samples_s=tuple(median * rng.uniform(0.95, 1.05) for _ in range(samples)),
+                calls_per_sample=4,
+                warnings=("noisy",) if i % 7 == 0 else (),
+                bytes_per_call=8.0 * (i + 1),
+            )
+        )
+    return out
+
+
+def _new_run(store: Store, env: Environment, started_at: dt.datetime) -> str:
+    run_id = str(uuid.uuid4())
+    store.create_run(
+        {
+            "id": run_id,
+            "group_id": run_id,
+            "kind": "nightly",
+            "label": None,
+            "status": "finished",
+            "started_at": started_at,
+            "finished_at": started_at,
+            "suites": [],
+            "harness_version": "bench",
+            "git_sha": None,
+            "git_branch": None,
+            "git_dirty": None,
+            "tags": [],
+            "config": {},
+            "environment_id": env.id,
+        }
+    )
+    return run_id
+
+
+def bulk_write(url: str, points: int) -> dict[str, float]:
+    store = open_store(url)
+    env = Environment(fields={"machine": "bench"})
+    store.save_environment(env)
+    run_id = _new_run(store, env, T0)
+    results = _results(points, 30, seed=1)
+    wall, cpu = time.perf_counter(), time.process_time()
+    store.write_results(run_id, results)
+    out = {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
+    if store.counts()["measurement"] != points:
+        raise SystemExit("bulk write lost rows")
+    return out
+
+
+def history_query(url: str, runs: int, benchmarks: int) -> dict[str, float]:
+    store = open_store(url)
+    env = Environment(fields={"machine": "bench"})
+    store.save_environment(env)
+    fill = time.perf_counter()
+    for index in range(runs):
+        run_id = _new_run(store, env, T0 + dt.timedelta(hours=index))
+        store.write_results(run_id, _results(benchmarks, 10, seed=index))
+    fill_s = time.perf_counter() - fill
+    target = _results(1, 1, 0)[0].point.benchmark_id()
+    if len(store.history(target, env.id)) != runs:
+        raise SystemExit("history is missing runs")
+    timings, cpu = [], []
+    for _ in range(20):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        store.history(target, env.id)
+        timings.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return {
+        "fill_s": fill_s,
+        "history_median_ms": statistics.median(timings) * 1e3,
+        "history_max_ms": max(timings) * 1e3,
+        "history_cpu_median_ms": statistics.median(cpu) * 1e3,
+    }
+
+
+def calibration() -> dict[str, float]:
+    """A fixed pure-Python workload (JSON-encoding 100,000 lists of 30 floats, what the
+    bulk write spends most of its time on): how fast this machine was during the run,
+    so that numbers taken on a loaded machine can be put in proportion."""
+    rng = random.Random(0)
+    rows = [[rng.random() for _ in range(30)] for _ in range(100_000)]
+    start = time.perf_counter()
+    for row in rows:
+        json.dumps(row)
+    return {"json_100k_rows_s": time.perf_counter() - start}
+
+
+def _writer(url: str, index: int, runs: int, points: int) -> None:
+    store = open_store(url)
+    env = Environment(fields={"machine": f"writer-{index}"})
+    store.save_environment(env)
+    for run in range(runs):
+        run_id = _new_run(store, env, T0 + dt.timedelta(minutes=run))
+        results = _results(points, 30, seed=run)
+        if run % 2:
+            store.write_results(run_id, results)
+        else:
+            for result in results:
+                store.write_result(run_id, result)
+
+
+def concurrent_writers(url: str, processes: int = 4, runs: int = 8, points: int = 25) -> dict:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(url, i, runs, points)) for i in range(processes)]
+    start = time.perf_counter()
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join()
+    counts = open_store(url).counts()
+    return {
+        "wall_s": time.perf_counter() - start,
+        "exit_codes": [p.exitcode for p in procs],
+        "runs": counts["run"],
+        "measurements": counts["measurement"],
+        "expected_measurements": processes * runs * points,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--benchmarks", type=int, default=100)
+    parser.add_argument("--skip-pg", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, object] = {"calibration": calibration()}
+    with tempfile.TemporaryDirectory() as tmp:
+        report["sqlite_bulk_write"] = bulk_write(f"{tmp}/bulk.db", args.points)
+        report["sqlite_history"] = history_query(f"{tmp}/hist.db", args.runs, args.benchmarks)
+        report["sqlite_concurrent"] = concurrent_writers(f"{tmp}/conc.db")
+    if not args.skip_pg:
+        from tests.pgserver import PgServer, find_binaries
+
+        with PgServer(find_binaries()) as server:
+            report["postgresql_bulk_write"] = bulk_write(server.create_database(), args.points)
+            report["postgresql_history"] = history_query(
+                server.create_database(), args.runs, args.benchmarks
+            )
+            report["postgresql_concurrent"] = concurrent_writers(server.create_database())
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

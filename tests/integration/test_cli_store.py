@@ -1,0 +1,178 @@
+"""`benchbench compare / export / import / runs` end to end, and the other tools reading
+our exports: pyperf (stats, hist, compare_to) and pytest-benchmark (compare)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+
+from benchbench.store import open_store
+from benchbench.store import schema as t
+from tests.integration.cli import benchbench, env
+from tests.storedata import STORE_V1, T0, add_run, environment, point, result
+
+
+@pytest.fixture
+def v1(tmp_path):
+    path = tmp_path / "v1.db"
+    shutil.copy(STORE_V1, path)
+    return path
+
+
+def _tool(*argv: str, cwd) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *argv], cwd=cwd, env=env(), capture_output=True, text=True
+    )
+
+
+def test_pyperf_reads_our_export_with_stats_hist_and_compare_to(tmp_path, v1):
+    for label in ("base", "contender"):
+        done = benchbench("export", label, "--format", "pyperf", "-o", f"{label}.json",
+                          "--store", str(v1), cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    name = "sqrt:torch.sqrt[float32, cpu](n=4096)"
+    stats = _tool("pyperf", "stats", "base.json", cwd=tmp_path)
+    assert stats.returncode == 0, stats.stderr
+    assert "Number of benchmarks: 5" in stats.stdout and name in stats.stdout
+    hist = _tool("pyperf", "hist", "base.json", cwd=tmp_path)
+    assert hist.returncode == 0 and "#" in hist.stdout
+    compared = _tool("pyperf", "compare_to", "base.json", "contender.json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert name in compared.stdout and "Geometric mean" in compared.stdout
+    # The values are per-call seconds: pyperf's mean equals the stored mean.
+    import pyperf
+
+    bench = pyperf.BenchmarkSuite.load(str(tmp_path / "base.json")).get_benchmark(name)
+    stored = next(
+        r
+        for r in open_store(str(v1)).measurements(open_store(str(v1)).resolve_run("base")["id"])
+        if r["variant"] == "torch.sqrt" and r["size"] == 4096
+    )
+    assert bench.mean() == pytest.approx(stored["mean_s"], rel=1e-9)
+    assert bench.get_unit() == "second"
+
+
+def test_pytest_benchmark_compare_reads_our_export(tmp_path, v1):
+    for label in ("base", "contender"):
+        done = benchbench("export", label, "--format", "pytest-benchmark", "-o", f"{label}.json",
+                          "--store", str(v1), cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "base.json").read_text())
+    assert {"machine_info", "commit_info", "benchmarks", "datetime", "version"} <= set(doc)
+    assert doc["commit_info"]["id"] and len(doc["benchmarks"]) == 5
+    compared = subprocess.run(
+        [shutil.which("pytest-benchmark") or "pytest-benchmark", "compare", "base.json",
+         "contender.json", "--columns", "min,median,iqr,rounds"],
+        cwd=tmp_path, env=env(), capture_output=True, text=True,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    assert "sum:torch.sum[float32, cpu](n=1024) (base)" in compared.stdout
+    assert "(contender)" in compared.stdout and "Failed to load" not in compared.stderr
+
+
+def test_csv_has_one_row_per_point(tmp_path, v1):
+    done = benchbench("export", "base", "--format", "csv", "-o", "-", "--store", str(v1),
+                      cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert len(rows) == 5
+    assert {r["label"] for r in rows} >= {"sum:torch.sum[float32, cpu](n=1024)"}
+    assert all(float(r["median_s"]) > 0 and r["run_label"] == "base" for r in rows)
+    assert rows[0]["started_at"].endswith("+00:00")
+
+
+def _synthetic_store(path):
+    store = open_store(str(path))
+    p, q = point(size=64), point("add", size=64)
+    add_run(store, [result(p, 1e-3), result(q, 1e-3)], started_at=T0, label="before")
+    add_run(
+        store,
+        [result(p, 1.2e-3, seed=1), result(q, 1e-3, seed=2)],
+        env=environment("box-a", torch="2.14.0"),
+        started_at=T0.replace(day=2),
+        label="after",
+    )
+
+
+def test_compare_exits_3_on_a_regression_and_labels_other_environments(tmp_path):
+    db = tmp_path / "s.db"
+    _synthetic_store(db)
+    done = benchbench("compare", "before", "after", "--store", str(db), "--json", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    doc = json.loads(done.stdout)
+    marks = {p["label"]: p["mark"] for p in doc["points"]}
+    assert marks["sqrt:torch.sqrt[float32, cpu](n=64)"] == "slower"
+    assert doc["regressed"] == 1 and doc["base"]["label"] == "before"
+    assert doc["same_environment"] is False
+    assert doc["environment_diff"] == {"torch": {"base": "2.13.0", "contender": "2.14.0"}}
+    table = benchbench("compare", "before", "after", "--store", str(db),
+                       "--no-fail-on-regression", cwd=tmp_path)  # fmt: skip
+    assert table.returncode == 0
+    assert "slower" in table.stdout and "geometric mean overall" in table.stdout
+    assert (
+        "different environments" in table.stderr and "torch: '2.13.0' -> '2.14.0'" in table.stderr
+    )
+    lenient = benchbench("compare", "latest~1", "latest", "--min-effect", "0.5", "--store",
+                         str(db), "--json", cwd=tmp_path)  # fmt: skip
+    assert lenient.returncode == 0, lenient.stderr
+    assert json.loads(lenient.stdout)["counts"]["same"] >= 1
+
+
+def test_a_store_from_a_newer_benchbench_exits_1_with_the_fix(tmp_path):
+    db = tmp_path / "new.db"
+    open_store(str(db))
+    engine = sa.create_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        conn.execute(t.schema_version.update().values(version=t.SCHEMA_VERSION + 1))
+    engine.dispose()
+    done = benchbench("runs", "--store", str(db), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "newer than this benchbench understands" in done.stderr
+    assert "upgrade benchbench" in done.stderr
+
+
+@pytest.mark.postgres
+def test_passwords_never_printed_wrong_password_unreachable_and_runs(
+    tmp_path, pg_server, pg_database
+):
+    user, right, wrong = "bb_pw_user", "RightPass4567", "WrongPass1234"
+    admin = sa.create_engine(pg_server.url(), isolation_level="AUTOCOMMIT")
+    database = pg_database.rsplit("/", 1)[1]
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE ROLE {user} LOGIN PASSWORD '{right}'"))
+        conn.execute(sa.text(f'ALTER DATABASE "{database}" OWNER TO {user}'))
+        hba = pg_server.data_dir / "pg_hba.conf"
+        rule = f"host all {user} 127.0.0.1/32 scram-sha-256\n"
+        hba.write_text(rule + hba.read_text())  # checked first: this role needs its password
+        conn.execute(sa.text("SELECT pg_reload_conf()"))
+    try:
+        base = f"postgresql://{user}:{{}}@127.0.0.1:{pg_server.port}/{database}"
+        denied = benchbench("runs", "--store", base.format(wrong), cwd=tmp_path)
+        assert denied.returncode == 1
+        assert "password authentication failed" in denied.stderr
+        assert wrong not in denied.stderr + denied.stdout and "***" in denied.stderr
+        gone = benchbench("runs", "--store", f"postgresql://u:{wrong}@127.0.0.1:1/x", cwd=tmp_path)
+        assert gone.returncode == 1 and "cannot open store" in gone.stderr
+        assert wrong not in gone.stderr + gone.stdout
+        listed = benchbench("runs", "--store", base.format(right), "--json", cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        assert right not in listed.stdout + listed.stderr
+        assert json.loads(listed.stdout)["store"].startswith(f"postgresql+psycopg://{user}:***@")
+    finally:
+        hba.write_text(hba.read_text().replace(rule, ""))
+        owned = sa.create_engine(pg_database, isolation_level="AUTOCOMMIT")
+        with owned.connect() as conn:  # the tables it created live in the test database
+            conn.execute(sa.text(f"DROP OWNED BY {user}"))
+        owned.dispose()
+        with admin.connect() as conn:
+            conn.execute(sa.text("SELECT pg_reload_conf()"))
+            conn.execute(sa.text(f'ALTER DATABASE "{database}" OWNER TO postgres'))
+            conn.execute(sa.text(f"DROP ROLE {user}"))
+        admin.dispose()
