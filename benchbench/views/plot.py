@@ -295,22 +295,39 @@ def _draw_crossovers(
 ) -> None:
     keys = {c.key for c in curves}
     sizes_of = {c.key: np.array(c.sizes, dtype=float) for c in curves}
-    shown = [x for x in analysis.crossovers if x.a in keys and x.b in keys]
-    for index, crossing in enumerate(shown[:_MAX_CROSSOVER_NOTES]):
+    notes: list[tuple[float, float, list[str]]] = []
+    for crossing in [x for x in analysis.crossovers if x.a in keys and x.b in keys]:
         key = crossing.a
         logx = np.interp(math.log(crossing.size), np.log(sizes_of[key]), np.log(xs_of[key]))
-        logy = np.interp(logx, np.log(xs_of[key]), np.log(ys_of[key]))
-        x, y = math.exp(logx), math.exp(logy)
-        ax.plot([x], [y], marker="X", markersize=9, color="black", linestyle="none", zorder=5)
+        logy = float(np.interp(logx, np.log(xs_of[key]), np.log(ys_of[key])))
         winner = getattr(crossing.faster_above, crossing.differs)
         loser = getattr(crossing.faster_below, crossing.differs)
+        text = f"{winner} overtakes {loser}"
+        # Crossings within ~25 % of each other in x and y share one note: two notes there
+        # were seen printed on top of each other.
+        near = next(
+            (
+                n
+                for n in notes
+                if abs(math.log(n[0]) - logx) < 0.25 and abs(math.log(n[1]) - logy) < 0.25
+            ),
+            None,
+        )
+        if near is not None:
+            near[2].append(text)
+        elif len(notes) < _MAX_CROSSOVER_NOTES:
+            notes.append((math.exp(logx), math.exp(logy), [text]))
+    for index, (x, y, texts) in enumerate(notes):
+        ax.plot([x], [y], marker="X", markersize=9, color="black", linestyle="none", zorder=5)
         ax.annotate(
-            f"{winner} overtakes\n{loser} here",
+            "\n".join(texts) + "\nhere (crossover)",
             (x, y),
-            xytext=(8, -28 - 22 * (index % 2)),
+            xytext=(10, -30 - 24 * (index % 2)),
             textcoords="offset points",
             fontsize=7,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "linewidth": 0},
             arrowprops={"arrowstyle": "-", "color": "0.3", "linewidth": 0.8},
+            zorder=6,
         )
 
 
