@@ -80,7 +80,19 @@ def run(args: argparse.Namespace) -> int:
     profile = next(iter(profiles.values()), None)
     title = "runs " + ", ".join(names[r["id"]] for r in run_rows)
     if len(run_rows) == 1:
-        title = f"run {names[first['id']]}"
+        env = store.environment(first["environment_id"]) if first.get("environment_id") else None
+        started = first.get("started_at")
+        title = f"run {names[first['id']]}" + "".join(
+            f" · {part}"
+            for part in (
+                env and env["machine"],
+                env and env["fields"].get("cpu_model"),
+                env and f"{env['fields'].get('threads')} thread(s)",
+                env and f"torch {env['fields'].get('torch')}",
+                started and started.strftime("%Y-%m-%d"),
+            )
+            if part
+        )
     if args.roofline:
         figure = roofline_figure(
             rows, workloads=args.workload, profile=profile, names=names, title=title

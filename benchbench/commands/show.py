@@ -18,7 +18,7 @@ from benchbench.store.profiles import latest_profiles
 from benchbench.views.fits import fits_json, fits_table
 from benchbench.views.results import results_table, run_document, summary_line, with_roofline
 
-HELP = "show the results of a run, with % of peak and model fits"
+HELP = "show the results of a run, with percent of peak and model fits"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -113,6 +113,22 @@ def _bytes_axis(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def _plain(value: float, _pos: object = None) -> str:
+    """``0.5``, ``20``, ``4000``: tick labels a reader reads without exponents."""
+    return f"{value:g}" if 1e-3 <= value < 1e5 else f"{value:.0e}"
+
+
+def _plain_minor(value: float, _pos: object = None) -> str:
+    # Label the 2s and 5s between decades only: all nine minor ticks collide.
+    lead = round(value / 10 ** math.floor(math.log10(value) + 1e-9), 6) if value > 0 else 0
+    return _plain(value) if lead in (2, 5) else ""
+
+
+def _plain_y(axis: Any) -> None:
+    axis.set_major_formatter(FuncFormatter(_plain))
+    axis.set_minor_formatter(FuncFormatter(_plain_minor))
+
+
 def _cache_marks(profile: Profile | None, os_caches: Mapping[str, int]) -> list[tuple[float, str]]:
     if profile is not None and profile.cache_levels:
         return [
@@ -217,6 +233,7 @@ def _throughput_axes(
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_size(round(v))))
         ax.set_xlabel("elements per tensor")
+    _plain_y(ax.yaxis)
     if unit is None:
         ax.set_ylabel("median time per call (s); band: Q1–Q3")
     else:
@@ -248,14 +265,14 @@ def _draw_caches(
         ax.axvline(size, color="0.45", linestyle=(0, (2, 2)), linewidth=1.0, zorder=0)
         ax.text(
             size,
-            0.98,
-            text + " ",
+            0.02,
+            " " + text,
             transform=ax.get_xaxis_transform(),
             rotation=90,
             fontsize=7,
             color="0.3",
             ha="right",
-            va="top",
+            va="bottom",
         )
 
 
@@ -415,6 +432,8 @@ def roofline_figure(
     ax.set_xlim(lo, hi)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("achieved GFLOP/s (median)")
+    _plain_y(ax.yaxis)
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
     ax.grid(True, which="major", alpha=0.3)
     note = "" if profile is not None else " (no hardware profile: run `benchbench probe` for roofs)"
     ax.set_title("roofline" + note, fontsize=11, fontweight="bold")
