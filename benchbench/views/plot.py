@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -81,6 +82,7 @@ def _grid(count: int, width: float = 7.0, height: float = 5.4) -> tuple[Figure, 
     cols = 1 if count == 1 else 2
     rows = math.ceil(count / cols)
     figure = Figure(figsize=(width * cols, height * rows), layout="constrained")
+    FigureCanvasAgg(figure)  # Agg, never pyplot: no global state, no display needed
     axes = [figure.add_subplot(rows, cols, i + 1) for i in range(count)]
     return figure, axes
 
@@ -375,6 +377,7 @@ def roofline_figure(
             "a roofline plot needs both (bytes= and flops= on the workload)"
         )
     figure = Figure(figsize=(8.5, 5.5), layout="constrained")
+    FigureCanvasAgg(figure)
     ax = figure.add_subplot(1, 1, 1)
     fields = ("workload", "variant", "device", "dtype", "params", "environment_id", "run_id")
     varying = [f for f in fields if len({getattr(c.key, f) for c in curves}) > 1]

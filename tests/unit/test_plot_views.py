@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from matplotlib.figure import Figure
 
+from benchbench.curves import with_run
 from benchbench.errors import NotFoundError, UsageError
 from benchbench.probe import CacheLevel, OsCache, Profile
 from benchbench.views.plot import roofline_figure, save_figure, throughput_figure
@@ -68,6 +69,14 @@ def test_workload_filter_and_by_dtype_colour_lines() -> None:
     (labels,) = curve_lines(figure)
     assert labels == ["float32 (cheap)", "float32 (fast)", "float64 (cheap)"]
     assert "time per call" in figure.axes[0].get_ylabel()
+
+
+def test_two_runs_by_environment_get_one_line_each_with_readable_names() -> None:
+    data = with_run({"id": "run-a", "environment_id": "env-1"}, curve_rows(1e-6, 1e9))
+    data += with_run({"id": "run-b", "environment_id": "env-2"}, curve_rows(1e-6, 2e9))
+    names = {"env-1": "laptop", "env-2": "server", "run-a": "a", "run-b": "b"}
+    figure = throughput_figure(data, by="environment", names=names)
+    assert curve_lines(figure) == [["laptop (run a)", "server (run b)"]]
 
 
 def test_cache_markers_fall_back_to_the_os_sizes() -> None:
