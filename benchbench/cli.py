@@ -20,6 +20,8 @@ COMMANDS = {
     "list": "list_points",
     "runs": "runs",
     "show": "show",
+    "probe": "probe",
+    "plot": "plot",
     "doctor": "doctor",
     "regressions": "regressions",
     "annotate": "annotate",

@@ -30,9 +30,10 @@ from benchbench.commands import flags
 from benchbench.engine import Policy
 from benchbench.errors import UsageError
 from benchbench.model import CACHE_MODES
+from benchbench.store.profiles import latest_profiles
 from benchbench.units import parse_one_size
 from benchbench.vcs import git_state
-from benchbench.views.results import results_table, run_document, summary_line
+from benchbench.views.results import results_table, run_document, summary_line, with_roofline
 
 HELP = "measure suites and store the results"
 
@@ -150,13 +151,17 @@ def run(args: argparse.Namespace) -> int:
                 progress.advance(task[0])
 
         summary = runner.run(config, store, on_event)
-    rows = store.measurements(summary.run_id)
     run_row = store.resolve_run(summary.run_id)
+    stored = store.measurements(summary.run_id)
+    profiles = latest_profiles(store, run_row["environment_id"], {r["device"] for r in stored})
+    rows = with_roofline(stored, profiles)
     elapsed = time.monotonic() - started
     if args.json:
         flags.print_json(run_document(run_row, rows))
     else:
-        flags.stdout().print(results_table(rows, title=f"run {summary.run_id}"))
+        flags.stdout().print(
+            results_table(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
+        )
     err.print(
         f"{summary_line(rows)} in {elapsed:.1f} s; run {summary.run_id} stored in {store.url}"
     )

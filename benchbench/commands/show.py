@@ -1,7 +1,11 @@
-"""Show the results of one run: median with CI, throughput, accuracy, warnings.
+"""Show the results of one run: median with CI, throughput, % of peak, accuracy, warnings,
+then a "fits" table: per curve the fixed cost t0 and asymptotic rate of
+time = t0 + work / rate, its R², and the sizes where one variant or device overtakes
+another.
 
 RUN is a run id, a unique prefix of one, a label (the newest run with it) or
-``latest``.
+``latest``. "% of peak" needs a hardware profile of the run's environment: run
+``benchbench probe`` once on the machine.
 """
 
 from __future__ import annotations
@@ -9,9 +13,12 @@ from __future__ import annotations
 import argparse
 
 from benchbench.commands import flags
-from benchbench.views.results import results_table, run_document, summary_line
+from benchbench.curves import analyze, with_run
+from benchbench.store.profiles import latest_profiles
+from benchbench.views.fits import fits_json, fits_table
+from benchbench.views.results import results_table, run_document, summary_line, with_roofline
 
-HELP = "show the results of a run"
+HELP = "show the results of a run, with percent of peak and model fits"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,11 +30,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     store = flags.store_from(args)
     run_row = store.resolve_run(args.run_ref)
-    rows = store.measurements(run_row["id"])
+    stored = store.measurements(run_row["id"])
+    profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
+    rows = with_roofline(stored, profiles)
+    analysis = analyze(with_run(run_row, stored))
     if args.json:
-        flags.print_json(run_document(run_row, rows))
+        flags.print_json(run_document(run_row, rows, fits_json(analysis)))
         return 0
     title = f"run {run_row['id']}" + (f" ({run_row['label']})" if run_row["label"] else "")
-    flags.stdout().print(results_table(rows, title=title))
+    out = flags.stdout()
+    out.print(results_table(rows, title=title, profiled=bool(profiles)))
+    if analysis.curves:
+        out.print(fits_table(analysis))
     flags.stderr().print(f"{summary_line(rows)}; status {run_row['status']}")
     return 0

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
+from benchbench.errors import MeasurementError
+from benchbench.roofline import ceiling_for
 from benchbench.units import format_rate, format_size, format_time
+
+if TYPE_CHECKING:  # benchbench.probe imports torch; a view only reads a loaded profile
+    from benchbench.probe import Profile
+
+#: What ``results_table`` prints under the table when no profile covers the run.
+NO_PROFILE_NOTE = "% of peak: no hardware profile for this environment; run `benchbench probe`"
 
 #: Keys of every result in ``--json`` output (seconds as floats).
 RESULT_KEYS = (
@@ -33,6 +42,8 @@ RESULT_KEYS = (
     "bytes_per_s",
     "flop_per_s",
     "items_per_s",
+    "percent_of_peak",
+    "ceiling",
     "max_rel_error",
     "peak_memory_bytes",
     "converged",
@@ -49,8 +60,63 @@ def result_json(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_document(run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``--json`` document of a run: ``{"run_id": ..., "results": [...]}``."""
+def roofline_numbers(
+    row: Mapping[str, Any], profile: Profile | None
+) -> tuple[float | None, dict[str, Any] | None]:
+    """``(percent_of_peak, ceiling)`` of one measured row against its device's profile.
+
+    The ceiling is :func:`benchbench.roofline.ceiling_for` with the bytes per call as the
+    working set (the inputs and outputs a call touches; a workload that reuses a buffer
+    would need its own figure). ``(None, None)`` without a profile, for a point that was
+    not measured, or for one with no work model.
+    """
+    if profile is None or row.get("status") != "ok":
+        return None, None
+    nbytes = row.get("bytes_per_call") or 0.0
+    flop = row.get("flop_per_call") or 0.0
+    if nbytes <= 0 and flop <= 0:
+        return None, None
+    try:
+        ceiling = ceiling_for(
+            profile, nbytes, flop, nbytes if nbytes > 0 else 1.0, dtype=str(row.get("dtype"))
+        )
+    except MeasurementError:
+        return None, None
+    achieved = row.get("bytes_per_s") if ceiling.kind == "memory" else row.get("flop_per_s")
+    if achieved is None or not ceiling.value > 0 or not math.isfinite(ceiling.value):
+        return None, None
+    return 100.0 * achieved / ceiling.value, {
+        "kind": ceiling.kind,
+        "value": ceiling.value,
+        "unit": "bytes/s" if ceiling.kind == "memory" else "flop/s",
+        "intensity_flop_per_byte": _finite(ceiling.intensity_flop_per_byte),
+        "attainable_flop_per_s": _finite(ceiling.attainable_flop_per_s),
+        "profile_device": profile.device,
+    }
+
+
+def with_roofline(
+    rows: Sequence[Mapping[str, Any]], profiles: Mapping[str, Profile]
+) -> list[dict[str, Any]]:
+    """Rows with ``percent_of_peak`` and ``ceiling`` from the profile of their device."""
+    out = []
+    for row in rows:
+        percent, ceiling = roofline_numbers(row, profiles.get(str(row.get("device"))))
+        out.append({**row, "percent_of_peak": percent, "ceiling": ceiling})
+    return out
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def run_document(
+    run: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``--json`` document of a run: ``{"run_id": ..., "results": [...]}``, plus
+    ``extra`` keys (``fits``, ``crossovers`` from :mod:`benchbench.views.fits`)."""
     return {
         "run_id": run["id"],
         "label": run.get("label"),
@@ -60,6 +126,7 @@ def run_document(run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> d
         "environment_id": run.get("environment_id"),
         "git_sha": run.get("git_sha"),
         "results": [result_json(r) for r in rows],
+        **(extra or {}),
     }
 
 
@@ -75,9 +142,21 @@ def _throughput(row: Mapping[str, Any]) -> str:
     return "no work model"
 
 
-def results_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Table:
-    """Median with its 95 % CI, throughput, accuracy and warnings per point."""
-    table = Table(title=title, header_style="bold", show_lines=False)
+def results_table(
+    rows: Sequence[Mapping[str, Any]], title: str | None = None, *, profiled: bool = False
+) -> Table:
+    """Median with its 95 % CI, throughput, % of peak, accuracy and warnings per point.
+
+    ``profiled``: the rows carry roofline numbers (:func:`with_roofline`) from a stored
+    profile; without one the caption says how to get it.
+    """
+    table = Table(
+        title=title,
+        header_style="bold",
+        show_lines=False,
+        caption=None if profiled else NO_PROFILE_NOTE,
+        caption_justify="left",
+    )
     for name, justify in (
         ("workload", "left"),
         ("variant", "left"),
@@ -88,6 +167,7 @@ def results_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -
         ("±95% CI", "right"),
         ("GB/s", "right"),
         ("GFLOP/s", "right"),
+        ("% peak", "right"),
         ("max rel err", "right"),
         ("notes", "left"),
     ):
@@ -104,6 +184,7 @@ def results_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -
                 row["device"],
                 size,
                 Text(row["status"], style=style),
+                "",
                 "",
                 "",
                 "",
@@ -125,10 +206,22 @@ def results_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -
             _ci_percent(row),
             f"{bandwidth / 1e9:.3g}" if bandwidth is not None else "-",
             f"{flops / 1e9:.3g}" if flops is not None else "-",
+            _peak_cell(row),
             f"{error:.2g}" if error is not None else "-",
-            Text(", ".join(short_warning(w) for w in warnings), style="yellow"),
+            # dict.fromkeys: one telemetry warning per sample window would repeat 5 times.
+            Text(", ".join(dict.fromkeys(short_warning(w) for w in warnings)), style="yellow"),
         )
     return table
+
+
+def _peak_cell(row: Mapping[str, Any]) -> str:
+    if row.get("bytes_per_s") is None and row.get("flop_per_s") is None:
+        return "no work model"
+    percent, ceiling = row.get("percent_of_peak"), row.get("ceiling")
+    if percent is None or not ceiling:
+        return "-"
+    text = f"{percent:,.0f}" if percent >= 100 else f"{percent:.2g}"
+    return f"{text}% {'mem' if ceiling['kind'] == 'memory' else 'flop'}"
 
 
 def _ci_percent(row: Mapping[str, Any]) -> str:

@@ -1,0 +1,102 @@
+"""`benchbench probe / show / plot` end to end: real CLI, real SQLite store in a temp folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchbench.store import open_store
+from benchbench.store.profiles import latest_profile
+from tests.integration.cli import SUITES, benchbench, json_of
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store holding one run of the `sizes` suite (3 sizes x 2 variants + 1), no profile."""
+    folder = tmp_path_factory.mktemp("views")
+    db = folder / "store.db"
+    done = benchbench(
+        "run", str(SUITES / "sizes.py"), "--store", str(db), "--label", "base", cwd=folder
+    )
+    assert done.returncode == 0, done.stderr
+    return db, "base"
+
+
+def test_show_without_a_profile_has_null_peak_and_says_how_to_get_one(measured) -> None:
+    db, label = measured
+    doc = json_of(benchbench("show", label, "--store", str(db), "--json", cwd=db.parent))
+    assert {r["percent_of_peak"] for r in doc["results"]} == {None}
+    assert {r["ceiling"] is None for r in doc["results"]} == {True}
+    fits = {(f["workload"], f["variant"]): f for f in doc["fits"]}
+    assert fits[("sqrt", "torch.sqrt")]["points"] == 3
+    assert fits[("sqrt", "torch.sqrt")]["work_unit"] == "bytes"
+    assert fits[("sum", "torch.sum")]["note"] == "needs 3 sizes to fit, has 1"
+    assert isinstance(doc["crossovers"], list)
+    table = benchbench("show", label, "--store", str(db), cwd=db.parent)
+    assert table.returncode == 0, table.stderr
+    assert "run `benchbench probe`" in table.stdout
+    assert "fits: time = t0 + work / rate" in table.stdout
+    assert "no work model" in table.stdout  # torch.sum has none: no GB/s, and it says so
+
+
+def test_probe_stores_a_profile_that_show_then_uses(measured, tmp_path) -> None:
+    db, label = measured
+    done = benchbench("probe", "--quick", "--store", str(db), "--json", cwd=db.parent)
+    assert done.returncode == 0, done.stderr
+    doc = json_of(done)
+    profile = doc["profile"]
+    assert profile["device"] == "cpu" and profile["profile_version"] == 1
+    assert {"read", "write", "copy"} <= set(profile["bandwidth"])
+    assert "float32" in profile["peak_flop_per_s"]
+    assert profile["timer_overhead_s"] > 0 and profile["threads"] >= 1
+    store = open_store(str(db))
+    # The probe's environment is the run's: later runs on this machine reuse the profile.
+    run = store.resolve_run(label)
+    assert doc["environment_id"] == run["environment_id"]
+    stored = latest_profile(store, run["environment_id"], "cpu")
+    assert stored is not None and stored["id"] == doc["profile_id"]
+
+    shown = json_of(benchbench("show", label, "--store", str(db), "--json", cwd=db.parent))
+    sqrt = [r for r in shown["results"] if r["workload"] == "sqrt"]
+    assert all(r["percent_of_peak"] > 0 for r in sqrt)
+    # Which roof applies depends on the measured peaks (a --quick probe's matmul peak on a
+    # loaded machine can fall under 0.125 flop/byte x bandwidth); the unit must match it.
+    units = {"memory": "bytes/s", "compute": "flop/s"}
+    assert all(units[r["ceiling"]["kind"]] == r["ceiling"]["unit"] for r in sqrt)
+    summed = next(r for r in shown["results"] if r["workload"] == "sum")
+    assert summed["percent_of_peak"] is None  # no work model, no percentage
+
+    pictures = tmp_path / "pics"
+    pictures.mkdir()
+    for name, magic in (("p.png", b"\x89PNG\r\n\x1a\n"), ("p.svg", b"<?xml"), ("p.pdf", b"%PDF-")):
+        out = pictures / name
+        done = benchbench(
+            "plot", label, "-o", str(out), "--workload", "sqrt", "--store", str(db), cwd=db.parent
+        )
+        assert done.returncode == 0, done.stderr
+        assert out.read_bytes().startswith(magic)
+    roof = pictures / "roof.png"
+    done = benchbench(
+        "plot", label, "-o", str(roof), "--roofline", "--store", str(db), cwd=db.parent
+    )
+    assert done.returncode == 0, done.stderr
+    assert roof.read_bytes().startswith(b"\x89PNG")
+
+
+def test_plot_of_unknown_run_or_workload_names_what_exists(measured, tmp_path) -> None:
+    db, label = measured
+    out = tmp_path / "x.png"
+    done = benchbench("plot", "nosuchrun", "-o", str(out), "--store", str(db), cwd=db.parent)
+    assert done.returncode == 1
+    assert "no run 'nosuchrun'" in done.stderr and "(base)" in done.stderr
+    done = benchbench(
+        "plot", label, "-o", str(out), "--workload", "nope", "--store", str(db), cwd=db.parent
+    )
+    assert done.returncode == 1
+    assert "'nope'" in done.stderr and "workloads there: sqrt, sum" in done.stderr
+    done = benchbench(
+        "plot", label, "-o", str(tmp_path / "x.gif"), "--store", str(db), cwd=db.parent
+    )
+    assert done.returncode == 2 and ".png, .svg or .pdf" in done.stderr
+    assert not out.exists()
