@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
 from benchbench.errors import MeasurementError
-
-if TYPE_CHECKING:  # the probe module imports torch; views reading a profile need not
-    from benchbench.probe import Profile
+from benchbench.profile import Profile
 
 __all__ = ["Ceiling", "bandwidth_at", "ceiling_for"]
 

@@ -28,7 +28,7 @@ from benchbench.store.profiles import save_profile
 from benchbench.units import format_bytes, format_rate
 
 if TYPE_CHECKING:
-    from benchbench.probe import CacheLevel, Profile
+    from benchbench.profile import CacheLevel, Profile
 
 HELP = "measure this machine's bandwidth, caches and peak FLOP/s; store the profile"
 

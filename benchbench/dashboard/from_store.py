@@ -19,7 +19,7 @@ from benchbench.dashboard.contract import (
 )
 from benchbench.errors import BenchbenchError
 from benchbench.fit import fit_curve
-from benchbench.probe import Profile
+from benchbench.profile import Profile
 from benchbench.store import Store
 from benchbench.store import schema as t
 from benchbench.store.history import list_alerts

@@ -9,16 +9,14 @@ every result. Documents are returned as stored (data, not trusted): turn one int
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
 from benchbench.errors import StoreError
+from benchbench.profile import Profile
 from benchbench.store import schema as t
 from benchbench.store.store import Store, now
-
-if TYPE_CHECKING:
-    from benchbench.probe import Profile
 
 __all__ = ["latest_profile", "latest_profiles", "profile_of", "save_profile"]
 
@@ -59,11 +57,7 @@ def latest_profile(store: Store, env_id: str, device: str) -> dict[str, Any] | N
 
 
 def latest_profiles(store: Store, env_id: str | None, devices: Iterable[str]) -> dict[str, Profile]:
-    """``{device: Profile}`` of the newest profile per device of ``env_id`` (absent ones left out).
-
-    Importing :mod:`benchbench.probe` imports torch (~3 s here), so it happens only when
-    a stored profile is found: ``show`` on an unprobed environment stays fast.
-    """
+    """``{device: Profile}``: the newest profile per device of ``env_id`` (absent: left out)."""
     if env_id is None:
         return {}
     found: dict[str, Profile] = {}
@@ -75,7 +69,5 @@ def latest_profiles(store: Store, env_id: str | None, devices: Iterable[str]) ->
 
 
 def profile_of(data: Mapping[str, Any]) -> Profile:
-    """A checked :class:`~benchbench.probe.Profile` from a stored document."""
-    from benchbench.probe import Profile  # imports torch; see latest_profiles
-
+    """A checked :class:`~benchbench.profile.Profile` from a stored document."""
     return Profile.from_dict(data)

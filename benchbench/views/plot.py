@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -26,10 +26,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from benchbench.curves import Analysis, Curve, CurveKey, analyze
 from benchbench.errors import NotFoundError, UsageError
+from benchbench.profile import Profile
 from benchbench.units import format_bytes, format_rate, format_size
-
-if TYPE_CHECKING:  # benchbench.probe imports torch; a plot only reads a loaded profile
-    from benchbench.probe import Profile
 
 __all__ = ["BY_FIELDS", "FORMATS", "roofline_figure", "save_figure", "throughput_figure"]
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from benchbench.errors import MeasurementError
+from benchbench.profile import Profile
 from benchbench.roofline import ceiling_for
 from benchbench.units import format_rate, format_size, format_time
-
-if TYPE_CHECKING:  # benchbench.probe imports torch; a view only reads a loaded profile
-    from benchbench.probe import Profile
 
 #: What ``results_table`` prints under the table when no profile covers the run.
 NO_PROFILE_NOTE = "% of peak: no hardware profile for this environment; run `benchbench probe`"
