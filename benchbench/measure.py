@@ -56,7 +56,10 @@ def measure_point(workload: Workload, point: Point, options: Options) -> Result:
     started = time.perf_counter()
     # Telemetry is sampled beside the point (every 0.1 s, ~80 µs a sample: < 0.1 %
     # of one core) and attached to measured points with the warnings it implies.
-    sampler = TelemetrySampler(interval_s=0.1, exclude_pids={os.getpid(), os.getppid()})
+    # The slow sources (process scan) run before and after the point, never mid-way.
+    sampler = TelemetrySampler(
+        interval_s=0.1, exclude_pids={os.getpid(), os.getppid()}, slow_in_thread=False
+    )
     try:
         with sampler:
             result = _measure(workload, point, options)
@@ -143,6 +146,16 @@ def _measure(workload: Workload, point: Point, options: Options) -> Result:
     if variant.inplace:
         main, note = _subtract_restore(main, measured[1])
         extra["restore"] = note
+        if main.stats.median_s <= 0:
+            return _error(
+                point,
+                "in-place call not measurable: the restore copy alone "
+                f"({note['restore_median_s']:.3g} s) took as long as copy + call; "
+                "use a larger size or a variant without inplace=True",
+                max_rel_error=max_rel_error,
+                extra=extra,
+                **base,
+            )
         if note["fraction_of_total"] > 0.5:
             warnings.append(
                 f"restore copy is {note['fraction_of_total']:.0%} of each timed call: "

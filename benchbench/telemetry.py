@@ -390,6 +390,10 @@ class TelemetrySampler:
     initialises it once per process, None disables GPU telemetry, tests pass a fake.
     ``gpu_indices`` limits the GPUs read (default all). :meth:`sample` takes one sample
     synchronously, for tests and for callers that want one without the thread.
+    ``slow_in_thread=False`` reads the slow sources (process scan, temperatures, GPU
+    processes) only in :meth:`start` and :meth:`stop`, in the caller's thread: a
+    process scan holds the GIL for milliseconds (hundreds on a loaded machine), which
+    would stall a timed Python loop if the thread did it mid-measurement.
     """
 
     def __init__(
@@ -402,6 +406,7 @@ class TelemetrySampler:
         top_processes: int = 5,
         exclude_pids: Iterable[int] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        slow_in_thread: bool = True,
     ) -> None:
         if not interval_s > 0 or not slow_interval_s >= interval_s:
             raise UsageError(
@@ -410,6 +415,7 @@ class TelemetrySampler:
             )
         self.interval_s = interval_s
         self.slow_interval_s = slow_interval_s
+        self.slow_in_thread = slow_in_thread
         self._clock = clock
         self._top = top_processes
         own = {os.getpid()} if exclude_pids is None else set(exclude_pids)
@@ -459,6 +465,8 @@ class TelemetrySampler:
         if self._thread is not None:
             raise RuntimeError("TelemetrySampler.start: already started; use a new sampler")
         self._started = self._clock()
+        if not self.slow_in_thread:
+            self.sample(slow=True)
         self._thread = threading.Thread(target=self._run, name="benchbench-telemetry", daemon=True)
         self._thread.start()
         return self
@@ -467,7 +475,7 @@ class TelemetrySampler:
         cpu_start = time.thread_time()
         while True:
             tick = self._clock()
-            self.sample()
+            self.sample(slow=None if self.slow_in_thread else False)
             if self._stop.wait(max(0.0, self.interval_s - (self._clock() - tick))):
                 break
         self.sample(slow=False)  # the end of the point, however short it was
@@ -478,6 +486,8 @@ class TelemetrySampler:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
+        if not self.slow_in_thread:
+            self.sample(slow=True)
         self._stopped = self._clock()
         self.telemetry = self.summary()
         return self.telemetry

@@ -334,3 +334,24 @@ def test_a_busy_child_process_is_reported() -> None:
     assert child.pid in busy
     name = busy[child.pid].name
     assert name is not None and "python" in name.lower()
+
+
+def test_slow_sources_outside_the_thread_are_read_at_start_and_stop_only():
+    import time
+
+    from benchbench.telemetry import TelemetrySampler
+
+    sampler = TelemetrySampler(interval_s=0.01, nvml=None, slow_in_thread=False)
+    slow_calls: list[bool | None] = []
+    original = sampler.sample
+
+    def recording(slow: bool | None = None) -> None:
+        slow_calls.append(slow)
+        original(slow)
+
+    sampler.sample = recording  # type: ignore[method-assign]
+    with sampler:
+        time.sleep(0.1)
+    assert slow_calls[0] is True and slow_calls[-1] is True
+    assert all(s is False for s in slow_calls[1:-1])
+    assert len(slow_calls) >= 4
