@@ -138,8 +138,19 @@ def _warm_up_zygote() -> None:
 
     import benchbench.measure  # noqa: F401  (imports numpy, the engine, devices)
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True):
-        torch.ones(16).sqrt()  # 16 elements: no intra-op thread pool is started
+    # The profiler's native start/stop lines go to fds 1 and 2: silenced here.
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True):
+            torch.ones(16).sqrt()  # 16 elements: no intra-op thread pool is started
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
 
 
 def _reap(pid: int, timeout_s: float) -> int:
