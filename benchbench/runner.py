@@ -206,9 +206,14 @@ def run(
     """
     notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
-    run_id, group_id, points, shard_doc = _plan_run(config, store)
-    summary = RunSummary(run_id=run_id, planned=len(points))
+    # Started first: the zygote imports torch while the suites load here.
     workers = launcher(config.memory_limit_bytes, config.fork)
+    try:
+        run_id, group_id, points, shard_doc = _plan_run(config, store)
+    except BaseException:
+        workers.close()
+        raise
+    summary = RunSummary(run_id=run_id, planned=len(points))
     worker: Worker | None = None
     created = False
     try:

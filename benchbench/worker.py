@@ -175,7 +175,10 @@ def zygote(sock: socket.socket, memory_limit: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _warm_up_zygote()
-    sock.send(json.dumps({"event": "ready", "pid": os.getpid()}).encode())
+    try:
+        sock.send(json.dumps({"event": "ready", "pid": os.getpid()}).encode())
+    except OSError:
+        return  # the runner gave up while torch was importing
     while True:
         message, fds, _flags, _addr = socket.recv_fds(sock, 4096, 2)
         if not message:
@@ -353,7 +356,12 @@ class Worker:
 
 
 class Zygote:
-    """Linux launcher: one process that imported torch, forking a worker per call."""
+    """Linux launcher: one process that imported torch, forking a worker per call.
+
+    Constructing it starts the zygote and returns at once, so that its torch import
+    overlaps the runner's own work (loading the suites imports torch there too);
+    the first :meth:`worker` call waits for it.
+    """
 
     def __init__(self, memory_limit_bytes: int = 0, start_timeout_s: float = 300.0) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -371,13 +379,18 @@ class Zygote:
         )
         theirs.close()
         self._sock = ours
-        self._sock.settimeout(start_timeout_s)
+        self._start_timeout_s = start_timeout_s
+        self._ready = False
+
+    def _wait_ready(self) -> None:
+        """Wait for the zygote's ``ready`` (it imports torch meanwhile: ~3-15 s)."""
+        self._sock.settimeout(self._start_timeout_s)
         try:
             ready = self._sock.recv(4096)
         except TimeoutError:
             self.close()
             raise MeasurementError(
-                f"the worker zygote did not start within {start_timeout_s:g} s"
+                f"the worker zygote did not start within {self._start_timeout_s:g} s"
             ) from None
         if not ready:
             code = self.proc.wait()
@@ -386,6 +399,7 @@ class Zygote:
                 "run `python -c 'import torch'` to see why"
             )
         self._sock.settimeout(120.0)
+        self._ready = True
 
     def _call(self, request: dict[str, Any], fds: tuple[int, ...] = ()) -> dict[str, Any]:
         try:
@@ -400,6 +414,8 @@ class Zygote:
 
     def worker(self) -> Worker:
         """A fresh worker forked from the zygote (~30 ms), after its ``hello``."""
+        if not self._ready:
+            self._wait_ready()
         requests_r, requests_w = os.pipe()
         events_r, events_w = os.pipe()
         try:
@@ -420,6 +436,8 @@ class Zygote:
 
     def close(self) -> None:
         self._sock.close()  # the zygote exits on end of input
+        if not self._ready:
+            self.proc.kill()  # still importing torch: nothing to finish
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
