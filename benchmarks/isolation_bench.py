@@ -112,7 +112,7 @@ def main() -> None:
     failed_wall = sum(dt for r, dt in marks["per_point"].values() if r.status == "error")
     print(f"launcher: {'spawn per worker' if args.spawn else 'zygote (fork)'}")
     print(f"points: {len(results)}; ok {len(ok)}; errors {len(errors)}; status {summary.status}")
-    for reason in sorted({(r.reason or '')[:60] for r in errors}):
+    for reason in sorted({(r.reason or "")[:60] for r in errors}):
         print(f"  reason: {reason}")
     print(f"wall {wall:.2f} s; start-up (zygote + environment) {startup:.2f} s")
     print(f"good points, worker duration_s sum {good_worker:.2f} s")
