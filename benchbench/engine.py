@@ -126,7 +126,21 @@ def timer_overhead_s(clock: Clock = time.perf_counter_ns, pairs: int = 200) -> f
     return max(best, 0.0)
 
 
-def warm_up(subject: Subject, timer: Timer, policy: Policy, clock: Clock) -> dict[str, float]:
+def _never() -> bool:
+    return False
+
+
+#: ``stop_reason`` of a measurement cut short by ``should_stop`` (Ctrl-C, SIGTERM).
+INTERRUPTED = "interrupted"
+
+
+def warm_up(
+    subject: Subject,
+    timer: Timer,
+    policy: Policy,
+    clock: Clock,
+    should_stop: Callable[[], bool] = _never,
+) -> dict[str, float]:
     """One call and a sync (lazy init, compilation), then time-based warm-up."""
     t0 = clock()
     subject.loop(1)
@@ -137,7 +151,7 @@ def warm_up(subject: Subject, timer: Timer, policy: Policy, clock: Clock) -> dic
     while True:
         elapsed = (clock() - start) * 1e-9
         enough = calls >= policy.warmup_min_calls and elapsed >= policy.warmup_min_s
-        if enough or elapsed >= policy.warmup_max_s:
+        if enough or elapsed >= policy.warmup_max_s or should_stop():
             break
         subject.loop(chunk)
         calls += chunk
@@ -187,6 +201,7 @@ def measure(
     timer: Timer,
     policy: Policy,
     clock: Clock = time.perf_counter_ns,
+    should_stop: Callable[[], bool] = _never,
 ) -> list[Measured]:
     """Warm up, calibrate and sample ``subjects`` interleaved until precise enough.
 
@@ -194,11 +209,17 @@ def measure(
     has passed and every median's relative CI half-width is <= ``target_rel_ci``
     (``converged``); or at ``max_time_s`` once ``min_samples`` are in (or at ten
     times ``max_time_s`` regardless), or at ``max_samples`` (not converged).
+
+    ``should_stop`` is the cooperative cancellation hook: it is asked between
+    warm-up chunks and after every batch of samples, and when it returns True the
+    measurement ends there with ``stop_reason == INTERRUPTED`` (not converged). A
+    signal handler that sets a flag is the intended caller; the engine never blocks
+    a signal, so the wait is at most one sample (>= 1 ms, usually a few ms).
     """
     if not subjects:
         raise ValueError("measure() needs at least one subject")
     overhead = timer_overhead_s(clock)
-    warmups = [warm_up(s, timer, policy, clock) for s in subjects]
+    warmups = [warm_up(s, timer, policy, clock, should_stop) for s in subjects]
     calibrated = [calibrate(s, timer, policy, overhead) for s in subjects]
     samples: list[list[float]] = [[] for _ in subjects]
     rng = random.Random(policy.seed)
@@ -219,6 +240,9 @@ def measure(
             samples[owner].append(elapsed)
         n = min(len(s) for s in samples)
         elapsed_s = (clock() - start) * 1e-9
+        if should_stop():
+            reason = INTERRUPTED
+            break
         if n >= policy.min_samples and elapsed_s >= policy.min_time_s:
             precise = all(
                 Stats.from_samples(s, c).rel_ci_half_width <= policy.target_rel_ci

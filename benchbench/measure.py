@@ -36,11 +36,12 @@ MAX_ROTATE_COPIES = 64
 
 @dataclass(frozen=True)
 class Options:
-    """How to measure: the engine policy, cache mode and thread count."""
+    """How to measure: the engine policy, cache mode, thread count, cancellation hook."""
 
     policy: Policy = field(default_factory=Policy)
     cache: str = "warm"
     threads: int | None = None
+    should_stop: Callable[[], bool] | None = None  # see engine.measure
 
 
 def _skip(point: Point, reason: str, **kw: Any) -> Result:
@@ -141,7 +142,12 @@ def _measure(workload: Workload, point: Point, options: Options) -> Result:
 
     policy = _policy_for(workload, point, options)
     subjects = _subjects(variant, fn, call_inputs, point, cache_mode)
-    measured = engine_measure(subjects, devices.timer_for(point.device, torch), policy)
+    measured = engine_measure(
+        subjects,
+        devices.timer_for(point.device, torch),
+        policy,
+        should_stop=options.should_stop or (lambda: False),
+    )
     main = measured[0]
     if variant.inplace:
         main, note = _subtract_restore(main, measured[1])

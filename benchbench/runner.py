@@ -1,44 +1,50 @@
 """The runner: plans the points, feeds them to worker processes, stores each result.
 
-A worker lives for many points (importing torch costs ~3 s here). When a worker
-crashes, hangs past the per-point timeout or is killed for memory, the point it
-held is recorded as an error with the reason, and a fresh worker takes the rest.
-Each point is written to the store in its own transaction as soon as it is done.
+Workers are forked from a zygote that imported torch once (see
+:mod:`benchbench.worker`), so replacing one costs ~30 ms, not a torch import. When
+a worker crashes, hangs past the per-point timeout or is killed for memory, the
+point it held is recorded as an error with the reason, and a fresh worker takes
+the rest. Each point is written to the store in its own transaction as soon as it
+is done, so a killed run keeps everything it finished and ``resume`` completes it.
+
+A :class:`~benchbench.worker.StopRequest` (set by the CLI's SIGINT/SIGTERM
+handlers) stops the run after the current sample: the point cut short is not
+stored, every finished one is, and the run is marked ``interrupted``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
-import os
-import selectors
-import signal
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbench import __version__
+from benchbench import __version__, sharding
 from benchbench.catalog import Selection, file_hash, load_suite, select_points
 from benchbench.engine import Policy
 from benchbench.environment import Environment
-from benchbench.errors import BenchbenchError, UsageError
+from benchbench.errors import BenchbenchError, MeasurementError, UsageError
 from benchbench.model import CACHE_MODES, Point, Result
 from benchbench.store import Store
 from benchbench.store.store import now
 from benchbench.suite import Workload
 from benchbench.vcs import git_state
+from benchbench.worker import StopRequest, Worker, WorkerFailure, launcher
+
+__all__ = [
+    "RunConfig",
+    "RunSummary",
+    "StopRequest",
+    "WorkerFailure",
+    "plan",
+    "resume_config",
+    "run",
+]
 
 RUN_KINDS = ("adhoc", "nightly", "ci")
-
-
-class WorkerFailure(Exception):
-    """The worker died or hung; the message is the point's error reason."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,10 @@ class RunConfig:
     tags: tuple[str, ...] = ()
     resume: str | None = None
     repo: Path | None = None
+    shard: sharding.Shard | None = None
+    shard_by: str = "cost"  # or "count": ignore the store's history
+    group: str | None = None  # a --group value; the shards of one run share it
+    fork: bool | None = None  # workers forked from a zygote (default: on Linux)
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -67,6 +77,8 @@ class RunConfig:
             raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout_s}")
         if self.threads is not None and self.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        if self.shard_by not in ("cost", "count"):
+            raise UsageError(f"--shard-by must be cost or count, got {self.shard_by!r}")
 
 
 @dataclass
@@ -77,87 +89,11 @@ class RunSummary:
     results: list[Result] = field(default_factory=list)
     status: str = "running"
     environment: Environment | None = None
+    stop_signal: int | None = None  # the signal that interrupted the run
+    planned: int = 0  # points this invocation set out to measure
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
-
-
-class Worker:
-    """One worker process and its two pipes."""
-
-    def __init__(self, memory_limit_bytes: int = 0) -> None:
-        read_fd, write_fd = os.pipe()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchbench.worker", str(write_fd), str(memory_limit_bytes)],
-            stdin=subprocess.PIPE,
-            pass_fds=(write_fd,),
-            text=True,
-        )
-        os.close(write_fd)
-        self._events = os.fdopen(read_fd, "r")
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._events, selectors.EVENT_READ)
-        self._buffer = ""
-        self.expect("hello", timeout_s=120.0)
-
-    def expect(self, event: str, timeout_s: float) -> dict[str, Any]:
-        """Wait for the next event; WorkerFailure on death, hang or protocol error."""
-        deadline = time.monotonic() + timeout_s
-        while "\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self.kill()
-                raise WorkerFailure(f"timed out after {timeout_s:g} s")
-            if not self._selector.select(timeout=remaining):
-                continue
-            chunk = os.read(self._events.fileno(), 1 << 20).decode()
-            if not chunk:
-                raise WorkerFailure(self._death_reason())
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split("\n", 1)
-        message = json.loads(line)
-        if message.get("event") != event:
-            raise WorkerFailure(f"worker protocol error: expected {event!r}, got {line[:200]}")
-        return message
-
-    def request(self, payload: dict[str, Any], event: str, timeout_s: float) -> dict[str, Any]:
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(payload) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise WorkerFailure(self._death_reason()) from None
-        return self.expect(event, timeout_s)
-
-    def _death_reason(self) -> str:
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return "worker stopped answering"
-        if code < 0:
-            name = signal.Signals(-code).name
-            if name == "SIGKILL":
-                return "crashed: SIGKILL (killed, often by the kernel's out-of-memory killer)"
-            return f"crashed: {name}"
-        return f"worker exited with code {code}"
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(json.dumps({"op": "exit"}) + "\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.kill()
-        self._selector.close()
-        self._events.close()
 
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
@@ -173,41 +109,133 @@ def plan(config: RunConfig) -> list[tuple[Path, Workload, Point]]:
     return out
 
 
-def run(config: RunConfig, store: Store, progress: ProgressFn | None = None) -> RunSummary:
-    """Measure every planned point into ``store``; returns the summary.
+def _benchmark_id(planned: tuple[Path, Workload, Point]) -> str:
+    return planned[2].benchmark_id(planned[1].version)
 
-    ``progress(event, data)`` is called with ``start`` (total), ``point`` (index,
-    label) before each point and ``result`` (result) after it.
+
+def resume_config(store: Store, ref: str) -> RunConfig:
+    """The configuration stored run ``ref`` was started with, set to resume it.
+
+    Suites (by path), selection, policy, cache mode, threads, timeout, memory limit,
+    kind, label, tags and the shard come from the run, so that ``--resume RUN``
+    alone measures exactly the points the run still lacks.
     """
-    notify = progress or (lambda _e, _d: None)
+    row = store.resolve_run(ref)
+    stored: dict[str, Any] = row.get("config") or {}
+    suites = tuple(Path(s["path"]) for s in row.get("suites") or [])
+    missing = [str(p) for p in suites if not p.is_file()]
+    if missing:
+        raise UsageError(
+            f"cannot resume run {row['id']}: its suite file(s) {', '.join(missing)} no longer "
+            "exist; restore them or start a new run"
+        )
+    known = {f.name for f in dataclasses.fields(Policy)}
+    policy = Policy(**{k: v for k, v in (stored.get("policy") or {}).items() if k in known})
+    selection = Selection(
+        **{  # type: ignore[arg-type]
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in (stored.get("selection") or {}).items()
+            if k in {f.name for f in dataclasses.fields(Selection)}
+        }
+    )
+    shard = stored.get("shard")
+    return RunConfig(
+        suites=suites,
+        selection=selection,
+        policy=policy,
+        cache=stored.get("cache", "warm"),
+        threads=stored.get("threads"),
+        timeout_s=float(stored.get("timeout_s", 60.0)),
+        memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
+        kind=row["kind"],
+        label=row.get("label"),
+        tags=tuple(row.get("tags") or ()),
+        resume=row["id"],
+        shard=sharding.Shard(shard["index"], shard["count"]) if shard else None,
+        shard_by=(shard or {}).get("by", "cost"),
+    )
+
+
+def _plan_run(
+    config: RunConfig, store: Store
+) -> tuple[str, str, list[tuple[Path, Workload, Point]], dict[str, Any] | None]:
+    """Run id, group id, the points to measure and the shard document."""
     points = plan(config)
     if config.resume:
-        run_row = store.resolve_run(config.resume)
-        run_id = run_row["id"]
-        done = store.done_benchmark_ids(run_id)
-        points = [p for p in points if p[2].benchmark_id(p[1].version) not in done]
-    else:
-        run_id = str(uuid.uuid4())
-    summary = RunSummary(run_id=run_id)
-    if not points and not config.resume:
+        row = store.resolve_run(config.resume)
+        shard_doc = (row.get("config") or {}).get("shard")
+        if shard_doc is not None:
+            mine = set(shard_doc["benchmark_ids"])
+            points = [p for p in points if _benchmark_id(p) in mine]
+        done = store.done_benchmark_ids(row["id"])
+        return row["id"], row["group_id"], [p for p in points if _benchmark_id(p) not in done], None
+    run_id = str(uuid.uuid4())
+    group_id = sharding.group_id_for(config.group) if config.group else run_id
+    if not points:
         raise UsageError(
             "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing"
         )
+    if config.shard is None:
+        return run_id, group_id, points, None
+    ids = [_benchmark_id(p) for p in points]
+    basis = sharding.cost_runs(store, group_id) if config.shard_by == "cost" else []
+    costs = sharding.expected_costs(store, basis)
+    mine_at = sharding.assign(ids, config.shard.count, costs)[config.shard.index - 1]
+    shard_doc = {
+        "index": config.shard.index,
+        "count": config.shard.count,
+        "by": config.shard_by,
+        "cost_runs": basis,
+        "balanced_by": "cost" if costs else "count",
+        "benchmark_ids": [ids[k] for k in mine_at],
+    }
+    return run_id, group_id, [points[k] for k in mine_at], shard_doc
 
-    worker = Worker(config.memory_limit_bytes)
+
+def run(
+    config: RunConfig,
+    store: Store,
+    progress: ProgressFn | None = None,
+    stop: StopRequest | None = None,
+) -> RunSummary:
+    """Measure every planned point into ``store``; returns the summary.
+
+    ``progress(event, data)`` is called with ``start`` (total), ``point`` (index,
+    label) before each point and ``result`` (result) after it. ``stop`` (set by a
+    signal handler) ends the run after the current sample, status ``interrupted``.
+    """
+    notify = progress or (lambda _e, _d: None)
+    stop = stop or StopRequest()
+    # Started first: the zygote imports torch while the suites load here.
+    workers = launcher(config.memory_limit_bytes, config.fork)
     try:
-        env_msg = worker.request(
-            {"op": "environment", "threads": config.threads}, "environment", 120.0
-        )
+        run_id, group_id, points, shard_doc = _plan_run(config, store)
+    except BaseException:
+        workers.close()
+        raise
+    summary = RunSummary(run_id=run_id, planned=len(points))
+    worker: Worker | None = None
+    created = False
+    try:
+        try:
+            worker = workers.worker()
+            env_msg = worker.request(
+                {"op": "environment", "threads": config.threads}, ("environment",), 120.0
+            )
+        except WorkerFailure as failure:
+            raise MeasurementError(f"the first worker failed before measuring: {failure}") from None
         env = Environment(fields=env_msg["fields"], info=env_msg["info"])
         summary.environment = env
         store.save_environment(env)
         if config.resume:
             store.update_run(run_id, status="running", finished_at=None)
         else:
-            store.create_run(_run_row(run_id, config, env))
+            store.create_run(_run_row(run_id, group_id, config, env, shard_doc))
+        created = True
         notify("start", {"total": len(points), "run_id": run_id})
         for index, (path, workload, point) in enumerate(points):
+            if stop.requested:
+                break
             notify("point", {"index": index, "label": point.label})
             try:
                 message = worker.request(
@@ -220,31 +248,47 @@ def run(config: RunConfig, store: Store, progress: ProgressFn | None = None) -> 
                         "cache": config.cache,
                         "threads": config.threads,
                     },
-                    "result",
+                    ("result", "interrupted"),
                     config.timeout_s,
+                    stop,
                 )
-                result = Result.from_dict(message["result"])
             except WorkerFailure as failure:
+                if stop.requested:
+                    break  # it died of the stop (SIGTERM to the group, a second Ctrl-C)
                 result = Result(
                     point=point, status="error", reason=str(failure), code_version=workload.version
                 )
                 worker.close()
-                worker = Worker(config.memory_limit_bytes)
+                worker = workers.worker()
+            else:
+                if message["event"] == "interrupted":
+                    break  # cut short: not a finished point, left for --resume
+                result = Result.from_dict(message["result"])
             store.write_result(run_id, result)
             summary.results.append(result)
             notify("result", {"index": index, "result": result})
-        summary.status = "finished"
+        summary.status = "interrupted" if stop.requested else "finished"
+        summary.stop_signal = stop.signum
     except BaseException:
         summary.status = "interrupted"
         raise
     finally:
-        worker.close()
-        with contextlib.suppress(BenchbenchError):
-            store.update_run(run_id, status=summary.status, finished_at=now())
+        if worker is not None:
+            worker.close()
+        workers.close()
+        if created:
+            with contextlib.suppress(BenchbenchError):
+                store.update_run(run_id, status=summary.status, finished_at=now())
     return summary
 
 
-def _run_row(run_id: str, config: RunConfig, env: Environment) -> dict[str, Any]:
+def _run_row(
+    run_id: str,
+    group_id: str,
+    config: RunConfig,
+    env: Environment,
+    shard_doc: dict[str, Any] | None,
+) -> dict[str, Any]:
     suites = []
     for path in config.suites:
         suite = load_suite(path)
@@ -252,7 +296,7 @@ def _run_row(run_id: str, config: RunConfig, env: Environment) -> dict[str, Any]
     git = git_state(config.repo or Path.cwd())
     return {
         "id": run_id,
-        "group_id": run_id,
+        "group_id": group_id,
         "kind": config.kind,
         "label": config.label,
         "status": "running",
@@ -269,7 +313,10 @@ def _run_row(run_id: str, config: RunConfig, env: Environment) -> dict[str, Any]
             "cache": config.cache,
             "threads": config.threads,
             "timeout_s": config.timeout_s,
+            "memory_limit_bytes": config.memory_limit_bytes,
             "selection": dataclasses.asdict(config.selection),
+            "group": config.group,
+            "shard": shard_doc,
         },
         "environment_id": env.id,
     }

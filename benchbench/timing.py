@@ -40,11 +40,11 @@ from benchbench.engine import Policy
 from benchbench.environment import Environment
 from benchbench.errors import BenchbenchError, MeasurementError, UsageError
 from benchbench.model import Point, Result, short_hash
-from benchbench.runner import Worker, WorkerFailure
 from benchbench.stats import CONFIDENCE, Stats
 from benchbench.store import Store
 from benchbench.store.store import now
 from benchbench.vcs import git_state
+from benchbench.worker import Spawner, Worker, WorkerFailure, Zygote, launcher
 
 #: Smallest relative difference reported as faster or slower.
 MIN_EFFECT = 0.05
@@ -563,11 +563,12 @@ def time_statements(
     run_id: str | None = None
     status = "interrupted"
     results: list[Result] = []
+    workers = launcher()
     try:
-        worker = _start_worker()
+        worker = _start_worker(workers)
         try:
             checked = worker.request(
-                config.request(points[0], check_only=True), "timed", config.timeout_s
+                config.request(points[0], check_only=True), ("timed",), config.timeout_s
             )
         except WorkerFailure:
             # A statement that crashes the process costs each point it crashes, like
@@ -579,16 +580,16 @@ def time_statements(
             if bug is not None:
                 raise bug
         if store is not None:
-            worker = worker or _start_worker()
+            worker = worker or _start_worker(workers)
             run_id = _create_run(config, store, worker)
         notify("start", {"total": len(points), "run_id": run_id})
         for index, point in enumerate(points):
             label = f"{point.dtype}, {point.device}, n={point.size}"
             notify("point", {"index": index, "label": label})
-            # A replacement starts only when a point needs it (~3 s of torch import).
-            worker = worker or _start_worker()
+            # A replacement is forked only when a point needs it.
+            worker = worker or _start_worker(workers)
             try:
-                message = worker.request(config.request(point), "timed", config.timeout_s)
+                message = worker.request(config.request(point), ("timed",), config.timeout_s)
                 measured = [Result.from_dict(r) for r in message["results"]]
             except WorkerFailure as failure:
                 measured = [
@@ -606,6 +607,7 @@ def time_statements(
     finally:
         if worker is not None:
             worker.close()
+        workers.close()
         if store is not None and run_id is not None:
             with contextlib.suppress(BenchbenchError):
                 store.update_run(run_id, status=status, finished_at=now())
@@ -613,15 +615,15 @@ def time_statements(
     return TimeOutcome(run_id, results, rows, find_crossovers(rows))
 
 
-def _start_worker() -> Worker:
+def _start_worker(workers: Zygote | Spawner) -> Worker:
     try:
-        return Worker()
+        return workers.worker()
     except WorkerFailure as failure:
         raise MeasurementError(f"the worker process did not start: {failure}") from None
 
 
 def _create_run(config: TimeConfig, store: Store, worker: Worker) -> str:
-    message = worker.request({"op": "environment", "threads": None}, "environment", 120.0)
+    message = worker.request({"op": "environment", "threads": None}, ("environment",), 120.0)
     env = Environment(fields=message["fields"], info=message["info"])
     store.save_environment(env)
     run_id = str(uuid.uuid4())

@@ -31,9 +31,9 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_selection(parser: argparse.ArgumentParser) -> None:
+def add_selection(parser: argparse.ArgumentParser, suites_nargs: str = "+") -> None:
     parser.add_argument(
-        "suites", nargs="+", metavar="SUITE", help="built-in suite name or suite file path"
+        "suites", nargs=suites_nargs, metavar="SUITE", help="built-in suite name or suite file path"
     )
     parser.add_argument(
         "--device",

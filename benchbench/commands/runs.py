@@ -1,8 +1,14 @@
-"""List the runs the store holds, newest first."""
+"""List the runs the store holds, newest first.
+
+The shards of one run (``benchbench run --shard I/N --group ID``) are listed as one
+row: the group id, the number of shards and their summed counts. ``--json`` keeps
+one entry per shard run, each with its ``group_id``.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.table import Table
 
@@ -45,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         "skipped",
     ):
         table.add_column(name)
-    for r in runs:
+    for r in _collapse_groups(runs):
         table.add_row(
             r["id"][:8],
             r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "",
@@ -59,3 +65,30 @@ def run(args: argparse.Namespace) -> int:
         )
     flags.stdout().print(table)
     return 0
+
+
+def _collapse_groups(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per run group (at the position of its newest shard), counts summed."""
+    members: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        members.setdefault(r["group_id"], []).append(r)
+    out: list[dict[str, Any]] = []
+    for r in runs:
+        shards = members.pop(r["group_id"], None)
+        if shards is None:
+            continue
+        if len(shards) == 1:
+            out.append(r)
+            continue
+        statuses = {s["status"] for s in shards}
+        out.append(
+            {
+                **r,
+                "id": r["group_id"],
+                "label": f"{r['label'] or ''} ({len(shards)} shards)".strip(),
+                "status": statuses.pop() if len(statuses) == 1 else "mixed",
+                "started_at": min(s["started_at"] for s in shards),
+                **{k: sum(s[k] for s in shards) for k in ("ok", "errors", "skipped")},
+            }
+        )
+    return out

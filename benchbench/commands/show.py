@@ -3,17 +3,21 @@ then a "fits" table: per curve the fixed cost t0 and asymptotic rate of
 time = t0 + work / rate, its R², and the sizes where one variant or device overtakes
 another.
 
-RUN is a run id, a unique prefix of one, a label (the newest run with it) or
-``latest``. "% of peak" needs a hardware profile of the run's environment: run
-``benchbench probe`` once on the machine.
+RUN is a run id, a unique prefix of one, a label (the newest run with it),
+``latest``, or a run group (the ``--group`` value or group id shared by the shards
+of one run): a group shows every shard's points as one run. "% of peak" needs a
+hardware profile of the run's environment: run ``benchbench probe`` once on the
+machine.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from benchbench import sharding
 from benchbench.commands import flags
 from benchbench.curves import analyze, with_run
+from benchbench.errors import NotFoundError
 from benchbench.store.profiles import latest_profiles
 from benchbench.views.fits import fits_json, fits_table
 from benchbench.views.results import results_table, run_document, summary_line, with_roofline
@@ -29,8 +33,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = flags.store_from(args)
-    run_row = store.resolve_run(args.run_ref)
-    stored = store.measurements(run_row["id"])
+    try:
+        run_row = store.resolve_run(args.run_ref)
+        stored = store.measurements(run_row["id"])
+    except NotFoundError as not_a_run:
+        try:
+            shards = sharding.group_runs(store, args.run_ref)
+        except NotFoundError:
+            raise not_a_run from None
+        run_row = {
+            **shards[0],
+            "id": shards[0]["group_id"],
+            "label": shards[0]["label"],
+            "status": _group_status([r["status"] for r in shards]),
+            "finished_at": max(
+                (r["finished_at"] for r in shards if r["finished_at"]), default=None
+            ),
+        }
+        stored = [m for r in shards for m in store.measurements(r["id"])]
+        run_row["label"] = (run_row["label"] or "") + f" ({len(shards)} shard(s))"
     profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)
     analysis = analyze(with_run(run_row, stored))
@@ -44,3 +65,11 @@ def run(args: argparse.Namespace) -> int:
         out.print(fits_table(analysis))
     flags.stderr().print(f"{summary_line(rows)}; status {run_row['status']}")
     return 0
+
+
+def _group_status(statuses: list[str]) -> str:
+    """A group is finished when every shard is; else the first of running/interrupted."""
+    for status in ("running", "interrupted"):
+        if status in statuses:
+            return status
+    return statuses[0] if len(set(statuses)) == 1 else "mixed"

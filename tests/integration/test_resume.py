@@ -1,0 +1,138 @@
+"""`benchbench run --resume`: finish a killed run, every point exactly once."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchbench.store import open_store
+from tests.integration.cli import SUITES, benchbench, env, json_of
+
+GRID = SUITES / "grid.py"
+
+
+def _labels(cwd: Path) -> list[str]:
+    points = json_of(benchbench("list", str(GRID), "--json", cwd=cwd))["points"]
+    return sorted(p["label"] for p in points)
+
+
+def _stored_labels(db: Path, run_id: str) -> list[str]:
+    rows = open_store(str(db)).measurements(run_id)
+    return sorted(
+        f"{r['workload']}:{r['variant']}[{r['dtype']}, {r['device']}](n={r['size']})" for r in rows
+    )
+
+
+def _stored(db: Path) -> tuple[str | None, int]:
+    try:
+        runs = open_store(str(db)).runs()
+    except Exception:  # the file is being created
+        return None, 0
+    return (runs[0]["id"], runs[0]["points"]) if runs else (None, 0)
+
+
+def _run_and_kill(args: list[str], db: Path, cwd: Path, rng: random.Random) -> int | None:
+    """Start `benchbench run ARGS`; SIGKILL it (whole group) at a random moment while it
+    measures: after it stored one more point, plus 0-0.4 s. Returns the exit code if it
+    finished first, else None."""
+    _, before = _stored(db)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchbench", "run", *args, "--store", str(db)],
+        cwd=cwd,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+            if _stored(db)[1] > before:
+                time.sleep(rng.uniform(0.0, 0.4))
+                break
+        if proc.poll() is not None:
+            return proc.returncode
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.mark.slow
+def test_twenty_random_sigkills_then_resume_store_every_point_exactly_once(tmp_path):
+    rng = random.Random(20261122)
+    expected = _labels(tmp_path)
+    assert len(expected) == 40
+    db = tmp_path / "store.db"
+    first = ["--budget", "0.02", str(GRID)]
+    assert _run_and_kill(first, db, tmp_path, rng) is None, "the run finished before the kill"
+    run_id, _ = _stored(db)
+    assert run_id is not None
+    kills = 1
+    while kills < 20:
+        code = _run_and_kill(["--resume", run_id], db, tmp_path, rng)
+        if code is not None:
+            break  # finished before this kill: everything is stored
+        kills += 1
+        stored = _stored_labels(db, run_id)
+        assert len(stored) == len(set(stored))  # never twice, even half-way
+        assert set(stored) <= set(expected)
+    done = benchbench("run", "--resume", run_id, "--store", str(db), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _stored_labels(db, run_id) == expected  # every point, exactly once
+    assert open_store(str(db)).resolve_run(run_id)["status"] == "finished"
+    assert json_of(done)["run_id"] == run_id
+    assert kills >= 15, f"only {kills} kills landed before the run finished"
+
+
+def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
+    db = tmp_path / "store.db"
+    done = benchbench(
+        "run",
+        str(SUITES / "tiny.py"),
+        "--filter",
+        "sum",
+        "--budget",
+        "0.05",
+        "--store",
+        str(db),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    run_id = json_of(done)["run_id"]
+    conflict = benchbench(
+        "run",
+        str(SUITES / "tiny.py"),
+        "--resume",
+        run_id,
+        "--budget",
+        "2",
+        "--filter",
+        "sqrt",
+        "--store",
+        str(db),
+        cwd=tmp_path,
+    )
+    assert conflict.returncode == 2
+    assert "--budget 2.0 (the run has 0.05)" in conflict.stderr
+    assert "--filter sqrt (the run has sum)" in conflict.stderr
+    # Resuming a complete run measures nothing and keeps its one point.
+    again = benchbench("run", "--resume", run_id[:8], "--store", str(db), "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert [r["workload"] for r in json_of(again)["results"]] == ["sum"]
+    missing = benchbench("run", "--resume", "nope", "--store", str(db), cwd=tmp_path)
+    assert missing.returncode == 1 and "no run 'nope'" in missing.stderr
+    no_suite = benchbench("run", "--store", str(db), cwd=tmp_path)
+    assert no_suite.returncode == 2 and "--resume RUN_ID" in no_suite.stderr

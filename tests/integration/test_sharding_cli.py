@@ -1,0 +1,155 @@
+"""`--shard I/N --group ID`: shards cover the points once, and show/runs see one run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from pathlib import Path
+
+import pytest
+
+from benchbench import runner, sharding
+from benchbench.catalog import resolve_suite
+from benchbench.cli import main
+from benchbench.model import Result
+from benchbench.store import open_store
+from tests.integration.cli import SUITES, benchbench, json_of
+
+GRID = SUITES / "grid.py"
+SIX = r"n=(64|128|192)\)"  # 6 of grid's 40 points
+
+
+def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path):
+    db = tmp_path / "store.db"
+    listed = json_of(benchbench("list", str(GRID), "--filter", SIX, "--json", cwd=tmp_path))
+    expected = sorted(p["label"] for p in listed["points"])
+    assert len(expected) == 6
+    shard_runs = []
+    for index in (1, 2):
+        done = benchbench(
+            "run",
+            str(GRID),
+            "--filter",
+            SIX,
+            "--shard",
+            f"{index}/2",
+            "--group",
+            "nightly-42",
+            "--store",
+            str(db),
+            "--json",
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        group_note = f"shard {index}/2 of group {sharding.group_id_for('nightly-42')}"
+        assert group_note in " ".join(done.stderr.split())  # rich wraps long lines
+        shard_runs.append(json_of(done))
+    labels = [
+        [
+            f"{r['workload']}:{r['variant']}[{r['dtype']}, {r['device']}](n={r['size']})"
+            for r in doc["results"]
+        ]
+        for doc in shard_runs
+    ]
+    assert not set(labels[0]) & set(labels[1])  # disjoint
+    assert sorted(labels[0] + labels[1]) == expected  # covering
+    assert abs(len(labels[0]) - len(labels[1])) <= 1  # no history yet: balanced by count
+
+    group = json_of(benchbench("show", "nightly-42", "--store", str(db), "--json", cwd=tmp_path))
+    assert group["run_id"] == sharding.group_id_for("nightly-42")
+    assert len(group["results"]) == 6 and group["status"] == "finished"
+    by_prefix = json_of(
+        benchbench("show", group["run_id"][:8], "--store", str(db), "--json", cwd=tmp_path)
+    )
+    assert len(by_prefix["results"]) == 6
+    table = benchbench("runs", "--store", str(db), cwd=tmp_path)
+    assert table.returncode == 0
+    assert "(2 shards)" in table.stdout and group["run_id"][:8] in table.stdout
+    assert shard_runs[0]["run_id"][:8] not in table.stdout  # one row for the group
+
+
+def test_shard_without_a_group_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    for name in sharding.SCHEDULER_GROUP_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    code = main(["run", str(GRID), "--shard", "1/2", "--store", str(tmp_path / "s.db")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--shard 1/2 needs --group ID" in err and "Traceback" not in err
+    assert main(["run", str(GRID), "--shard", "3/2", "--group", "g"]) == 2
+    assert "--shard 3/2 is out of range" in capsys.readouterr().err
+
+
+def _store_history(store, run_id: str, durations: dict[str, float]) -> None:
+    """A finished earlier run whose points took ``durations`` (by label)."""
+    config = runner.RunConfig(suites=(resolve_suite(str(GRID)),))
+    store.create_run(
+        {
+            "id": run_id,
+            "group_id": run_id,
+            "kind": "nightly",
+            "label": None,
+            "status": "finished",
+            "started_at": dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc),
+            "finished_at": None,
+            "suites": [],
+            "harness_version": "0",
+            "git_sha": None,
+            "git_branch": None,
+            "git_dirty": None,
+            "tags": [],
+            "config": {},
+            "environment_id": None,
+        }
+    )
+    for _path, workload, point in runner.plan(config):
+        store.write_result(
+            run_id,
+            Result(
+                point=point,
+                status="ok",
+                samples_s=(1e-3,) * 10,
+                duration_s=durations.get(point.label, 0.1),
+                code_version=workload.version,
+            ),
+        )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_shards_balance_by_stored_durations_and_agree_within_a_group(tmp_path, backend, request):
+    url = str(tmp_path / "s.db") if backend == "sqlite" else request.getfixturevalue("pg_database")
+    store = open_store(url)
+    heavy = "sqrt:sqrt[float32, cpu](n=64)"
+    _store_history(store, str(uuid.uuid4()), {heavy: 3.9})  # 39 others at 0.1 s: 3.9 s
+    plans = []
+    for index in (1, 2):
+        config = runner.RunConfig(
+            suites=(Path(resolve_suite(str(GRID))),),
+            shard=sharding.Shard(index, 2),
+            group="g",
+        )
+        run_id, group_id, points, doc = runner._plan_run(config, store)
+        assert group_id == sharding.group_id_for("g") and doc is not None
+        assert doc["balanced_by"] == "cost"
+        plans.append([p[2].label for p in points])
+        # The first shard's run records where its costs came from; the second reuses it.
+        store.create_run(
+            {
+                "id": run_id,
+                "group_id": group_id,
+                "kind": "ci",
+                "label": None,
+                "status": "running",
+                "started_at": dt.datetime.now(dt.timezone.utc),
+                "finished_at": None,
+                "suites": [],
+                "harness_version": "0",
+                "git_sha": None,
+                "git_branch": None,
+                "git_dirty": None,
+                "tags": [],
+                "config": {"shard": doc},
+                "environment_id": None,
+            }
+        )
+    assert plans[0] == [heavy]  # 3.9 s alone on one shard ...
+    assert len(plans[1]) == 39  # ... the 39 cheap points (3.9 s) on the other
