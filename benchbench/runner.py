@@ -57,6 +57,8 @@ class RunConfig:
     tags: tuple[str, ...] = ()
     resume: str | None = None
     repo: Path | None = None
+    #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
+    profile_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -219,6 +221,9 @@ def run(config: RunConfig, store: Store, progress: ProgressFn | None = None) -> 
                         "policy": dataclasses.asdict(config.policy),
                         "cache": config.cache,
                         "threads": config.threads,
+                        "profile_dir": (
+                            str(config.profile_dir / run_id) if config.profile_dir else None
+                        ),
                     },
                     "result",
                     config.timeout_s,

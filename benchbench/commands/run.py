@@ -12,9 +12,12 @@ be measured; 2 usage error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -29,7 +32,7 @@ from benchbench.commands import flags
 from benchbench.engine import Policy
 from benchbench.errors import UsageError
 from benchbench.model import CACHE_MODES
-from benchbench.units import parse_one_size
+from benchbench.units import format_time, parse_one_size
 from benchbench.views.results import results_table, run_document, summary_line
 
 HELP = "measure suites and store the results"
@@ -85,6 +88,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume", metavar="RUN_ID", help="measure only the points RUN_ID has not stored yet"
     )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after measuring each selected point (use --filter), save a torch.profiler "
+        "Chrome trace to profiles/RUN_ID/ beside the store and list its top operators",
+    )
+
+
+def profile_dir_for(store_url: str, database: str | None) -> Path:
+    """``profiles/`` beside an SQLite store's file, else ``results/profiles``."""
+    if store_url.startswith("sqlite") and database and database != ":memory:":
+        return Path(database).resolve().parent / "profiles"
+    return Path("results") / "profiles"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
         resume=args.resume,
     )
     store = flags.store_from(args)
+    if args.profile:
+        config = dataclasses.replace(
+            config, profile_dir=profile_dir_for(store.url, store.engine.url.database)
+        )
     err = flags.stderr()
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -139,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
     err.print(
         f"{summary_line(rows)} in {elapsed:.1f} s; run {summary.run_id} stored in {store.url}"
     )
+    if args.profile:
+        _print_profiles(summary.results, err)
     skipped = {r.reason for r in summary.results if r.status == "skipped" and r.reason}
     for reason in sorted(skipped):
         err.print(f"[yellow]skipped: {reason}[/yellow]")
@@ -146,3 +168,25 @@ def run(args: argparse.Namespace) -> int:
         err.print("[red]nothing could be measured[/red]")
         return 1
     return 1 if summary.count("error") else 0
+
+
+def _print_profiles(results: list[Any], err: Any) -> None:
+    """Each profiled point's trace file and its top operators by self CPU time."""
+    for result in results:
+        profiled = result.extra.get("profile") if result.status == "ok" else None
+        if not profiled:
+            continue
+        err.print(
+            f"[bold]profile[/bold] {escape(result.point.label)}: {escape(profiled['trace'])}"
+        )
+        calls = profiled["calls"]
+        for op in profiled["top"]:
+            device = (
+                f", device {format_time(op['self_device_s'] / calls)}/call"
+                if op["self_device_s"]
+                else ""
+            )
+            err.print(
+                f"  {format_time(op['self_cpu_s'] / calls):>10}/call self CPU"
+                f"{device}  x{op['calls'] / calls:g}  {escape(op['name'])}"
+            )
