@@ -77,7 +77,9 @@ class Claim:
 
     def __post_init__(self) -> None:
         if self.section not in ("A", "B", "C", "D"):
-            raise ValueError(f"claim {self.id!r}: section must be A, B, C or D, got {self.section!r}")
+            raise ValueError(
+                f"claim {self.id!r}: section must be A, B, C or D, got {self.section!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,9 @@ class Rows:
             reasons = sorted({str(r.get("reason") or r["status"]) for r in rows})
             return Finding(UNMEASURABLE, reason=f"{what} {rows[0]['status']}: {'; '.join(reasons)}")
         cond = ", ".join(f"{k}={v}" for k, v in where.items())
-        return Finding(NOT_MEASURED, reason=f"no stored point {what}" + (f" ({cond})" if cond else ""))
+        return Finding(
+            NOT_MEASURED, reason=f"no stored point {what}" + (f" ({cond})" if cond else "")
+        )
 
 
 def _field(row: Row, params: Mapping[str, Any], key: str) -> Any:
@@ -182,9 +186,10 @@ def speedup(
         if isinstance(b, Finding):
             return b
         ratio, ci = ratio_of_medians(a, b)
+        shape = a.get("shape") or [a["size"]]
         figure = (
             f"{slow} / {fast} = {ratio:.3g}x (95% CI {ci[0]:.3g}-{ci[1]:.3g}) "
-            f"at n={a['size']}, {a['dtype']}, {a['device']}"
+            f"at n={'x'.join(map(str, shape))}, {a['dtype']}, {a['device']}"
         )
         verdict = band_verdict(ci, low, high)
         return Finding(verdict, figure, ratio, ci, reason=f"claim band {_band_text(low, high)}")

@@ -20,6 +20,8 @@ COMMANDS = {
     "list": "list_points",
     "runs": "runs",
     "show": "show",
+    "claims": "claims",
+    "accuracy": "accuracy",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3

@@ -182,7 +182,9 @@ def _measure_inputs(
     warnings = [*warnings_for(main, policy), *warnings]
     peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
     if options.profile_dir is not None:
-        extra["profile"] = profile_point(fn, call_inputs, point, variant.inplace, options.profile_dir)
+        extra["profile"] = profile_point(
+            fn, call_inputs, point, variant.inplace, options.profile_dir
+        )
     work = {
         name: _work(getattr(workload, name), point, warnings)
         for name in ("bytes", "flops", "items")

@@ -48,7 +48,7 @@ _VARIANT = re.compile(r"^\S(.*\S)?$")
 CHECK_MODES = (True, False, "record")
 
 
-class Skip(Exception):  # noqa: N818 - reads as ``raise Skip("no second GPU")``
+class Skip(Exception):
     """Raised by a workload's ``setup`` (or a variant) when the point cannot run here.
 
     The point is stored as skipped with the message as its reason, e.g.

@@ -50,7 +50,9 @@ from benchbench.inputs import SetupContext
 from benchbench.model import Point
 from benchbench.suite import Skip
 
-suite = Suite("collectives", description="torch.distributed bandwidth, several ranks on one machine")
+suite = Suite(
+    "collectives", description="torch.distributed bandwidth, several ranks on one machine"
+)
 
 GROUP_TIMEOUT_S = 30.0  # a collective waiting longer fails (a hung or dead peer)
 JOIN_TIMEOUT_S = 120.0  # helpers import torch first: ~3-10 s on a loaded machine
@@ -74,7 +76,9 @@ def rank_data(point: Point, rank: int, world: int, op: str) -> torch.Tensor:
 
 
 def output_buffer(x: torch.Tensor, op: str, world: int) -> torch.Tensor:
-    return torch.empty(x.numel() * world if op == "all-gather" else 0, dtype=x.dtype, device=x.device)
+    return torch.empty(
+        x.numel() * world if op == "all-gather" else 0, dtype=x.dtype, device=x.device
+    )
 
 
 def run_op(op: str, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
@@ -94,7 +98,8 @@ class Group:
 
     def __init__(self, point: Point, op: str, world: int, backend: str, exit_after: int) -> None:
         self.point, self.op, self.world, self.backend = point, op, world, backend
-        self.logs = [tempfile.TemporaryFile() for _ in range(world - 1)]
+        # Closed in close(), which teardown always calls.
+        self.logs = [tempfile.TemporaryFile() for _ in range(world - 1)]  # noqa: SIM115
         self.store = dist.TCPStore(
             "127.0.0.1",
             0,
@@ -106,16 +111,39 @@ class Group:
         env = _helper_env()
         self.helpers = [
             subprocess.Popen(
-                [sys.executable, "-c", _HELPER_LAUNCH, __file__, "--rank", str(rank), "--world", str(world),
-                 "--port", str(self.store.port), "--backend", backend, "--op", op,
-                 "--point", json.dumps(point.to_dict()), "--exit-after", str(exit_after)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                [
+                    sys.executable,
+                    "-c",
+                    _HELPER_LAUNCH,
+                    __file__,
+                    "--rank",
+                    str(rank),
+                    "--world",
+                    str(world),
+                    "--port",
+                    str(self.store.port),
+                    "--backend",
+                    backend,
+                    "--op",
+                    op,
+                    "--point",
+                    json.dumps(point.to_dict()),
+                    "--exit-after",
+                    str(exit_after),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
             )
             for rank, log in zip(range(1, world), self.logs, strict=True)
         ]
         self._wait_for_helpers()
         dist.init_process_group(
-            backend, store=self.store, rank=0, world_size=world,
+            backend,
+            store=self.store,
+            rank=0,
+            world_size=world,
             timeout=datetime.timedelta(seconds=GROUP_TIMEOUT_S),
         )
 
@@ -142,7 +170,9 @@ class Group:
 
     def expected(self) -> torch.Tensor:
         """What rank 0 should hold after the collective, in float64 on the CPU."""
-        data = [rank_data(self.point, r, self.world, self.op).double().cpu() for r in range(self.world)]
+        data = [
+            rank_data(self.point, r, self.world, self.op).double().cpu() for r in range(self.world)
+        ]
         if self.op == "all-reduce":
             return torch.stack(data).amax(dim=0)
         if self.op == "all-gather":
@@ -162,7 +192,9 @@ class Group:
 
 # Run this file as __main__ without putting suites/ first on sys.path (its module
 # names, e.g. ``special``, would shadow other packages').
-_HELPER_LAUNCH = "import runpy, sys; sys.argv.pop(0); runpy.run_path(sys.argv[0], run_name='__main__')"
+_HELPER_LAUNCH = (
+    "import runpy, sys; sys.argv.pop(0); runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 
 
 def _helper_env() -> dict[str, str]:
@@ -183,7 +215,9 @@ def collective_setup(op: str, exit_after: int = 0):
             raise Skip("torch.distributed is not available in this PyTorch build")
         backend = "nccl" if ctx.device.type == "cuda" else "gloo"
         if backend == "nccl" and torch.cuda.device_count() < world:
-            raise Skip(f"nccl with {world} ranks needs {world} GPUs; {torch.cuda.device_count()} found")
+            raise Skip(
+                f"nccl with {world} ranks needs {world} GPUs; {torch.cuda.device_count()} found"
+            )
         if backend == "gloo" and not dist.is_gloo_available():
             raise Skip("gloo is not available in this PyTorch build")
         if sys.platform.startswith("linux"):
@@ -240,7 +274,8 @@ def _bandwidth_grows(rows: Rows) -> Finding:
     small, large = found[0], found[-1]
     figure = (
         f"all-reduce busbw {small['bytes_per_s'] / 1e9:.3g} GB/s at {small['size'] * 4} B, "
-        f"{large['bytes_per_s'] / 1e9:.3g} GB/s at {large['size'] * 4 / 2**20:g} MiB (gloo, 2 ranks)"
+        f"{large['bytes_per_s'] / 1e9:.3g} GB/s at {large['size'] * 4 / 2**20:g} MiB "
+        "(gloo, 2 ranks)"
     )
     verdict = HOLDS if large["bytes_per_s"] > small["bytes_per_s"] else "does not hold"
     return Finding(verdict, figure, large["bytes_per_s"], reason="bus bandwidth rises with size")
@@ -272,12 +307,18 @@ def _helper_main(argv: list[str]) -> int:
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     store = dist.TCPStore(
-        "127.0.0.1", args.port, args.world, is_master=False,
+        "127.0.0.1",
+        args.port,
+        args.world,
+        is_master=False,
         timeout=datetime.timedelta(seconds=JOIN_TIMEOUT_S),
     )
     store.set(f"up{args.rank}", "1")
     dist.init_process_group(
-        args.backend, store=store, rank=args.rank, world_size=args.world,
+        args.backend,
+        store=store,
+        rank=args.rank,
+        world_size=args.world,
         timeout=datetime.timedelta(seconds=GROUP_TIMEOUT_S),
     )
     point = Point.from_dict(json.loads(args.point))
@@ -290,7 +331,11 @@ def _helper_main(argv: list[str]) -> int:
         run_op(args.op, x, out)
         calls += 1
         if args.exit_after and calls >= args.exit_after:
-            print(f"rank {args.rank}: exiting after {calls} calls as asked", file=sys.stderr, flush=True)
+            print(
+                f"rank {args.rank}: exiting after {calls} calls as asked",
+                file=sys.stderr,
+                flush=True,
+            )
             os._exit(3)
 
 

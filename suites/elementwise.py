@@ -89,9 +89,7 @@ for name, variants in (("sqrt", SQRT), ("rsqrt", RSQRT)):
     )
     suite.workload(name, sizes=QUICK_SIZES, tags=QUICK, **common)
     suite.workload(f"{name} 2-D", sizes=SHAPES_2D, tags=NIGHTLY, **common)
-    suite.workload(
-        f"{name} sweep", sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, tags=NIGHTLY, **common
-    )
+    suite.workload(f"{name} sweep", sizes=SWEEP_SIZES, dtypes=SWEEP_DTYPES, tags=NIGHTLY, **common)
 
 KEEP = 0.9  # dropout p = 0.1
 DROPOUT_SEED = 1234
@@ -178,7 +176,9 @@ def _numpy_claim(rows: Rows) -> Finding:
     (n0, r0, _), (n1, r1, ci) = found
     trails = ci[0] > 1
     grows = r1 > r0
-    verdict = HOLDS if trails and grows else ("does not hold" if ci[1] < 1 or not grows else INCONCLUSIVE)
+    verdict = (
+        HOLDS if trails and grows else ("does not hold" if ci[1] < 1 or not grows else INCONCLUSIVE)
+    )
     figure = (
         f"numpy/torch = {r0:.3g}x at n={n0}, {r1:.3g}x (95% CI {ci[0]:.3g}-{ci[1]:.3g}) at n={n1}"
     )
@@ -237,5 +237,61 @@ suite.claims += [
         ("rsqrt",),
         # The lambda is not faster: direct/lambda stays below 1.05x.
         speedup("rsqrt", "torch.rsqrt", "lambda: torch.rsqrt", low=0.0, high=1.05, device="cpu"),
+    ),
+]
+
+
+def _devices_reachable(rows: Rows) -> Finding:
+    found = {}
+    for device in ("mps", "cuda"):
+        row = rows.one("sqrt", "torch.sqrt", device=device)
+        found[device] = row
+    ok = [d for d, r in found.items() if not isinstance(r, Finding)]
+    if ok:
+        return Finding(HOLDS, f"torch.sqrt measured on {', '.join(ok)}", float(len(ok)))
+    reasons = "; ".join(f.reason for f in found.values() if isinstance(f, Finding))
+    verdicts = {f.verdict for f in found.values() if isinstance(f, Finding)}
+    verdict = "not measured" if verdicts == {"not measured"} else "not measurable here"
+    return Finding(verdict, reason=reasons)
+
+
+def _profiler_async(rows: Rows) -> Finding:
+    gpu = rows.one("sqrt", "torch.sqrt", device="cuda")
+    if isinstance(gpu, Finding):
+        return gpu
+    profiled = (gpu.get("extra") or {}).get("profile")
+    if not profiled:
+        return Finding(
+            "not measured",
+            reason="run `benchbench run elementwise --tag quick --device cuda --profile "
+            "--filter 'sqrt:torch.sqrt'` to profile the CUDA point",
+        )
+    cpu_s = sum(op["self_cpu_s"] for op in profiled["top"])
+    device_s = sum(op["self_device_s"] for op in profiled["top"])
+    figure = (
+        f"profiled self CPU {cpu_s:.3g} s vs device {device_s:.3g} s over {profiled['calls']} calls"
+    )
+    return Finding(HOLDS if abs(cpu_s - device_s) > 0.1 * device_s else "does not hold", figure)
+
+
+suite.claims += [
+    Claim(
+        "D-devices",
+        "D",
+        "Apple GPUs run through the mps device (torch.backends.mps.is_available / is_built) "
+        "and AMD GPUs through the cuda device (torch.version.hip)",
+        "elementwise/sqrt: torch.sqrt on mps and cuda",
+        "elementwise",
+        ("sqrt",),
+        _devices_reachable,
+    ),
+    Claim(
+        "D-profiler",
+        "D",
+        "CPU-side profilers misreport asynchronous CUDA work; profile with CUDA activity",
+        "elementwise/sqrt on cuda with run --profile: self CPU vs self device time",
+        "elementwise",
+        ("sqrt",),
+        _profiler_async,
     ),
 ]

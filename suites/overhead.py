@@ -11,6 +11,8 @@
   stored beside the time.
 """
 
+import warnings
+
 import torch
 
 from benchbench import Suite, Variant
@@ -55,12 +57,18 @@ def gather_loop(inp, idx):
     return torch.stack([inp[i, idx[i]] for i in range(inp.shape[0])])
 
 
-@torch.jit.script
-def gather_loop_scripted(inp: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+def _gather_loop_typed(inp: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     out = []
     for i in range(inp.shape[0]):
         out.append(inp[i, idx[i]])
     return torch.stack(out)
+
+
+# torch.jit.script is deprecated (torch 2.13 warns on every use); the claim is about it,
+# so it is measured for as long as torch ships it.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    gather_loop_scripted = torch.jit.script(_gather_loop_typed)
 
 
 def gather_flat(inp, idx):
@@ -73,7 +81,7 @@ GATHER_K = 16  # indices gathered per batch entry
 
 
 def gather_setup(ctx):
-    batch, rows, width = ctx.shape
+    batch, rows, _width = ctx.shape
     return ctx.uniform(0.5, 1.5), ctx.randint(0, rows, shape=(batch, GATHER_K))
 
 
@@ -94,7 +102,7 @@ suite.workload(
 
 
 def tile_setup(ctx):
-    batch, rows, width = ctx.shape
+    batch, _rows, width = ctx.shape
     out = width
     return (
         ctx.uniform(0.5, 1.5),  # x: (B, N, D)
@@ -146,7 +154,9 @@ def _less_memory(rows: Rows) -> Finding:
     less = mem_b < mem_t
     verdict = timing.verdict if less else "does not hold"
     figure = f"{timing.figure}; peak memory {mem_t / 1024:.0f} KiB tiled vs {mem_b / 1024:.0f} KiB"
-    return Finding(verdict, figure, timing.value, timing.ci, reason="faster (CI > 1x) and less memory")
+    return Finding(
+        verdict, figure, timing.value, timing.ci, reason="faster (CI > 1x) and less memory"
+    )
 
 
 suite.claims += [

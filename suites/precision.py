@@ -68,7 +68,10 @@ def restore_flags(*_inputs):
         setattr(_MATMUL, flag, value)
 
 
-for name, sizes, tags in (("matmul", [(256, 256)], QUICK), ("matmul sweep", [(n, n) for n in (128, 512, 1024, 2048)], NIGHTLY)):
+for name, sizes, tags in (
+    ("matmul", [(256, 256)], QUICK),
+    ("matmul sweep", [(n, n) for n in (128, 512, 1024, 2048)], NIGHTLY),
+):
     suite.workload(
         name,
         setup=matmul_setup,
@@ -351,7 +354,8 @@ def _autocast(rows: Rows) -> Finding:
     if not isinstance(cpu, Finding):
         base = rows.one("autocast step", "float32", device="cpu")
         if not isinstance(base, Finding):
-            cpu_note = f"; CPU bfloat16 autocast: float32/autocast = {base['median_s'] / cpu['median_s']:.3g}x"
+            ratio = base["median_s"] / cpu["median_s"]
+            cpu_note = f"; CPU bfloat16 autocast: float32/autocast = {ratio:.3g}x"
     gpu = rows.one("autocast step", "autocast float16", device="cuda")
     if isinstance(gpu, Finding):
         return Finding(gpu.verdict, cpu_note.lstrip("; "), reason=gpu.reason)
@@ -374,7 +378,9 @@ def _bmm(rows: Rows) -> Finding:
     diffs = {r["size"]: (r.get("extra") or {}).get("max_abs_error", 0.0) for r in found}
     figure = ", ".join(f"n={n}: max |diff| {d:.3g}" for n, d in sorted(diffs.items()))
     verdict = HOLDS if any(d > 0 for d in diffs.values()) else "does not hold"
-    return Finding(verdict, figure, max(diffs.values()), reason="holds if any difference is nonzero")
+    return Finding(
+        verdict, figure, max(diffs.values()), reason="holds if any difference is nonzero"
+    )
 
 
 suite.claims += [

@@ -5,8 +5,8 @@ CPU. Input domains are chosen per function from where it is defined and away fro
 its zeros: near a root the *relative* error of any float32 implementation is
 unbounded (``gammaln`` is 0 at 1 and 2, ``digamma`` at 1.4616, ``logit`` and
 ``ndtri`` at 0.5, ``entr`` at 1, ``sinc`` at the integers, ``bessel_j0`` at 2.405,
-``bessel_j1`` at 3.832), which would measure the root, not the function. ``ndtr`` starts at -1: its CPU
-float16/bfloat16 kernel computes ``0.5 * (1 + erf(x / sqrt 2))`` in the reduced
+``bessel_j1`` at 3.832), which would measure the root, not the function. ``ndtr`` starts at -1: its
+CPU float16/bfloat16 kernel computes ``0.5 * (1 + erf(x / sqrt 2))`` in the reduced
 dtype, so the left tail cancels (at x = -3, relative error 0.07 in float16 and 0.45
 in bfloat16; measured here).
 
@@ -70,16 +70,19 @@ def make_setup(domain, second):
     return setup
 
 
+def work_bytes(tensors):
+    return lambda p: tensors * p.numel * p.itemsize  # read every input tensor, write one
+
+
 for name, (fn, domain, second) in FUNCTIONS.items():
     params = {second: PARAMS[second]} if isinstance(second, str) else None
+    two_tensors = second is not None and not isinstance(second, str)
     common = dict(
         setup=make_setup(domain, second),
         variants=[Variant(f"torch.special.{name}", fn)],
         params=params,
         items=lambda p: p.numel,
-        bytes=lambda p, two=second is not None and not isinstance(second, str): (
-            (3 if two else 2) * p.numel * p.itemsize
-        ),
+        bytes=work_bytes(3 if two_tensors else 2),
         description=f"x in [{domain[0]:g}, {domain[1]:g})",
     )
     suite.workload(name, sizes=[2**16], tags=("quick", "nightly", "full"), **common)
@@ -105,8 +108,10 @@ def _all_within_tolerance(rows: Rows) -> Finding:
     )
     if failed:
         figure += "; not measured: " + ", ".join(sorted({r["workload"] for r in failed}))
-    verdict = HOLDS if not failed and len({r["workload"] for r in ok}) == len(FUNCTIONS) else (
-        "does not hold"
+    verdict = (
+        HOLDS
+        if not failed and len({r["workload"] for r in ok}) == len(FUNCTIONS)
+        else ("does not hold")
     )
     return Finding(verdict, figure, worst["max_rel_error"], reason="float32 tolerance 1e-4")
 

@@ -176,9 +176,7 @@ def _print_profiles(results: list[Any], err: Any) -> None:
         profiled = result.extra.get("profile") if result.status == "ok" else None
         if not profiled:
             continue
-        err.print(
-            f"[bold]profile[/bold] {escape(result.point.label)}: {escape(profiled['trace'])}"
-        )
+        err.print(f"[bold]profile[/bold] {escape(result.point.label)}: {escape(profiled['trace'])}")
         calls = profiled["calls"]
         for op in profiled["top"]:
             device = (
