@@ -17,7 +17,7 @@ The ``quick`` workloads are small (float32, three sizes); the ``sweep`` workload
 (``nightly``) cover 2^10 to 2^24 elements in four dtypes. ``chain`` (``full``: a
 cold ``torch.compile`` takes 20-90 s here, run it with ``--timeout 300``) asks
 whether compiling ``sqrt(x * x + 1) * 0.5`` beats three eager kernels; the compile
-time is the warm-up's ``first_call_s``, never in the samples.
+time is stored as ``extra.compile_s`` (the first call, timed alone), never in the samples.
 """
 
 import numpy as np

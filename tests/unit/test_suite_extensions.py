@@ -141,3 +141,27 @@ def test_profile_file_name_is_safe_and_distinct():
     names = {profile_file_name(p) for p in w.points()}
     assert len(names) == 2
     assert all("/" not in n and "[" not in n and n.endswith(".json") for n in names)
+
+
+def test_compile_time_is_the_first_call_recorded_apart_from_the_samples(monkeypatch):
+    calls: list[str] = []
+
+    def fake_compile(fn):
+        def compiled(*args):
+            calls.append("first" if not calls else "later")
+            return fn(*args)
+
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    suite = Suite("s")
+    w = suite.workload(
+        "w",
+        setup=lambda c: c.uniform(0.5, 1.5),
+        variants=[Variant("compiled", torch.sqrt, compile=True)],
+        sizes=[16],
+    )
+    result = measure_point(w, _point(w), FAST)
+    assert result.status == "ok", result.reason
+    assert "compile_s" in result.extra and result.extra["compile_s"] >= 0
+    assert calls[0] == "first" and len(calls) > 2  # compile call, check call, then warm-up
