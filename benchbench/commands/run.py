@@ -3,7 +3,8 @@
 Each point runs in a worker process: warm-up, calibration (samples >= 1 ms), then
 samples until the median's 95 % CI is within --target of it or --budget seconds
 have passed. A point that crashes, hangs past --timeout or runs out of memory is
-recorded as an error; the run goes on.
+recorded as an error; the run goes on. --profile saves a torch.profiler trace of
+each selected point (after its timing) beside the store and lists its top operators.
 
 Exit codes: 0 every point measured or skipped; 1 a point failed, or nothing could
 be measured; 2 usage error.
