@@ -34,6 +34,7 @@ DEVICES = ("cpu", "cuda", "mps")
 QUICK_SIZES = pow2(12, 20, step=4)  # 4 Ki, 64 Ki, 1 Mi elements
 SWEEP_SIZES = pow2(10, 24, step=2)
 SWEEP_DTYPES = ("float32", "float64", "float16", "bfloat16")
+NUMPY_DTYPES = ("float16", "float32", "float64")  # NumPy has no bfloat16
 SHAPES_2D = [(64, 64), (256, 256), (1024, 1024)]
 
 
@@ -67,7 +68,7 @@ SQRT = [
     Variant("torch.sqrt", torch.sqrt),
     Variant("x.sqrt_()", torch.Tensor.sqrt_, inplace=True),
     Variant("torch.sqrt(out=)", WithOut(torch.sqrt)),
-    Variant("numpy.sqrt", np.sqrt, numpy=True),
+    Variant("numpy.sqrt", np.sqrt, numpy=True, dtypes=NUMPY_DTYPES),
 ]
 RSQRT = [
     Variant("torch.rsqrt", torch.rsqrt),
@@ -75,7 +76,7 @@ RSQRT = [
     Variant("x.rsqrt_()", torch.Tensor.rsqrt_, inplace=True),
     Variant("torch.rsqrt(out=)", WithOut(torch.rsqrt)),
     Variant("1 / torch.sqrt(x)", lambda x: 1 / torch.sqrt(x)),
-    Variant("1 / numpy.sqrt", lambda x: 1 / np.sqrt(x), numpy=True),
+    Variant("1 / numpy.sqrt", lambda x: 1 / np.sqrt(x), numpy=True, dtypes=NUMPY_DTYPES),
 ]
 
 for name, variants in (("sqrt", SQRT), ("rsqrt", RSQRT)):
