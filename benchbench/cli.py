@@ -30,6 +30,8 @@ COMMANDS = {
     "compare": "compare",
     "export": "export",
     "import": "import_",
+    "claims": "claims",
+    "accuracy": "accuracy",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3

@@ -26,7 +26,7 @@ from benchbench.engine import Measured, Policy, Subject, make_loop, make_rotatin
 from benchbench.engine import measure as engine_measure
 from benchbench.inputs import SetupContext
 from benchbench.model import Point, Result
-from benchbench.suite import Variant, Workload
+from benchbench.suite import Skip, Variant, Workload
 from benchbench.telemetry import TelemetrySampler
 from benchbench.telemetry import warnings as telemetry_warnings
 
@@ -42,6 +42,9 @@ class Options:
     cache: str = "warm"
     threads: int | None = None
     should_stop: Callable[[], bool] | None = None  # see engine.measure
+    #: Folder for a ``torch.profiler`` trace of the point, taken after the timed
+    #: measurement (never inside it); ``None``: no profile.
+    profile_dir: str | None = None
 
 
 def _skip(point: Point, reason: str, **kw: Any) -> Result:
@@ -64,6 +67,8 @@ def measure_point(workload: Workload, point: Point, options: Options) -> Result:
     try:
         with sampler:
             result = _measure(workload, point, options)
+    except Skip as exc:
+        result = _skip(point, str(exc) or "skipped by the suite", code_version=workload.version)
     except torch.cuda.OutOfMemoryError as exc:
         result = _error(point, f"out of memory: {_first_line(exc)}")
     except MemoryError:
@@ -72,6 +77,14 @@ def measure_point(workload: Workload, point: Point, options: Options) -> Result:
         message = _first_line(exc)
         if "can't allocate memory" in message or "out of memory" in message.lower():
             result = _error(point, f"out of memory: {message}")
+        elif isinstance(exc, (RuntimeError, NotImplementedError)) and _unsupported(message):
+            # e.g. '"ndtri_cpu" not implemented for 'Half'': the dtype is not here,
+            # which is a skip with the reason, not a failure of the point.
+            result = _skip(
+                point,
+                f"{point.dtype} is not supported on {point.device}: {message}",
+                code_version=workload.version,
+            )
         else:
             where = traceback.extract_tb(exc.__traceback__)[-1]
             result = _error(
@@ -85,6 +98,10 @@ def measure_point(workload: Workload, point: Point, options: Options) -> Result:
             warnings=(*result.warnings, *telemetry_warnings(sampler.telemetry)),
         )
     return replace(result, duration_s=time.perf_counter() - started)
+
+
+def _unsupported(message: str) -> bool:
+    return "not implemented for" in message or "not supported" in message
 
 
 def _first_line(exc: BaseException) -> str:
@@ -110,23 +127,57 @@ def _measure(workload: Workload, point: Point, options: Options) -> Result:
         inputs = _as_tuple(workload.setup(SetupContext(point)))
     except (RuntimeError, TypeError) as exc:
         text = _first_line(exc)
-        if "not implemented for" in text or "not supported" in text:
+        if _unsupported(text):
             return _skip(point, f"{point.dtype} is not supported on {point.device}: {text}", **base)
         raise
+    try:
+        return _measure_inputs(workload, variant, point, options, inputs, base)
+    finally:
+        if workload.teardown is not None:
+            workload.teardown(*inputs)
+
+
+def _measure_inputs(
+    workload: Workload,
+    variant: Variant,
+    point: Point,
+    options: Options,
+    inputs: tuple[Any, ...],
+    base: dict[str, Any],
+) -> Result:
     fn = _prepare(variant)
     call_inputs = _numpy_inputs(inputs) if variant.numpy else inputs
 
     warnings: list[str] = []
     max_rel_error: float | None = None
     extra: dict[str, Any] = {}
-    if workload.check:
+    if variant.compile:
+        # The first call of a torch.compile'd function traces and compiles it (20-90 s
+        # here, cold); it comes before the reference check so that its time is
+        # recorded on its own, never in the samples nor hidden in the check.
+        started = time.perf_counter()
+        fn(*(_fresh(call_inputs) if variant.inplace else call_inputs))
+        _sync(point.device)
+        extra["compile_s"] = time.perf_counter() - started
+    check = workload.check_mode(variant)
+    if check:
         output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
         _sync(point.device)
         reference = _reference_output(workload, inputs)
         accuracy = compare(output, reference, point.dtype, workload.rtol)
         max_rel_error = accuracy.max_rel_error
         extra["max_abs_error"] = accuracy.max_abs_error
-        if not accuracy.ok:
+        extra["nonfinite"] = accuracy.nonfinite
+        extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
+        if check == "record":
+            extra["check"] = "record"
+            if not accuracy.ok:
+                warnings.append(
+                    f"accuracy recorded, not enforced: max rel error "
+                    f"{accuracy.max_rel_error:.3g}, {accuracy.mismatched_nonfinite} NaN/Inf "
+                    "not in the reference"
+                )
+        elif not accuracy.ok:
             detail = f"max rel error {accuracy.max_rel_error:.3g}"
             if accuracy.mismatched_nonfinite:
                 detail += f", {accuracy.mismatched_nonfinite} NaN/Inf not in the reference"
@@ -141,7 +192,7 @@ def _measure(workload: Workload, point: Point, options: Options) -> Result:
             warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
 
     policy = _policy_for(workload, point, options)
-    subjects = _subjects(variant, fn, call_inputs, point, cache_mode)
+    subjects = _subjects(variant, fn, call_inputs, point, base["cache_mode"])
     measured = engine_measure(
         subjects,
         devices.timer_for(point.device, torch),
@@ -169,6 +220,10 @@ def _measure(workload: Workload, point: Point, options: Options) -> Result:
             )
     warnings = [*warnings_for(main, policy), *warnings]
     peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
+    if options.profile_dir is not None:
+        extra["profile"] = profile_point(
+            fn, call_inputs, point, variant.inplace, options.profile_dir
+        )
     work = {
         name: _work(getattr(workload, name), point, warnings)
         for name in ("bytes", "flops", "items")
@@ -391,3 +446,61 @@ def _quiet_native_output() -> Iterator[None]:
         os.dup2(saved[1], 2)
         for fd in (*saved, devnull):
             os.close(fd)
+
+
+#: A profile covers at least this many calls of the point, or this much time.
+PROFILE_MIN_CALLS = 10
+PROFILE_MIN_S = 0.2
+PROFILE_TOP = 10
+
+
+def profile_point(
+    fn: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    point: Point,
+    inplace: bool,
+    folder: str,
+) -> dict[str, Any]:
+    """Profile calls of ``fn`` with ``torch.profiler``, after the timed measurement.
+
+    Writes a Chrome trace (``chrome://tracing``, Perfetto) to ``folder/<label>.json``
+    and returns its path with the top operators by self time. On CUDA the profiler
+    also records device activity and the device is synchronized before the profile
+    closes: CPU-side times of asynchronous CUDA calls measure the launch, not the
+    kernel (the kernel's time is ``self_device_s``).
+    """
+    kind = point.device.partition(":")[0]
+    activities = [ProfilerActivity.CPU]
+    if kind == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    args = _fresh(inputs) if inplace else inputs
+    calls = 0
+    with _quiet_native_output(), profile(activities=activities) as prof:
+        started = time.perf_counter()
+        while calls < PROFILE_MIN_CALLS or time.perf_counter() - started < PROFILE_MIN_S:
+            fn(*args)
+            calls += 1
+            if calls >= 10_000:
+                break
+        _sync(point.device)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, profile_file_name(point))
+    prof.export_chrome_trace(path)
+    averages = list(prof.key_averages())
+    averages.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    top = [
+        {
+            "name": e.key,
+            "calls": int(e.count),
+            "self_cpu_s": e.self_cpu_time_total * 1e-6,
+            "self_device_s": getattr(e, "self_device_time_total", 0.0) * 1e-6,
+        }
+        for e in averages[:PROFILE_TOP]
+    ]
+    return {"trace": os.path.abspath(path), "calls": calls, "top": top}
+
+
+def profile_file_name(point: Point) -> str:
+    """A file name for the point's trace: its label with unsafe characters replaced."""
+    safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in point.label)
+    return f"{safe[:150]}-{point.benchmark_id()[:8]}.json"

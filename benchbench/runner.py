@@ -67,6 +67,8 @@ class RunConfig:
     shard_by: str = "cost"  # or "count": ignore the store's history
     group: str | None = None  # a --group value; the shards of one run share it
     fork: bool | None = None  # workers forked from a zygote (default: on Linux)
+    #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
+    profile_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -247,6 +249,9 @@ def run(
                         "policy": dataclasses.asdict(config.policy),
                         "cache": config.cache,
                         "threads": config.threads,
+                        "profile_dir": (
+                            str(config.profile_dir / run_id) if config.profile_dir else None
+                        ),
                     },
                     ("result", "interrupted"),
                     config.timeout_s,

@@ -41,6 +41,20 @@ _DEVICE = re.compile(r"^(cpu|cuda|mps)(:\d+)?$")
 _NAME = re.compile(r"^[^\s\[\]():,/]+( [^\s\[\]():,/]+)*$")
 _VARIANT = re.compile(r"^\S(.*\S)?$")
 
+#: Reference-check modes: ``True`` enforce the tolerance, ``False`` skip the check,
+#: ``"record"`` compare and store the accuracy without rejecting the point (for a
+#: variant whose departure from the reference is the thing being measured, e.g. a
+#: naive softmax that overflows to NaN, or float16 inputs below its smallest subnormal).
+CHECK_MODES = (True, False, "record")
+
+
+class Skip(Exception):
+    """Raised by a workload's ``setup`` (or a variant) when the point cannot run here.
+
+    The point is stored as skipped with the message as its reason, e.g.
+    ``raise Skip("nccl with 2 ranks needs 2 GPUs; this machine has 1")``.
+    """
+
 
 def pow2(low: int, high: int, step: int = 1) -> list[int]:
     """Powers of two from 2**low to 2**high inclusive: ``pow2(10, 22, 2)`` = 2^10, 2^12, ..."""
@@ -78,6 +92,8 @@ class Variant:
     - ``compile``: ``fn`` is wrapped in ``torch.compile``; compile time is recorded
       with the warm-up, never in the samples.
     - ``devices`` / ``dtypes``: restrict where the variant applies (others are skipped).
+    - ``check``: overrides the workload's reference-check mode for this variant
+      (``"record"``: accuracy stored, never rejected; see :data:`CHECK_MODES`).
     """
 
     name: str
@@ -88,6 +104,7 @@ class Variant:
     devices: tuple[str, ...] | None = None
     dtypes: tuple[str, ...] | None = None
     description: str = ""
+    check: bool | str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +127,7 @@ class Workload:
     items: WorkFn | None = None
     reference: Callable[..., Any] | None = None
     rtol: Mapping[str, float] = field(default_factory=dict)
-    check: bool = True
+    check: bool | str = True
     tags: tuple[str, ...] = ()
     exclude: Callable[[Point], str | None] | None = None
     budget_s: float | None = None
@@ -118,6 +135,11 @@ class Workload:
     version: int = 1
     description: str = ""
     location: str = ""
+    teardown: Callable[..., Any] | None = None
+
+    def check_mode(self, variant: Variant) -> bool | str:
+        """The reference-check mode of ``variant``: its own, else the workload's."""
+        return self.check if variant.check is None else variant.check
 
     def variant(self, name: str) -> Variant:
         for v in self.variants:
@@ -171,7 +193,8 @@ class Suite:
         self.tags = tuple(tags)
         self.workloads: list[Workload] = []
         self.path: str | None = None
-        self.claims: list[Mapping[str, Any]] = []
+        #: Published claims this suite's measurements answer (:class:`benchbench.claims.Claim`).
+        self.claims: list[Any] = []
 
     def __repr__(self) -> str:
         return f"Suite({self.name!r}, {len(self.workloads)} workloads)"
@@ -191,7 +214,8 @@ class Suite:
         items: WorkFn | None = None,
         reference: Callable[..., Any] | None = None,
         rtol: Mapping[str, float] | None = None,
-        check: bool = True,
+        check: bool | str = True,
+        teardown: Callable[..., Any] | None = None,
         tags: Iterable[str] = (),
         exclude: Callable[[Point], str | None] | None = None,
         budget_s: float | None = None,
@@ -205,7 +229,10 @@ class Suite:
         seeded generator on ``ctx.device``; it is never timed. ``bytes``, ``flops`` and
         ``items`` give the work per call as functions of the point. ``reference`` is
         called with the inputs in float64 on the CPU; by default it is the first
-        variant. ``rtol`` overrides the per-dtype tolerance of the reference check.
+        variant. ``rtol`` overrides the per-dtype tolerance of the reference check;
+        ``check`` is one of :data:`CHECK_MODES`. ``teardown(*inputs)``, if given, runs
+        after the point (measured or failed) to release what ``setup`` acquired
+        (helper processes, global flags).
         """
         where = f"{_caller_location()}: workload {name!r}"
         if not isinstance(name, str) or not _NAME.match(name):
@@ -248,6 +275,11 @@ class Suite:
             if not vals:
                 raise SuiteError(f"{where}: parameter {key!r} has no values")
             param_axes.append((key, vals))
+        for mode in (check, *(v.check for v in variants if v.check is not None)):
+            if not any(mode is m or (isinstance(m, str) and mode == m) for m in CHECK_MODES):
+                raise SuiteError(f"{where}: check must be True, False or 'record', got {mode!r}")
+        if teardown is not None and not callable(teardown):
+            raise SuiteError(f"{where}: teardown must be callable(*inputs), got {teardown!r}")
         for label, fn in (("bytes", bytes), ("flops", flops), ("items", items)):
             if fn is not None and not callable(fn):
                 raise SuiteError(f"{where}: {label} must be callable(point), got {fn!r}")
@@ -273,6 +305,7 @@ class Suite:
             version=version,
             description=description,
             location=where,
+            teardown=teardown,
         )
         self.workloads.append(workload)
         return workload

@@ -91,6 +91,7 @@ def serve(channel: TextIO, requests: TextIO) -> None:
                     cache=request["cache"],
                     threads=request.get("threads"),
                     should_stop=stop_requested,
+                    profile_dir=request.get("profile_dir"),
                 )
             except Exception as exc:  # reported as this point's error, the worker lives on
                 failed = Result(point=point, status="error", reason=f"{type(exc).__name__}: {exc}")

@@ -4,7 +4,8 @@ Each point runs in a worker process: warm-up, calibration (samples >= 1 ms), the
 samples until the median's 95 % CI is within --target of it or --budget seconds
 have passed. A point that crashes, hangs past --timeout, runs out of memory,
 raises or computes a wrong result is stored as an error with the reason; the run
-goes on with a fresh worker.
+goes on with a fresh worker. --profile saves a torch.profiler trace of each selected
+point (after its timing) beside the store and lists its top operators.
 
 Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
 point is kept, the run is marked interrupted, and `benchbench run --resume RUN_ID`
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import threading
@@ -31,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -47,7 +50,7 @@ from benchbench.errors import UsageError
 from benchbench.model import CACHE_MODES
 from benchbench.store import Store
 from benchbench.store.profiles import latest_profiles
-from benchbench.units import parse_one_size
+from benchbench.units import format_time, parse_one_size
 from benchbench.vcs import git_state
 from benchbench.views.results import results_table, run_document, summary_line, with_roofline
 
@@ -121,11 +124,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "$BENCHBENCH_GROUP, $GITHUB_RUN_ID or $SLURM_ARRAY_JOB_ID)",
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after measuring each selected point (use --filter), save a torch.profiler "
+        "Chrome trace to profiles/RUN_ID/ beside the store and list its top operators",
+    )
+    parser.add_argument(
         "--repo",
         metavar="PATH",
         help="git checkout of the code under test; its sha, branch and dirty state are stored "
         "with the run (default: the current directory when it is a checkout)",
     )
+
+
+def profile_dir_for(store_url: str, database: str | None) -> Path:
+    """``profiles/`` beside an SQLite store's file, else ``results/profiles``."""
+    if store_url.startswith("sqlite") and database and database != ":memory:":
+        return Path(database).resolve().parent / "profiles"
+    return Path("results") / "profiles"
 
 
 def _repo(value: str | None) -> Path | None:
@@ -249,6 +265,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--target must be a fraction between 0 and 1, got {args.target}")
     store = flags.store_from(args)
     config = _resumed_config(args, store) if args.resume else _fresh_config(args)
+    if args.profile:
+        config = dataclasses.replace(
+            config, profile_dir=profile_dir_for(store.url, store.engine.url.database)
+        )
     err = flags.stderr()
     stop = runner.StopRequest()
     with (
@@ -292,6 +312,8 @@ def run(args: argparse.Namespace) -> int:
     if config.shard is not None:
         where += f" (shard {config.shard} of group {run_row['group_id']})"
     err.print(f"{summary_line(rows)} in {elapsed:.1f} s; {where}")
+    if args.profile:
+        _print_profiles(summary.results, err)
     skipped = {r.reason for r in summary.results if r.status == "skipped" and r.reason}
     for reason in sorted(skipped):
         err.print(f"[yellow]skipped: {reason}[/yellow]")
@@ -310,3 +332,23 @@ def run(args: argparse.Namespace) -> int:
         err.print("[red]nothing could be measured[/red]")
         return 1
     return 1 if "error" in statuses else 0
+
+
+def _print_profiles(results: list[Any], err: Any) -> None:
+    """Each profiled point's trace file and its top operators by self CPU time."""
+    for result in results:
+        profiled = result.extra.get("profile") if result.status == "ok" else None
+        if not profiled:
+            continue
+        err.print(f"[bold]profile[/bold] {escape(result.point.label)}: {escape(profiled['trace'])}")
+        calls = profiled["calls"]
+        for op in profiled["top"]:
+            device = (
+                f", device {format_time(op['self_device_s'] / calls)}/call"
+                if op["self_device_s"]
+                else ""
+            )
+            err.print(
+                f"  {format_time(op['self_cpu_s'] / calls):>10}/call self CPU"
+                f"{device}  x{op['calls'] / calls:g}  {escape(op['name'])}"
+            )

@@ -1,0 +1,198 @@
+"""Claims evaluation on synthetic stored rows: verdicts follow the numbers, never a guess."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from benchbench.catalog import builtin_suites, load_suite
+from benchbench.claims import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_MEASURED,
+    UNMEASURABLE,
+    Claim,
+    Finding,
+    Rows,
+    band_verdict,
+    claims_of,
+    evaluate,
+    ratio_of_medians,
+    speedup,
+)
+
+
+def row(workload: str, variant: str, median: float, **kw: Any) -> dict[str, Any]:
+    """One stored measurement as Store.measurements returns it (joined with its benchmark)."""
+    half = kw.pop("half_width", 0.01) * median
+    out = {
+        "suite": kw.pop("suite", "s"),
+        "workload": workload,
+        "variant": variant,
+        "device": kw.pop("device", "cpu"),
+        "dtype": kw.pop("dtype", "float32"),
+        "size": kw.pop("size", 1000),
+        "params": kw.pop("params", {}),
+        "status": kw.pop("status", "ok"),
+        "reason": kw.pop("reason", None),
+        "median_s": median,
+        "ci_low_s": median - half,
+        "ci_high_s": median + half,
+        "peak_memory_bytes": kw.pop("peak", None),
+        "max_rel_error": kw.pop("max_rel_error", None),
+        "extra": kw.pop("extra", {}),
+        "bytes_per_s": kw.pop("bytes_per_s", None),
+    }
+    assert not kw, kw
+    return out
+
+
+def test_ratio_of_medians_interval_is_built_from_both_intervals():
+    ratio, (low, high) = ratio_of_medians(row("w", "a", 10.0), row("w", "b", 2.0))
+    assert ratio == 5.0
+    assert low == pytest.approx(9.9 / 2.02)
+    assert high == pytest.approx(10.1 / 1.98)
+
+
+@pytest.mark.parametrize(
+    ("ci", "verdict"),
+    [
+        ((1.2, 1.4), HOLDS),
+        ((0.8, 1.1), FAILS),
+        ((1.6, 2.0), FAILS),
+        ((1.1, 1.3), INCONCLUSIVE),
+        ((1.4, 1.6), INCONCLUSIVE),
+    ],
+)
+def test_band_verdict(ci, verdict):
+    assert band_verdict(ci, 1.15, 1.5) == verdict
+
+
+def test_speedup_holds_fails_or_is_inconclusive_from_the_stored_medians():
+    check = speedup("loop", "slow", "fast", low=50, high=200)
+    hundred = Rows((row("loop", "slow", 1e-2), row("loop", "fast", 1e-4)))
+    finding = check(hundred)
+    assert finding.verdict == HOLDS
+    assert finding.value == pytest.approx(100.0)
+    assert "slow / fast = 100x" in finding.figure
+    assert check(Rows((row("loop", "slow", 1e-2), row("loop", "fast", 1e-3)))).verdict == FAILS
+    wide = Rows((row("loop", "slow", 1e-2, half_width=0.5), row("loop", "fast", 2.2e-4)))
+    assert check(wide).verdict == INCONCLUSIVE
+
+
+def test_speedup_compares_the_same_size_and_uses_the_largest():
+    rows = Rows(
+        (
+            row("w", "slow", 1.0, size=10),
+            row("w", "fast", 1.0, size=10),
+            row("w", "slow", 8.0, size=100),
+            row("w", "fast", 2.0, size=100),
+        )
+    )
+    assert speedup("w", "slow", "fast", low=1.0)(rows).value == pytest.approx(4.0)
+
+
+def test_skipped_point_is_not_measurable_with_its_reason():
+    rows = Rows(
+        (
+            row("w", "slow", 1.0),
+            row("w", "slow", 1.0, device="cuda", status="skipped", reason="CUDA is not available"),
+            row("w", "fast", 1.0, device="cuda", status="skipped", reason="CUDA is not available"),
+        )
+    )
+    finding = speedup("w", "slow", "fast", low=1.0, device="cuda")(rows)
+    assert finding.verdict == UNMEASURABLE
+    assert "CUDA is not available" in finding.reason
+
+
+def test_missing_suite_names_the_suite_and_tag_to_run():
+    claim = Claim(
+        "X-1", "C", "text", "needs", "overhead", ("row sum",), lambda rows: Finding(HOLDS)
+    )
+    (result,) = evaluate([claim], [row("other", "v", 1.0, suite="precision")])
+    assert result.finding.verdict == NOT_MEASURED
+    assert "benchbench run overhead --tag quick" in result.finding.reason
+    doc = result.to_dict()
+    assert doc["id"] == "X-1" and doc["verdict"] == NOT_MEASURED
+
+
+def test_claim_and_finding_reject_bad_values():
+    with pytest.raises(ValueError, match="section"):
+        Claim("x", "E", "t", "n", "s", ("w",), lambda rows: Finding(HOLDS))
+    with pytest.raises(ValueError, match="verdict"):
+        Finding("probably")
+
+
+def test_to_dict_drops_non_finite_numbers_for_json():
+    claim = Claim("x", "A", "t", "n", "s", ("w",), lambda rows: Finding(HOLDS, value=math.inf))
+    (result,) = evaluate([claim], [row("w", "v", 1.0)])
+    assert result.to_dict()["value"] is None
+
+
+def _claims() -> dict[str, Claim]:
+    return {c.id: c for c in claims_of(builtin_suites().values())}
+
+
+def test_builtin_suites_declare_a_claim_for_every_seeds_section():
+    claims = _claims()
+    assert {c.section for c in claims.values()} == {"A", "B", "C", "D"}
+    for name in ("C-unbind", "C-sum", "A-float16-sqrt", "C-softmax", "D-bmm", "D-collectives"):
+        assert name in claims
+    for claim in claims.values():  # each claim points at workloads its suite declares
+        suite = load_suite(builtin_suites()[claim.suite])
+        for workload in claim.workloads:
+            suite.get(workload)
+
+
+def test_float16_sqrt_claim_reads_the_recorded_errors():
+    claim = _claims()["A-float16-sqrt"]
+    rows = [
+        row("sqrt magnitude", "torch.sqrt", 1e-6, suite="precision", dtype=dtype,
+            params={"magnitude": 1e-8}, max_rel_error=err)
+        for dtype, err in (("float16", 1.0), ("float32", 8e-8))
+    ]  # fmt: skip
+    (result,) = evaluate([claim], rows)
+    assert result.finding.verdict == HOLDS
+    rows[0]["max_rel_error"] = 1e-3  # a float16 that kept the value: the claim fails
+    (result,) = evaluate([claim], rows)
+    assert result.finding.verdict == FAILS
+
+
+def test_softmax_claim_needs_nan_at_89_but_not_at_88():
+    claim = _claims()["C-softmax"]
+
+    def rows(naive_at_88: int) -> list[dict[str, Any]]:
+        out = []
+        for variant, counts in (("naive exp / sum", (naive_at_88, 64)), ("max-subtracted", (0, 0))):
+            for peak, count in zip((88.0, 89.0), counts, strict=True):
+                out.append(row("softmax", variant, 1e-4, suite="precision",
+                               params={"peak": peak}, extra={"nonfinite": count}))  # fmt: skip
+        return out
+
+    assert evaluate([claim], rows(0))[0].finding.verdict == HOLDS
+    assert evaluate([claim], rows(3))[0].finding.verdict == FAILS
+
+
+def test_broadcast_claim_needs_both_speed_and_memory():
+    claim = _claims()["C-broadcast"]
+    w = "tile vs broadcast"
+
+    def rows(peak_broadcast: int) -> list[dict[str, Any]]:
+        return [
+            row(w, "cat(tile) + Linear", 2e-3, suite="overhead", peak=4_000_000),
+            row(w, "two Linears + broadcast", 1e-3, suite="overhead", peak=peak_broadcast),
+        ]
+
+    assert evaluate([claim], rows(2_000_000))[0].finding.verdict == HOLDS
+    assert evaluate([claim], rows(8_000_000))[0].finding.verdict == FAILS
+
+
+def test_bmm_claim_holds_only_for_a_nonzero_difference():
+    claim = _claims()["D-bmm"]
+    zero = [row("bmm difference", "d", 1e-4, suite="precision", extra={"max_abs_error": 0.0})]
+    some = [row("bmm difference", "d", 1e-4, suite="precision", extra={"max_abs_error": 1e-7})]
+    assert evaluate([claim], zero)[0].finding.verdict == FAILS
+    assert evaluate([claim], some)[0].finding.verdict == HOLDS
