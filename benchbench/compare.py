@@ -225,16 +225,7 @@ def per_call(row: Row) -> list[float]:
 
 
 def _label(row: Row) -> str:
-    return Point(
-        suite=row["suite"],
-        workload=row["workload"],
-        variant=row["variant"],
-        size=int(row["size"]),
-        shape=tuple(int(s) for s in row["shape"]),
-        dtype=row["dtype"],
-        device=row["device"],
-        params=tuple((row.get("params") or {}).items()),
-    ).label
+    return Point.from_row(row).label
 
 
 def compare_point(

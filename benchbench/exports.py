@@ -30,18 +30,7 @@ PYTEST_BENCHMARK_VERSION = "5.1.0"
 Row = Mapping[str, Any]
 
 
-def point_of(row: Row) -> Point:
-    """The point a stored measurement row (joined with its benchmark) measured."""
-    return Point(
-        suite=row["suite"],
-        workload=row["workload"],
-        variant=row["variant"],
-        size=int(row["size"]),
-        shape=tuple(int(s) for s in row["shape"]),
-        dtype=row["dtype"],
-        device=row["device"],
-        params=tuple((row.get("params") or {}).items()),
-    )
+point_of = Point.from_row
 
 
 def _names(rows: Sequence[Row]) -> list[str]:

@@ -115,6 +115,20 @@ class Point:
         }
 
     @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Point:
+        """The point a stored measurement row (joined with its benchmark) measured."""
+        return cls(
+            suite=str(row["suite"]),
+            workload=str(row["workload"]),
+            variant=str(row["variant"]),
+            size=int(row["size"]),
+            shape=tuple(int(s) for s in row["shape"]),
+            dtype=str(row["dtype"]),
+            device=str(row["device"]),
+            params=tuple((row.get("params") or {}).items()),
+        )
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Point:
         return cls(
             suite=str(data["suite"]),

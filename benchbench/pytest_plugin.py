@@ -52,8 +52,6 @@ if TYPE_CHECKING:  # imported when used: the engine pulls in scipy (~1 s)
 
 #: Smallest relative change of the median reported as better or worse.
 MIN_EFFECT = 0.05
-#: Significance level of the Mann-Whitney U test.
-ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -111,19 +109,18 @@ class BenchResult:
 def verdict_for(
     now: Stats, baseline: Stats | None, baseline_run: str, min_effect: float = MIN_EFFECT
 ) -> Verdict:
-    """Ratio of medians and Mann-Whitney U on per-call times; ``new`` without a baseline."""
+    """``compare``'s verdict on per-call times (ratio of medians, Mann-Whitney U, minimum
+    effect): ``worse``, ``better``, ``same`` or ``not significant``; ``new`` without a
+    baseline."""
     if baseline is None:
         return Verdict("new", baseline_run)
-    from scipy.stats import mannwhitneyu
+    # Imported here: benchbench.compare loads scipy.stats (~2.7 s), and this plugin is
+    # loaded by every pytest session that has benchbench installed.
+    from benchbench.compare import FASTER, SLOWER, compare_samples
 
-    ratio = now.median_s / baseline.median_s if baseline.median_s > 0 else float("inf")
-    p_value = float(mannwhitneyu(now.per_call_s, baseline.per_call_s).pvalue)
-    status = "not significant"
-    if p_value < ALPHA and ratio > 1 + min_effect:
-        status = "worse"
-    elif p_value < ALPHA and ratio < 1 / (1 + min_effect):
-        status = "better"
-    return Verdict(status, baseline_run, ratio, p_value)
+    result = compare_samples(baseline.per_call_s, now.per_call_s, min_effect=min_effect)
+    status = {SLOWER: "worse", FASTER: "better"}.get(result.mark, result.mark)
+    return Verdict(status, baseline_run, result.ratio, result.p_value)
 
 
 @dataclass

@@ -94,7 +94,7 @@ def test_baseline_puts_a_verdict_on_each_result(pytester, tmp_path):
     (baseline,) = open_store(str(db)).runs()
     _write(
         pytester,
-        "assert r.verdict.status in ('better', 'worse', 'not significant'); "
+        "assert r.verdict.status in ('better', 'worse', 'same', 'not significant'); "
         "assert r.verdict.ratio > 0 and 0 <= r.verdict.p_value <= 1; "
         f"assert r.verdict.baseline_run == {baseline['id'][:8]!r}; "
         "assert bench(torch.neg, x).verdict.status == 'new'",
@@ -117,7 +117,7 @@ def test_verdict_needs_both_a_minimum_effect_and_significance(now, status):
     assert verdict.ratio == pytest.approx(now / 1e-3, rel=1e-9)
     if status is None:  # 2 % slower and significant: below the 5 % minimum effect
         assert verdict.p_value is not None and verdict.p_value < 0.05
-        assert verdict.status == "not significant"
+        assert verdict.status == "same"
     else:
         assert verdict.status == status
     assert verdict_for(_stats(now), None, "base").status == "new"
