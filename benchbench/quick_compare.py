@@ -259,7 +259,8 @@ def comparison_frame_class() -> type[pd.DataFrame]:
             return ComparisonFrame
 
         def rows(self) -> list[Row]:
-            return [Row.from_mapping(record) for record in self.to_dict("records")]
+            records = self.to_dict("records")
+            return [Row.from_mapping({str(k): v for k, v in record.items()}) for record in records]
 
         def plot(self, title: str | None = None) -> Any:  # type: ignore[override, unused-ignore]
             """Throughput (elements/s) versus size, log-log, Q1-Q3 bands: a Figure."""

@@ -291,7 +291,7 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
             for k in range(lo, hi)
             if isinstance(warnings[k], (list, tuple, np.ndarray)) and len(warnings[k])
         }
-        yield int(m["r"].iat[lo]), doc
+        yield int(m["r"].to_numpy()[lo]), doc
 
 
 def environments_payload(
