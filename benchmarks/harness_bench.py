@@ -6,7 +6,9 @@ floor      per-call time reported for an empty callable vs `timeit` (best of 5),
            interleaved in one process.
 accuracy   busy-waits of 10 µs, 100 µs, 1 ms: median of the reported medians over 5 runs.
 agreement  torch.sqrt / torch.add at 2^16 and 2^20 vs torch.utils.benchmark's
-           Timer.blocked_autorange(), interleaved in one process, 5 rounds.
+           Timer.blocked_autorange(), interleaved in one process, 5 rounds. Timer runs
+           with one thread unless told (num_threads=1 is its default): it is given
+           torch's thread count, the one benchbench measures with.
 cost       wall time per point and spread (max/min of the medians) over 5 repetitions,
            for benchbench's engine, Timer.adaptive_autorange(threshold=0.01) and
            `python -m pyperf timeit --fast`, on a subset of the quick suite's points.
@@ -145,7 +147,7 @@ def agreement() -> None:
             bb_medians, timer_medians = [], []
             for _ in range(5):
                 bb_medians.append(point_median(workload, point)[0])
-                timer = tbench.Timer(stmt, globals=namespace)
+                timer = tbench.Timer(stmt, globals=namespace, num_threads=torch.get_num_threads())
                 timer_medians.append(timer.blocked_autorange(min_run_time=0.5).median)
             bb, tt = statistics.median(bb_medians), statistics.median(timer_medians)
             print(f"| {point.label} | {bb * 1e6:.2f} | {tt * 1e6:.2f} | {bb / tt:.3f} |")
@@ -208,7 +210,7 @@ def cost() -> None:
         }
         for _ in range(5):
             results["benchbench"].append(point_median(workload, point))
-            timer = tbench.Timer(stmt, globals=namespace)
+            timer = tbench.Timer(stmt, globals=namespace, num_threads=torch.get_num_threads())
             started = time.perf_counter()
             m = timer.adaptive_autorange(threshold=0.01)
             results["torch Timer"].append((m.median, time.perf_counter() - started))
