@@ -12,16 +12,15 @@ Reading results::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from benchbench.suite import Suite, Variant, Workload, geometric, pow2
+from benchbench.core.version import __version__
+from benchbench.suite.declare import Suite, Variant, Workload, geometric, pow2
 
 if TYPE_CHECKING:
-    from benchbench.quick_compare import compare_variants
     from benchbench.store import open_store
+    from benchbench.variants import compare_variants
 
 __all__ = [
     "Suite",
@@ -37,7 +36,7 @@ __all__ = [
 #: Loaded on first use: compare_variants imports torch and pandas (~4 s), open_store
 #: SQLAlchemy (~0.2 s); `import benchbench` (every worker, every CLI command) stays fast.
 _LAZY = {
-    "compare_variants": "benchbench.quick_compare",
+    "compare_variants": "benchbench.variants",
     "open_store": "benchbench.store",
 }
 

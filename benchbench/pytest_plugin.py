@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchbench import __version__
-from benchbench.errors import UsageError
+from benchbench.core.errors import UsageError
+from benchbench.core.version import __version__
 
 if TYPE_CHECKING:  # imported when used: the engine pulls in scipy (~1 s)
-    from benchbench.engine import Measured, Policy
-    from benchbench.stats import Stats
+    from benchbench.core.stats import Stats
+    from benchbench.measure.policy import Measured, Policy
 
 #: Smallest relative change of the median reported as better or worse.
 MIN_EFFECT = 0.05
@@ -81,7 +81,7 @@ class BenchResult:
     @cached_property
     def stats(self) -> Stats:
         """Per-call statistics (median, CI, quartiles, ...)."""
-        from benchbench.stats import Stats
+        from benchbench.core.stats import Stats
 
         return Stats.from_samples(self.samples_s, self.calls_per_sample)
 
@@ -114,9 +114,9 @@ def verdict_for(
     baseline."""
     if baseline is None:
         return Verdict("new", baseline_run)
-    # Imported here: benchbench.compare loads scipy.stats (~2.7 s), and this plugin is
+    # Imported here: benchbench.analysis.compare loads scipy.stats (~2.7 s), and this plugin is
     # loaded by every pytest session that has benchbench installed.
-    from benchbench.compare import FASTER, SLOWER, compare_samples
+    from benchbench.analysis.compare import FASTER, SLOWER, compare_samples
 
     result = compare_samples(baseline.per_call_s, now.per_call_s, min_effect=min_effect)
     status = {SLOWER: "worse", FASTER: "better"}.get(result.mark, result.mark)
@@ -142,7 +142,7 @@ class _Session:
         return open_store(self.store_url)
 
     def baseline(self, benchmark_id: str) -> Stats | None:
-        from benchbench.stats import Stats
+        from benchbench.core.stats import Stats
 
         if self.baseline_run_id is None:
             self.baseline_run_id = self.store.resolve_run(self.baseline_ref)["id"]
@@ -152,9 +152,9 @@ class _Session:
         return None
 
     def record(self, torch: Any, result: Any) -> None:
-        from benchbench import environment
+        from benchbench.machine import environment
+        from benchbench.machine.vcs import git_state
         from benchbench.store.store import now
-        from benchbench.vcs import git_state
 
         if self.run_id is None:
             env = environment.collect(torch)
@@ -266,8 +266,8 @@ class Bench:
             raise UsageError(f"bench() needs a callable first, got {fn!r}")
         import torch
 
-        from benchbench import devices
-        from benchbench.engine import Policy, Subject, make_loop, measure, warnings_for
+        from benchbench.measure import timers as devices
+        from benchbench.measure.policy import Policy, Subject, make_loop, measure, warnings_for
 
         where = device or devices.device_of(args, torch)
         if policy is None:
@@ -302,7 +302,7 @@ class Bench:
     def _as_stored_result(
         self, torch: Any, result: BenchResult, measured: Measured, args: tuple[object, ...]
     ) -> Any:
-        from benchbench.model import Point, Result
+        from benchbench.core.values import Point, Result
 
         tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
         shape = tuple(tensor.shape) if tensor is not None and tensor.dim() > 0 else (1,)

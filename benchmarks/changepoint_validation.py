@@ -1,4 +1,4 @@
-"""Validate benchbench.changepoint on synthetic histories; print a markdown table.
+"""Validate benchbench.analysis.changepoint on synthetic histories; print a markdown table.
 
 Each series has 100 points at level 1.0 with multiplicative noise of 2 %
 (``value = level * exp(noise)``, so values stay positive):
@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from benchbench.changepoint import SeriesAnalysis, analyze, regressions
+from benchbench.analysis.changepoint import SeriesAnalysis, analyze, regressions
 
 N_POINTS = 100
 NOISE_REL = 0.02

@@ -4,7 +4,7 @@ Run from the repository root:  PYTHONPATH=. python benchmarks/fit_recovery.py
 
 Rows like the store's (7 sizes, 2^10 to 2^22 elements, 8 bytes per element) are generated
 from ``time = t0 + bytes / rate`` with multiplicative Gaussian noise, pushed through
-:func:`benchbench.curves.fit_run`, and the relative errors of the fitted t0 and rate are
+:func:`benchbench.analysis.curves.fit_run`, and the relative errors of the fitted t0 and rate are
 summarised over many seeds. Target (issue 4): both within 10 % at 5 % noise. No clock.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchbench.curves import fit_run
+from benchbench.analysis.curves import fit_run
 
 SIZES = [2**k for k in range(10, 24, 2)]
 CASES = [  # (t0 s, rate bytes/s): overhead-dominated to bandwidth-dominated curves

@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 import torch.utils.benchmark as tbench
 
-from benchbench.catalog import load_suite
-from benchbench.devices import CpuTimer
-from benchbench.engine import Policy, Subject, make_loop, measure
-from benchbench.inputs import SetupContext
-from benchbench.measure import Options, measure_point
+from benchbench.measure.point import Options, measure_point
+from benchbench.measure.policy import Policy, Subject, make_loop, measure
+from benchbench.measure.timers import CpuTimer
+from benchbench.suite.inputs import SetupContext
+from benchbench.suite.load import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 

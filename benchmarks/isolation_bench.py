@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchbench import runner
-from benchbench.engine import Policy
+from benchbench.measure.policy import Policy
+from benchbench.run import runner
 from benchbench.store import open_store
 
 CRASH = (1010, 1050, 1090, 1130, 1170)

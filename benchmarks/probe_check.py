@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import torch
 
-from benchbench.probe import run_probe
-from benchbench.probe_cuda import best_seconds_per_call
+from benchbench.machine.probe import run_probe
+from benchbench.machine.probe_cuda import best_seconds_per_call
 
 MIB = 1 << 20
 

@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchbench.environment import Environment  # noqa: E402
-from benchbench.model import Point, Result  # noqa: E402
+from benchbench.core.values import Point, Result  # noqa: E402
+from benchbench.machine.environment import Environment  # noqa: E402
 from benchbench.store import Store, open_store  # noqa: E402
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)

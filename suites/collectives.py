@@ -45,10 +45,10 @@ import torch
 import torch.distributed as dist
 
 from benchbench import Suite, Variant, pow2
-from benchbench.claims import HOLDS, Claim, Finding, Rows
-from benchbench.inputs import SetupContext
-from benchbench.model import Point
-from benchbench.suite import Skip
+from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows
+from benchbench.core.values import Point
+from benchbench.suite.declare import Skip
+from benchbench.suite.inputs import SetupContext
 
 suite = Suite(
     "collectives", description="torch.distributed bandwidth, several ranks on one machine"

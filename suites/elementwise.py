@@ -24,7 +24,15 @@ import numpy as np
 import torch
 
 from benchbench import Suite, Variant, pow2
-from benchbench.claims import HOLDS, INCONCLUSIVE, Claim, Finding, Rows, ratio_of_medians, speedup
+from benchbench.analysis.claims import (
+    HOLDS,
+    INCONCLUSIVE,
+    Claim,
+    Finding,
+    Rows,
+    ratio_of_medians,
+    speedup,
+)
 
 suite = Suite("elementwise", description="sqrt, rsqrt, dropout-style scaling")
 

@@ -16,7 +16,7 @@ import warnings
 import torch
 
 from benchbench import Suite, Variant
-from benchbench.claims import Claim, Finding, Rows, speedup
+from benchbench.analysis.claims import Claim, Finding, Rows, speedup
 
 suite = Suite("overhead", description="Python loops versus vectorised PyTorch")
 

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from benchbench import Suite, Variant
-from benchbench.claims import HOLDS, Claim, Finding, Rows
-from benchbench.suite import Skip
+from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows
+from benchbench.suite.declare import Skip
 
 suite = Suite("precision", description="reduced precision, math modes, numerical stability")
 

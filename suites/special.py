@@ -24,7 +24,7 @@ bfloat16) are skipped with torch's own message.
 import torch
 
 from benchbench import Suite, Variant, pow2
-from benchbench.claims import HOLDS, Claim, Finding, Rows
+from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows
 
 suite = Suite("special", description="torch.special throughput and accuracy")
 

@@ -8,8 +8,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchbench.environment import Environment
-from benchbench.model import Point, Result
+from benchbench.core.values import Point, Result
+from benchbench.machine.environment import Environment
 from benchbench.store import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -7,8 +7,8 @@ import random
 import uuid
 from collections.abc import Mapping, Sequence
 
-from benchbench.environment import Environment
-from benchbench.model import Point, Result
+from benchbench.core.values import Point, Result
+from benchbench.machine.environment import Environment
 from benchbench.store import Store
 
 

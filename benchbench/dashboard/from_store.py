@@ -8,7 +8,9 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
-from benchbench.changepoint import analyze
+from benchbench.analysis.changepoint import analyze
+from benchbench.analysis.fit import fit_curve
+from benchbench.core.errors import BenchbenchError
 from benchbench.dashboard.contract import (
     ALERT_COLUMNS,
     ANNOTATION_COLUMNS,
@@ -17,9 +19,7 @@ from benchbench.dashboard.contract import (
     RUN_COLUMNS,
     DashboardData,
 )
-from benchbench.errors import BenchbenchError
-from benchbench.fit import fit_curve
-from benchbench.profile import Profile
+from benchbench.machine.hardware import Profile
 from benchbench.store import Store
 from benchbench.store import schema as t
 from benchbench.store.history import list_alerts

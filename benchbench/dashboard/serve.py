@@ -18,7 +18,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from benchbench.errors import BenchbenchError, UsageError
+from benchbench.core.errors import BenchbenchError, UsageError
 
 
 class Rebuilder:
@@ -122,7 +122,7 @@ def serve(
 ) -> None:
     """Serve ``directory`` until interrupted; ``rebuild`` (if given) runs on request.
 
-    Raises :class:`~benchbench.errors.UsageError` naming the port when it is taken.
+    Raises :class:`~benchbench.core.errors.UsageError` naming the port when it is taken.
     """
     server = make_server(directory, host, port, rebuild)
     if rebuild is not None and not (Path(directory) / "index.html").is_file():

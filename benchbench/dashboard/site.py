@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbench.core.errors import StoreError
 from benchbench.dashboard.contract import (
     ALERT_COLUMNS,
     ENVIRONMENT_COLUMNS,
@@ -44,7 +45,6 @@ from benchbench.dashboard.page_data import (
     workload_payload,
 )
 from benchbench.dashboard.payload import ChangepointFn, FitFn, Keys, add_throughput, index_payload
-from benchbench.errors import StoreError
 
 PAGES: dict[str, str] = {
     "index.html": "Overview",

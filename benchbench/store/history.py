@@ -8,8 +8,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from benchbench.errors import NotFoundError, UsageError
-from benchbench.regressions import Alert, HistoryPoint, SeriesReport, analyze_series
+from benchbench.analysis.regressions import Alert, HistoryPoint, SeriesReport, analyze_series
+from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.store import schema as t
 from benchbench.store.store import Store, now
 

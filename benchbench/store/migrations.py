@@ -13,7 +13,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchbench.errors import SchemaVersionError, StoreError
+from benchbench.core.errors import SchemaVersionError, StoreError
 from benchbench.store import schema as t
 from benchbench.store.store import Store, normalize_url, safe_url
 

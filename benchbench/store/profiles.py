@@ -1,6 +1,6 @@
 """Hardware profiles in the store: one row per probe, looked up per environment and device.
 
-``benchbench probe`` saves the :meth:`benchbench.probe.Profile.to_dict` document of each
+``benchbench probe`` saves the :meth:`benchbench.machine.probe.Profile.to_dict` document of each
 probe; the views read the newest one of a run's environment to put "% of peak" beside
 every result. Documents are returned as stored (data, not trusted): turn one into a
 ``Profile`` with :func:`profile_of`, which checks every field.
@@ -13,8 +13,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from benchbench.errors import StoreError
-from benchbench.profile import Profile
+from benchbench.core.errors import StoreError
+from benchbench.machine.hardware import Profile
 from benchbench.store import schema as t
 from benchbench.store.store import Store, now
 
@@ -69,5 +69,5 @@ def latest_profiles(store: Store, env_id: str | None, devices: Iterable[str]) ->
 
 
 def profile_of(data: Mapping[str, Any]) -> Profile:
-    """A checked :class:`~benchbench.profile.Profile` from a stored document."""
+    """A checked :class:`~benchbench.machine.hardware.Profile` from a stored document."""
     return Profile.from_dict(data)

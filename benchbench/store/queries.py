@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from benchbench.errors import UsageError
+from benchbench.core.errors import UsageError
 from benchbench.store import schema as t
 
 if TYPE_CHECKING:

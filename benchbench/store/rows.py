@@ -1,6 +1,6 @@
 """Rows of the store's tables built from results, one at a time or in bulk.
 
-The bulk path exists for speed: :class:`benchbench.stats.Stats` costs ~0.3 ms per
+The bulk path exists for speed: :class:`benchbench.core.stats.Stats` costs ~0.3 ms per
 point with NumPy's per-call overhead (1.9 ms on our loaded 2-core machine), which
 alone would put 100,000 points at 30-190 s. :func:`summaries` computes the same
 statistics for all points with the same sample count in one NumPy pass.
@@ -18,8 +18,8 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchbench.model import Result
-from benchbench.stats import Stats, median_ci_ranks
+from benchbench.core.stats import Stats, median_ci_ranks
+from benchbench.core.values import Result
 
 _THROUGHPUTS = (
     ("bytes_per_call", "bytes_per_s"),

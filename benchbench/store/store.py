@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchbench.environment import Environment
-from benchbench.errors import NotFoundError, StoreError
-from benchbench.model import Result
+from benchbench.core.errors import NotFoundError, StoreError
+from benchbench.core.values import Result
+from benchbench.machine.environment import Environment
 from benchbench.store import queries
 from benchbench.store import schema as t
 from benchbench.store.rows import (

@@ -9,9 +9,9 @@ from typing import Any
 
 from rich.table import Table
 
-from benchbench.curves import Analysis, Crossover, CurveKey
-from benchbench.fit import Fit
-from benchbench.units import format_rate, format_time
+from benchbench.analysis.curves import Analysis, Crossover, CurveKey
+from benchbench.analysis.fit import Fit
+from benchbench.core.units import format_rate, format_time
 
 _RATE_UNIT = {"bytes": "B/s", "flop": "FLOP/s", "items": "items/s"}
 

@@ -8,7 +8,7 @@ FLOP/s under the bandwidth and compute roofs. Both return a
 :class:`matplotlib.figure.Figure` built without pyplot (no global state: safe in
 servers and threads); :func:`save_figure` writes PNG, SVG or PDF by file extension.
 
-Rows are stored measurements tagged with their run (:func:`benchbench.curves.with_run`).
+Rows are stored measurements tagged with their run (:func:`benchbench.analysis.curves.with_run`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from benchbench.curves import Analysis, Curve, CurveKey, analyze
-from benchbench.errors import NotFoundError, UsageError
-from benchbench.profile import Profile
-from benchbench.units import format_bytes, format_rate, format_size
+from benchbench.analysis.curves import Analysis, Curve, CurveKey, analyze
+from benchbench.core.errors import NotFoundError, UsageError
+from benchbench.core.units import format_bytes, format_rate, format_size
+from benchbench.machine.hardware import Profile
 
 __all__ = ["BY_FIELDS", "FORMATS", "roofline_figure", "save_figure", "throughput_figure"]
 

@@ -9,10 +9,10 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from benchbench.errors import MeasurementError
-from benchbench.profile import Profile
-from benchbench.roofline import ceiling_for
-from benchbench.units import format_rate, format_size, format_time
+from benchbench.analysis.roofline import ceiling_for
+from benchbench.core.errors import MeasurementError
+from benchbench.core.units import format_rate, format_size, format_time
+from benchbench.machine.hardware import Profile
 
 #: What ``results_table`` prints under the table when no profile covers the run.
 NO_PROFILE_NOTE = "% of peak: no hardware profile for this environment; run `benchbench probe`"
@@ -63,7 +63,7 @@ def roofline_numbers(
 ) -> tuple[float | None, dict[str, Any] | None]:
     """``(percent_of_peak, ceiling)`` of one measured row against its device's profile.
 
-    The ceiling is :func:`benchbench.roofline.ceiling_for` with the bytes per call as the
+    The ceiling is :func:`benchbench.analysis.roofline.ceiling_for` with the bytes per call as the
     working set (the inputs and outputs a call touches; a workload that reuses a buffer
     would need its own figure). ``(None, None)`` without a profile, for a point that was
     not measured, or for one with no work model.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from benchbench.claims import NOT_MEASURED, VERDICTS
+from benchbench.analysis.claims import NOT_MEASURED, VERDICTS
 from tests.integration.cli import SUITES, benchbench, json_of
 
 # A few points of every workload family: small sizes, CPU, float32 where it matters.

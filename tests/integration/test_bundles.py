@@ -10,8 +10,14 @@ import shutil
 
 import pytest
 
-from benchbench.bundle import export_bundle, import_bundles, parse_bundle, read_bundle, write_bundle
-from benchbench.errors import BundleError
+from benchbench.core.errors import BundleError
+from benchbench.interchange.bundle import (
+    export_bundle,
+    import_bundles,
+    parse_bundle,
+    read_bundle,
+    write_bundle,
+)
 from benchbench.store import open_store
 from tests.integration.cli import benchbench
 from tests.storedata import STORE_V1

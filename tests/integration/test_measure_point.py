@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from benchbench import Suite, Variant
-from benchbench.engine import Policy
-from benchbench.measure import Options, measure_point
+from benchbench.measure.point import Options, measure_point
+from benchbench.measure.policy import Policy
 
 FAST = Policy(max_time_s=0.1, min_time_s=0.01, warmup_min_s=0.01)
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from benchbench import runner, sharding
-from benchbench.catalog import resolve_suite
 from benchbench.cli import main
-from benchbench.model import Result
+from benchbench.core.values import Result
+from benchbench.run import runner, sharding
 from benchbench.store import open_store
+from benchbench.suite.load import resolve_suite
 from tests.integration.cli import SUITES, benchbench, json_of
 
 GRID = SUITES / "grid.py"

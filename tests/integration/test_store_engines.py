@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchbench import open_store as top_level_open_store
-from benchbench.errors import NotFoundError, SchemaVersionError, StoreError
+from benchbench.core.errors import NotFoundError, SchemaVersionError, StoreError
 from benchbench.store import open_store
 from benchbench.store import schema as t
 from tests.storedata import STORE_V1, T0, add_run, environment, point, result

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import torch
 
-from benchbench.accuracy import compare
+from benchbench.measure.accuracy import compare
 
 
 def test_float32_sqrt_against_float64_is_within_an_ulp():

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from benchbench.accuracy_plot import Limits, accuracy_figure, operator, relative_errors
-from benchbench.errors import UsageError
+from benchbench.core.errors import UsageError
+from benchbench.views.accuracy_plot import Limits, accuracy_figure, operator, relative_errors
 
 
 def test_limits_of_float16_are_its_documented_ones():

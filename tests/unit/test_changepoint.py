@@ -1,4 +1,4 @@
-"""benchbench.changepoint: accuracy on seeded synthetic histories, then edge cases.
+"""benchbench.analysis.changepoint: accuracy on seeded synthetic histories, then edge cases.
 
 The accuracy tests are the issue's acceptance criteria (100-point series, 2 % noise,
 normal and heavy-tailed); ``benchmarks/changepoint_validation.py`` prints the same
@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from benchbench.changepoint import Creep, SeriesAnalysis, analyze, regressions
-from benchbench.errors import BenchbenchError, UsageError
+from benchbench.analysis.changepoint import Creep, SeriesAnalysis, analyze, regressions
+from benchbench.core.errors import BenchbenchError, UsageError
 
 N_SERIES = 200
 N_POINTS = 100

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from benchbench.catalog import builtin_suites, load_suite
-from benchbench.claims import (
+from benchbench.analysis.claims import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
@@ -23,6 +22,7 @@ from benchbench.claims import (
     ratio_of_medians,
     speedup,
 )
+from benchbench.suite.load import builtin_suites, load_suite
 
 
 def row(workload: str, variant: str, median: float, **kw: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchbench import compare
+from benchbench.analysis import compare
 
 
 def _samples(median: float, n: int = 40, spread: float = 0.02, seed: int = 0) -> list[float]:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from benchbench.curves import (
+from benchbench.analysis.curves import (
     CurveKey,
     analyze,
     crossovers_frame,

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchbench.core.errors import StoreError, UsageError
 from benchbench.dashboard import MEASUREMENT_COLUMNS, DashboardData, build_site
 from benchbench.dashboard.payload import add_throughput, compact, safe_repo_url
 from benchbench.dashboard.serve import Rebuilder, make_server
 from benchbench.dashboard.site import json_for_script
 from benchbench.dashboard.synthetic import synthetic_data
-from benchbench.errors import StoreError, UsageError
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 NOW = datetime(2026, 3, 9, tzinfo=timezone.utc)

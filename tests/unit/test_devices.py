@@ -2,14 +2,14 @@
 
 from types import SimpleNamespace
 
-from benchbench.devices import (
+from benchbench.measure.policy import Block
+from benchbench.measure.timers import (
     CudaTimer,
     MpsTimer,
     _parse_cache_size,
     cpu_cache_sizes,
     unavailable_reason,
 )
-from benchbench.engine import Block
 
 
 class FakeCuda:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchbench.doctor import (
+from benchbench.machine.doctor import (
     ASLR_PATH,
     BOOST_PATH,
     CHECKS,
@@ -34,7 +34,7 @@ from benchbench.doctor import (
     check_torch_build,
     check_turbo_boost,
 )
-from benchbench.telemetry import ProcessUsage
+from benchbench.machine.telemetry import ProcessUsage
 
 NO_SUCH_PID = 999_999_999  # above Linux's pid_max: never a real process
 UNREADABLE = object()

@@ -2,8 +2,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from benchbench.devices import CpuTimer
-from benchbench.engine import (
+from benchbench.measure.policy import (
     Block,
     Policy,
     Subject,
@@ -14,6 +13,7 @@ from benchbench.engine import (
     warm_up,
     warnings_for,
 )
+from benchbench.measure.timers import CpuTimer
 from tests.unit.fakes import VirtualMachine
 
 

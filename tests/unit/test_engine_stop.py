@@ -1,7 +1,7 @@
 """The engine's cooperative cancellation hook: stop after the current sample."""
 
-from benchbench.devices import CpuTimer
-from benchbench.engine import INTERRUPTED, Policy, Subject, measure
+from benchbench.measure.policy import INTERRUPTED, Policy, Subject, measure
+from benchbench.measure.timers import CpuTimer
 from tests.unit.fakes import VirtualMachine
 
 

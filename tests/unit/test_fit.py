@@ -7,8 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from benchbench.errors import BenchbenchError
-from benchbench.fit import Fit, crossover, crossover_measured, fit_curve, measured_crossovers
+from benchbench.analysis.fit import (
+    Fit,
+    crossover,
+    crossover_measured,
+    fit_curve,
+    measured_crossovers,
+)
+from benchbench.core.errors import BenchbenchError
 
 SIZES = np.geomspace(2**10, 2**28, 19)  # bytes: 1 KiB .. 256 MiB, like a real sweep
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from matplotlib.figure import Figure
 
-from benchbench.curves import with_run
-from benchbench.errors import NotFoundError, UsageError
-from benchbench.probe import CacheLevel, OsCache, Profile
+from benchbench.analysis.curves import with_run
+from benchbench.core.errors import NotFoundError, UsageError
+from benchbench.machine.probe import CacheLevel, OsCache, Profile
 from benchbench.views.plot import roofline_figure, save_figure, throughput_figure
 from benchbench.views.results import NO_PROFILE_NOTE, results_table, with_roofline
 from tests.unit.test_curves import curve_rows

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from benchbench.errors import MeasurementError, StoreError, UsageError
-from benchbench.probe import (
+from benchbench.analysis.roofline import bandwidth_at, ceiling_for
+from benchbench.core.errors import MeasurementError, StoreError, UsageError
+from benchbench.machine.probe import (
     PROFILE_VERSION,
     CacheLevel,
     OsCache,
@@ -29,8 +30,7 @@ from benchbench.probe import (
     read_os_caches,
     run_probe,
 )
-from benchbench.probe_cuda import best_seconds_per_call, measure_cuda_extras
-from benchbench.roofline import bandwidth_at, ceiling_for
+from benchbench.machine.probe_cuda import best_seconds_per_call, measure_cuda_extras
 
 MIB = 1 << 20
 SIZES = [int(s) for s in np.geomspace(4096, 256 * MIB, 49)]  # three per octave, as probed

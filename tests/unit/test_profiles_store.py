@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchbench.environment import Environment
-from benchbench.errors import StoreError
+from benchbench.core.errors import StoreError
+from benchbench.machine.environment import Environment
 from benchbench.store import open_store
 from benchbench.store.profiles import latest_profile, save_profile
 

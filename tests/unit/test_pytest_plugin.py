@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from benchbench.core.stats import Stats
 from benchbench.pytest_plugin import verdict_for
-from benchbench.stats import Stats
 from benchbench.store import open_store
 
 pytest_plugins = ["pytester"]

@@ -10,11 +10,11 @@ import torch
 from matplotlib.figure import Figure
 
 import benchbench
-from benchbench.engine import Policy
-from benchbench.errors import UsageError
-from benchbench.model import Point
-from benchbench.quick_compare import Candidate, measure_variants, time_request
-from benchbench.timing import TimeConfig
+from benchbench.core.errors import UsageError
+from benchbench.core.values import Point
+from benchbench.measure.policy import Policy
+from benchbench.measure.variants import Candidate, measure_variants, time_request
+from benchbench.run.statements import TimeConfig
 
 # Short everything: these tests check what is reported, never how fast anything is.
 FAST = Policy(

@@ -1,7 +1,7 @@
 import datetime as dt
 import random
 
-from benchbench.regressions import HistoryPoint, analyze_series, severity
+from benchbench.analysis.regressions import HistoryPoint, analyze_series, severity
 
 
 def _history(values):

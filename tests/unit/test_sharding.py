@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchbench.errors import UsageError
-from benchbench.sharding import Shard, assign, group_id_for, scheduler_group
+from benchbench.core.errors import UsageError
+from benchbench.run.sharding import Shard, assign, group_id_for, scheduler_group
 
 ids_strategy = st.lists(st.text("0123456789abcdef", min_size=1, max_size=16), max_size=120)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from benchbench.stats import Stats, median_ci_ranks
+from benchbench.core.stats import Stats, median_ci_ranks
 
 
 def test_statistics_of_known_samples():

@@ -7,9 +7,9 @@ import random
 import pytest
 from pytest_benchmark.stats import Stats as PytestBenchmarkStats
 
-from benchbench.exports import pytest_benchmark_stats
-from benchbench.model import Point, Result
-from benchbench.stats import Stats
+from benchbench.core.stats import Stats
+from benchbench.core.values import Point, Result
+from benchbench.interchange.exports import pytest_benchmark_stats
 from benchbench.store.rows import summaries
 
 

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 from benchbench import Suite, Variant, geometric, pow2
-from benchbench.catalog import Selection, select_points
-from benchbench.errors import SuiteError
+from benchbench.core.errors import SuiteError
+from benchbench.suite.load import Selection, select_points
 
 
 def _suite() -> Suite:

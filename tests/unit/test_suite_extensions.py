@@ -7,10 +7,10 @@ import json
 import pytest
 import torch
 
-from benchbench.engine import Policy
-from benchbench.errors import SuiteError
-from benchbench.measure import Options, measure_point, profile_file_name
-from benchbench.suite import Skip, Suite, Variant
+from benchbench.core.errors import SuiteError
+from benchbench.measure.point import Options, measure_point, profile_file_name
+from benchbench.measure.policy import Policy
+from benchbench.suite.declare import Skip, Suite, Variant
 
 # Short enough that each measured point costs well under a second here.
 FAST = Options(policy=Policy(max_time_s=0.02, min_time_s=0.0, warmup_min_s=0.0, warmup_max_s=0.01))

@@ -13,8 +13,8 @@ from typing import Any
 import pynvml
 import pytest
 
-from benchbench.errors import BundleError, UsageError
-from benchbench.telemetry import (
+from benchbench.core.errors import BundleError, UsageError
+from benchbench.machine.telemetry import (
     THROTTLE_REASON_BITS,
     GpuProcess,
     MetricSummary,
@@ -339,7 +339,7 @@ def test_a_busy_child_process_is_reported() -> None:
 def test_slow_sources_outside_the_thread_are_read_at_start_and_stop_only():
     import time
 
-    from benchbench.telemetry import TelemetrySampler
+    from benchbench.machine.telemetry import TelemetrySampler
 
     sampler = TelemetrySampler(interval_s=0.01, nvml=None, slow_in_thread=False)
     slow_calls: list[bool | None] = []

@@ -7,21 +7,23 @@ import math
 import numpy as np
 import pytest
 
-from benchbench.errors import UsageError
-from benchbench.model import Point, Result
-from benchbench.timing import (
+from benchbench.analysis.variants import (
     RatioEstimate,
     Row,
-    Statement,
-    check_names,
     crossover_sizes,
     find_crossovers,
-    parse_statements,
     ratio_of_medians,
     rows_from_results,
+    verdict,
+)
+from benchbench.core.errors import UsageError
+from benchbench.core.values import Point, Result
+from benchbench.measure.statements import (
+    Statement,
+    check_names,
+    parse_statements,
     setup_names,
     statement_function,
-    verdict,
 )
 
 

@@ -1,7 +1,7 @@
 import pytest
 
-from benchbench.errors import UsageError
-from benchbench.units import format_rate, format_size, format_time, parse_sizes
+from benchbench.core.errors import UsageError
+from benchbench.core.units import format_rate, format_size, format_time, parse_sizes
 
 
 def test_parse_size_forms():

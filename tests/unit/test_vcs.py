@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from benchbench.commands.run import _repo
-from benchbench.errors import UsageError
-from benchbench.vcs import git_state
+from benchbench.cli.run import _repo
+from benchbench.core.errors import UsageError
+from benchbench.machine.vcs import git_state
 
 
 def _git(path, *args):

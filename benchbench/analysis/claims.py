@@ -1,0 +1,234 @@
+"""Published claims beside what this machine measured.
+
+A :class:`Claim` is data declared in a suite file (``suite.claims``): the claim as it
+was published, which stored measurements answer it, and an ``evaluate`` function
+that turns those stored rows into a :class:`Finding` — a figure with its confidence
+interval and a verdict. Verdicts are computed from the store, never written by hand:
+
+- ``holds`` / ``does not hold``: the whole 95 % interval is inside / outside the
+  band the claim states (a ratio of medians, a count, an error bound);
+- ``inconclusive``: the interval straddles the band's edge (rerun with a larger
+  ``--budget`` on a quieter machine);
+- ``not measurable here``: the points exist but were skipped or failed (no GPU,
+  dtype not supported), with that reason;
+- ``not measured``: the run holds no such points; the reason names the suite and
+  tag to run.
+
+Ratios of medians carry a conservative interval built from the two medians' own
+95 % intervals: ``[lo_a / hi_b, hi_a / lo_b]``. It is wider than a bootstrap of the
+ratio, so a ``holds`` is never an artefact of an optimistic interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchbench.store import Store
+
+Row = Mapping[str, Any]
+
+HOLDS = "holds"
+FAILS = "does not hold"
+INCONCLUSIVE = "inconclusive"
+UNMEASURABLE = "not measurable here"
+NOT_MEASURED = "not measured"
+VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, UNMEASURABLE, NOT_MEASURED)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the stored measurements say about one claim."""
+
+    verdict: str
+    figure: str = ""
+    value: float | None = None
+    ci: tuple[float, float] | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+Evaluate = Callable[["Rows"], Finding]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published claim and how to check it against a run's stored points.
+
+    ``suite``/``workloads``/``tag`` say which points it needs (and what to run when
+    they are missing); ``evaluate(rows)`` receives the run's rows of that suite.
+    """
+
+    id: str
+    section: str
+    text: str
+    needs: str
+    suite: str
+    workloads: tuple[str, ...]
+    evaluate: Evaluate
+    tag: str = "quick"
+
+    def __post_init__(self) -> None:
+        if self.section not in ("A", "B", "C", "D"):
+            raise ValueError(
+                f"claim {self.id!r}: section must be A, B, C or D, got {self.section!r}"
+            )
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim with its finding on one run."""
+
+    claim: Claim
+    finding: Finding
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.claim.id,
+            "section": self.claim.section,
+            "claim": self.claim.text,
+            "needs": self.claim.needs,
+            "suite": self.claim.suite,
+            "verdict": self.finding.verdict,
+            "figure": self.finding.figure,
+            "value": _finite(self.finding.value),
+            "ci": [_finite(v) for v in self.finding.ci] if self.finding.ci else None,
+            "reason": self.finding.reason,
+        }
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The stored rows of one run (``Store.measurements``), with look-ups for claims."""
+
+    rows: tuple[Row, ...] = field(default_factory=tuple)
+
+    def find(self, workload: str, variant: str | None = None, **where: Any) -> list[Row]:
+        """Rows of ``workload`` (and ``variant``) whose fields or params equal ``where``."""
+        out = []
+        for row in self.rows:
+            if row["workload"] != workload or (variant is not None and row["variant"] != variant):
+                continue
+            params = row.get("params") or {}
+            if all(_field(row, params, k) == v for k, v in where.items()):
+                out.append(row)
+        return out
+
+    def one(self, workload: str, variant: str | None = None, **where: Any) -> Row | Finding:
+        """The ok row at the largest size matching, or a Finding saying why there is none."""
+        rows = self.find(workload, variant, **where)
+        ok = [r for r in rows if r["status"] == "ok"]
+        if ok:
+            return max(ok, key=lambda r: r["size"])
+        what = f"{workload}:{variant}" if variant else workload
+        if rows:
+            reasons = sorted({str(r.get("reason") or r["status"]) for r in rows})
+            return Finding(UNMEASURABLE, reason=f"{what} {rows[0]['status']}: {'; '.join(reasons)}")
+        cond = ", ".join(f"{k}={v}" for k, v in where.items())
+        return Finding(
+            NOT_MEASURED, reason=f"no stored point {what}" + (f" ({cond})" if cond else "")
+        )
+
+
+def _field(row: Row, params: Mapping[str, Any], key: str) -> Any:
+    return row[key] if key in row else params.get(key)
+
+
+def ratio_of_medians(slow: Row, fast: Row) -> tuple[float, tuple[float, float]]:
+    """median(slow) / median(fast) with the conservative interval from both CIs."""
+    ratio = slow["median_s"] / fast["median_s"]
+    low = slow["ci_low_s"] / fast["ci_high_s"]
+    high = slow["ci_high_s"] / fast["ci_low_s"]
+    return ratio, (low, high)
+
+
+def band_verdict(ci: tuple[float, float], low: float, high: float = math.inf) -> str:
+    """``holds`` if the interval lies in [low, high], ``does not hold`` if it lies outside."""
+    lo, hi = ci
+    if lo >= low and hi <= high:
+        return HOLDS
+    if hi < low or lo > high:
+        return FAILS
+    return INCONCLUSIVE
+
+
+def _band_text(low: float, high: float) -> str:
+    return f">= {low:g}x" if math.isinf(high) else f"{low:g}x to {high:g}x"
+
+
+def speedup(
+    workload: str,
+    slow: str,
+    fast: str,
+    *,
+    low: float,
+    high: float = math.inf,
+    **where: Any,
+) -> Evaluate:
+    """Claim "``fast`` is ``low``..``high`` times faster than ``slow``" on ``workload``."""
+
+    def evaluate(rows: Rows) -> Finding:
+        a = rows.one(workload, slow, **where)
+        if isinstance(a, Finding):
+            return a
+        b = rows.one(workload, fast, **where, size=a["size"])
+        if isinstance(b, Finding):
+            return b
+        ratio, ci = ratio_of_medians(a, b)
+        shape = a.get("shape") or [a["size"]]
+        figure = (
+            f"{slow} / {fast} = {ratio:.3g}x (95% CI {ci[0]:.3g}-{ci[1]:.3g}) "
+            f"at n={'x'.join(map(str, shape))}, {a['dtype']}, {a['device']}"
+        )
+        verdict = band_verdict(ci, low, high)
+        return Finding(verdict, figure, ratio, ci, reason=f"claim band {_band_text(low, high)}")
+
+    return evaluate
+
+
+def claims_of(paths: Iterable[Path]) -> list[Claim]:
+    """Every claim declared by the suite files at ``paths`` (loaded once per process)."""
+    from benchbench.suite.load import load_suite
+
+    out: list[Claim] = []
+    for path in paths:
+        out.extend(c for c in load_suite(path).claims if isinstance(c, Claim))
+    return sorted(out, key=lambda c: (c.section, c.id))
+
+
+def evaluate(claims: Sequence[Claim], rows: Sequence[Row]) -> list[ClaimResult]:
+    """Each claim's finding on a run's stored ``rows``; pure, for tests and views."""
+    results = []
+    for claim in claims:
+        mine = Rows(tuple(r for r in rows if r["suite"] == claim.suite))
+        hint = f"run `benchbench run {claim.suite} --tag {claim.tag}`"
+        if not any(r["workload"] in claim.workloads for r in mine.rows):
+            where = "this run has no" + (" " if mine.rows else f" {claim.suite} ") + "points"
+            finding = Finding(
+                NOT_MEASURED,
+                reason=f"{where} of {claim.suite}/{', '.join(claim.workloads)}: {hint}",
+            )
+        else:
+            finding = claim.evaluate(mine)
+            if finding.verdict == NOT_MEASURED:
+                finding = Finding(NOT_MEASURED, reason=f"{finding.reason}: {hint}")
+        results.append(ClaimResult(claim, finding))
+    return results
+
+
+def evaluate_claims(store: Store, run_id: str) -> list[ClaimResult]:
+    """Findings of every built-in suite's claims on run ``run_id`` of ``store``."""
+    from benchbench.suite.load import builtin_suites
+
+    return evaluate(claims_of(builtin_suites().values()), store.measurements(run_id))

@@ -1,0 +1,316 @@
+"""Compare two runs point by point: ratio of medians, its CI, Mann-Whitney U, a verdict.
+
+Pure functions over stored rows (measurement joined with benchmark, as
+:meth:`Store.measurements` returns them), so that ``benchbench compare``, the
+dashboard's comparison page and any later command share one analysis.
+
+Per point (matched by benchmark id), on the per-call times (raw sample / calls):
+
+- **ratio** = median(contender) / median(base): above 1 the contender is slower;
+- **its 95 % CI** by bootstrap: both sides are resampled with replacement
+  (``resamples`` times, generator seeded with ``seed`` so the same runs always give
+  the same interval) and the 2.5th and 97.5th percentiles of the resampled ratios
+  are taken. A ratio of the two medians' own CIs would be too wide (it adds two
+  95 % intervals) and has no coverage guarantee;
+- **p**: two-sided Mann-Whitney U test (scipy) that the two sets of samples come
+  from the same distribution; it assumes nothing about their shape, which suits
+  skewed, heavy-tailed timings;
+- **mark**: ``not significant`` when p >= ``alpha`` (or a side has fewer than 3
+  samples); else ``slower`` when ratio >= 1 + ``min_effect``, ``faster`` when
+  ratio <= 1 - ``min_effect``, and ``same`` in between (a real but negligible
+  difference). ``new``: measured in the contender only (absent or not ok in the base);
+  ``gone``: absent or skipped in the contender; ``failing``: an error in the contender.
+
+A point **regressed** when it is ``slower``, or ``failing`` where the base measured
+it. The geometric mean of the ratios is given per workload and overall over the
+points both runs measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats as _scipy_stats
+
+from benchbench.core.values import Point
+
+FASTER, SLOWER, SAME = "faster", "slower", "same"
+NOT_SIGNIFICANT, NEW, GONE, FAILING = "not significant", "new", "gone", "failing"
+MARKS = (SLOWER, FAILING, FASTER, SAME, NOT_SIGNIFICANT, NEW, GONE)
+
+#: Default minimum effect: a 5 % change in the median is what we call a change.
+MIN_EFFECT = 0.05
+#: Significance level of the Mann-Whitney test.
+ALPHA = 0.05
+#: Bootstrap resamples: 2,000 put the 2.5/97.5 % percentiles within ~1 % of their
+#: limit values (Efron & Tibshirani recommend >= 1,000 for percentile intervals).
+RESAMPLES = 2000
+SEED = 20261122
+#: Below 3 samples a side, Mann-Whitney cannot reach p < 0.05 at all.
+MIN_SAMPLES = 3
+
+Row = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SampleComparison:
+    """The statistics of one pair of sample sets (per-call seconds)."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    mark: str
+
+
+@dataclass(frozen=True)
+class PointComparison:
+    """One benchmark in both runs (either side may be missing)."""
+
+    benchmark_id: str
+    label: str
+    suite: str
+    workload: str
+    mark: str
+    base_status: str | None
+    contender_status: str | None
+    base_median_s: float | None = None
+    contender_median_s: float | None = None
+    ratio: float | None = None
+    ratio_ci_low: float | None = None
+    ratio_ci_high: float | None = None
+    p_value: float | None = None
+    reason: str | None = None
+
+    @property
+    def regressed(self) -> bool:
+        """Slower beyond the minimum effect, or failing where the base measured it."""
+        return self.mark == SLOWER or (self.mark == FAILING and self.base_status == "ok")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark_id": self.benchmark_id,
+            "label": self.label,
+            "suite": self.suite,
+            "workload": self.workload,
+            "mark": self.mark,
+            "regressed": self.regressed,
+            "base_status": self.base_status,
+            "contender_status": self.contender_status,
+            "base_median_s": self.base_median_s,
+            "contender_median_s": self.contender_median_s,
+            "ratio": self.ratio,
+            "ratio_ci_low": self.ratio_ci_low,
+            "ratio_ci_high": self.ratio_ci_high,
+            "p_value": self.p_value,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every point of two runs, the geometric means and the environments' differences."""
+
+    points: tuple[PointComparison, ...]
+    min_effect: float
+    alpha: float
+    environment_diff: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    @property
+    def regressions(self) -> list[PointComparison]:
+        return [p for p in self.points if p.regressed]
+
+    @property
+    def same_environment(self) -> bool:
+        return not self.environment_diff
+
+    def counts(self) -> dict[str, int]:
+        return {mark: sum(1 for p in self.points if p.mark == mark) for mark in MARKS}
+
+    def geomean_by_workload(self) -> dict[str, float]:
+        """Geometric mean of the ratios per ``suite/workload`` (points both runs measured)."""
+        groups: dict[str, list[float]] = defaultdict(list)
+        for p in self.points:
+            if p.ratio is not None:
+                groups[f"{p.suite}/{p.workload}"].append(p.ratio)
+        return {key: geometric_mean(values) for key, values in sorted(groups.items())}
+
+    @property
+    def geomean(self) -> float | None:
+        ratios = [p.ratio for p in self.points if p.ratio is not None]
+        return geometric_mean(ratios) if ratios else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "min_effect": self.min_effect,
+            "alpha": self.alpha,
+            "same_environment": self.same_environment,
+            "environment_diff": {
+                k: {"base": b, "contender": c} for k, (b, c) in self.environment_diff.items()
+            },
+            "counts": self.counts(),
+            "regressed": len(self.regressions),
+            "geomean": self.geomean,
+            "geomean_by_workload": self.geomean_by_workload(),
+            "points": [p.to_dict() for p in self.points],
+        }
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    """exp(mean(log v)) of positive ratios."""
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def bootstrap_ratio_ci(
+    base: np.ndarray,
+    contender: np.ndarray,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of median(contender) / median(base)."""
+    rng = np.random.default_rng(seed)
+    ratios = np.empty(resamples)
+    # Chunks keep the index matrices under ~8 MB whatever the sample counts.
+    chunk = max(1, min(resamples, 1_000_000 // max(len(base), len(contender))))
+    for start in range(0, resamples, chunk):
+        count = min(chunk, resamples - start)
+        b = np.median(base[rng.integers(0, len(base), (count, len(base)))], axis=1)
+        c = np.median(contender[rng.integers(0, len(contender), (count, len(contender)))], axis=1)
+        ratios[start : start + count] = c / b
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(ratios, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def compare_samples(
+    base_s: Sequence[float],
+    contender_s: Sequence[float],
+    *,
+    min_effect: float = MIN_EFFECT,
+    alpha: float = ALPHA,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> SampleComparison:
+    """Ratio, its bootstrap CI, Mann-Whitney p and the mark for two sets of per-call times."""
+    if min(len(base_s), len(contender_s)) < 1:
+        raise ValueError("compare_samples needs at least one sample on each side")
+    base = np.asarray(base_s, dtype=np.float64)
+    contender = np.asarray(contender_s, dtype=np.float64)
+    ratio = float(np.median(contender) / np.median(base))
+    low, high = bootstrap_ratio_ci(base, contender, resamples=resamples, seed=seed)
+    if min(len(base), len(contender)) < MIN_SAMPLES:
+        return SampleComparison(ratio, low, high, 1.0, NOT_SIGNIFICANT)
+    p = float(_scipy_stats.mannwhitneyu(base, contender, alternative="two-sided").pvalue)
+    if not p < alpha:
+        mark = NOT_SIGNIFICANT
+    elif ratio >= 1.0 + min_effect:
+        mark = SLOWER
+    elif ratio <= 1.0 - min_effect:
+        mark = FASTER
+    else:
+        mark = SAME
+    return SampleComparison(ratio, low, high, p, mark)
+
+
+def per_call(row: Row) -> list[float]:
+    calls = int(row["calls_per_sample"])
+    return [float(s) / calls for s in row["samples_s"]]
+
+
+def _label(row: Row) -> str:
+    return Point.from_row(row).label
+
+
+def compare_point(
+    base: Row | None,
+    contender: Row | None,
+    *,
+    min_effect: float = MIN_EFFECT,
+    alpha: float = ALPHA,
+    seed: int = SEED,
+) -> PointComparison:
+    """The comparison of one benchmark's rows in the base and the contender."""
+    row = contender if contender is not None else base
+    if row is None:
+        raise ValueError("compare_point needs a row on at least one side")
+    common = {
+        "benchmark_id": row["benchmark_id"],
+        "label": _label(row),
+        "suite": row["suite"],
+        "workload": row["workload"],
+        "base_status": base["status"] if base is not None else None,
+        "contender_status": contender["status"] if contender is not None else None,
+        "base_median_s": base.get("median_s") if base is not None else None,
+        "contender_median_s": contender.get("median_s") if contender is not None else None,
+    }
+    if contender is None or contender["status"] == "skipped":
+        reason = contender.get("reason") if contender is not None else "not in the contender"
+        return PointComparison(mark=GONE, reason=reason, **common)
+    if contender["status"] != "ok":
+        return PointComparison(mark=FAILING, reason=contender.get("reason"), **common)
+    if base is None or base["status"] != "ok" or not base["samples_s"]:
+        reason = "not in the base" if base is None else f"base: {base['status']}"
+        return PointComparison(mark=NEW, reason=reason, **common)
+    result = compare_samples(
+        per_call(base), per_call(contender), min_effect=min_effect, alpha=alpha, seed=seed
+    )
+    return PointComparison(
+        mark=result.mark,
+        ratio=result.ratio,
+        ratio_ci_low=result.ci_low,
+        ratio_ci_high=result.ci_high,
+        p_value=result.p_value,
+        **common,
+    )
+
+
+def compare_rows(
+    base_rows: Sequence[Row],
+    contender_rows: Sequence[Row],
+    *,
+    min_effect: float = MIN_EFFECT,
+    alpha: float = ALPHA,
+    seed: int = SEED,
+    base_environment: Mapping[str, Any] | None = None,
+    contender_environment: Mapping[str, Any] | None = None,
+) -> Comparison:
+    """Compare two runs' rows point by point (base order, then points new in the contender).
+
+    ``*_environment`` are the environments' comparability fields; their differences
+    are reported (comparing across environments is allowed but labelled).
+    """
+    if not 0 <= min_effect < 1:
+        raise ValueError(f"min_effect must be a fraction in [0, 1), got {min_effect}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    base = {r["benchmark_id"]: r for r in base_rows}
+    contender = {r["benchmark_id"]: r for r in contender_rows}
+    order = list(base) + [b for b in contender if b not in base]
+    points = tuple(
+        compare_point(base.get(b), contender.get(b), min_effect=min_effect, alpha=alpha, seed=seed)
+        for b in order
+    )
+    return Comparison(
+        points=points,
+        min_effect=min_effect,
+        alpha=alpha,
+        environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
+    )
+
+
+def environment_diff(
+    base: Mapping[str, Any], contender: Mapping[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """The comparability fields that differ: ``{field: (base value, contender value)}``."""
+    return {
+        key: (base.get(key), contender.get(key))
+        for key in sorted(set(base) | set(contender))
+        if base.get(key) != contender.get(key)
+    }

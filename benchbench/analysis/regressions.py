@@ -1,0 +1,128 @@
+"""Regressions over history: change points per (benchmark, environment) series.
+
+Pure functions over :class:`HistoryPoint` sequences (oldest first); the store
+loads and saves, the CLI lists. The detector is :mod:`benchbench.analysis.changepoint`
+(E-divisive means with a Student t-test, as in Hunter / Apache Otava). A series
+too noisy to judge (per-point relative noise above 10 %) is reported as
+``unstable`` and raises no alert. Each worsening change point becomes an alert with
+its commit range: the last run at the old level and the first at the new one.
+An ``expected`` annotation on an alert resets the baseline: only runs from its
+first bad run on are judged afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchbench.analysis.changepoint import analyze, regressions
+
+#: |relative change| at or above each bound gets that severity.
+SEVERITIES = (("critical", 0.25), ("major", 0.10), ("minor", 0.0))
+
+
+def severity(rel_change: float) -> str:
+    size = abs(rel_change)
+    return next(name for name, bound in SEVERITIES if size >= bound)
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One run's result for a series: ``median_s`` is None when the point failed."""
+
+    run_id: str
+    started_at: dt.datetime
+    git_sha: str | None
+    median_s: float | None
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A regression in one series, with the runs (and commits) around it."""
+
+    benchmark_id: str
+    environment_id: str
+    last_good_run_id: str | None
+    first_bad_run_id: str
+    rel_change: float
+    severity: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SeriesReport:
+    """What the detector concluded about one series."""
+
+    benchmark_id: str
+    environment_id: str
+    points: int
+    unstable: bool
+    noise_rel: float | None
+    change_points: tuple[int, ...]
+    alerts: tuple[Alert, ...]
+
+
+def analyze_series(
+    benchmark_id: str,
+    environment_id: str,
+    history: Sequence[HistoryPoint],
+    *,
+    min_effect: float = 0.05,
+    baseline_run_id: str | None = None,
+) -> SeriesReport:
+    """Detect regressions in one series (oldest first).
+
+    ``baseline_run_id``: judge only runs from this one on (an expected change).
+    """
+    if baseline_run_id is not None:
+        ids = [h.run_id for h in history]
+        if baseline_run_id in ids:
+            history = history[ids.index(baseline_run_id) :]
+    values = [h.median_s if h.median_s is not None else math.nan for h in history]
+    analysis = analyze(values, min_effect=min_effect)
+    alerts = []
+    for cp in regressions(analysis):
+        good = _last_ok_before(history, cp.index)
+        bad = history[cp.index]
+        creep = next((c for c in analysis.creeps if cp.index in c.change_points), None)
+        detail: dict[str, Any] = {
+            "kind": "creep" if creep else "step",
+            "before_s": cp.before,
+            "after_s": cp.after,
+            "p_value": cp.p_value,
+            "good_sha": good.git_sha if good else None,
+            "bad_sha": bad.git_sha,
+            "noise_rel": analysis.noise_rel,
+        }
+        if creep is not None:
+            detail["creep_rel_per_run"] = creep.slope_rel_per_point
+        alerts.append(
+            Alert(
+                benchmark_id=benchmark_id,
+                environment_id=environment_id,
+                last_good_run_id=good.run_id if good else None,
+                first_bad_run_id=bad.run_id,
+                rel_change=cp.rel_change,
+                severity=severity(cp.rel_change),
+                detail=detail,
+            )
+        )
+    return SeriesReport(
+        benchmark_id=benchmark_id,
+        environment_id=environment_id,
+        points=analysis.n_values,
+        unstable=analysis.unstable,
+        noise_rel=analysis.noise_rel,
+        change_points=tuple(cp.index for cp in analysis.change_points),
+        alerts=tuple(alerts),
+    )
+
+
+def _last_ok_before(history: Sequence[HistoryPoint], index: int) -> HistoryPoint | None:
+    for point in reversed(history[:index]):
+        if point.median_s is not None:
+            return point
+    return None

@@ -1,0 +1,101 @@
+"""Roofline: which ceiling a measured point is held to, for "% of peak".
+
+A point moves ``bytes_per_call`` and computes ``flop_per_call`` over a working set of
+``working_set_bytes``. Its arithmetic intensity is ``flop / bytes``; the attainable
+FLOP/s is ``min(peak_flop_per_s, intensity * bandwidth(working_set))``, where the
+bandwidth is read off the probe's curve at that working set, so a 256 KiB operand is
+held to the L2 figure and a 1 GiB one to main memory. When the bandwidth term is the
+smaller one the point is memory-bound and its "% of peak" is its bytes/s over that
+bandwidth; otherwise it is compute-bound and the percentage is its FLOP/s over the peak.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from benchbench.core.errors import MeasurementError
+from benchbench.machine.hardware import Profile
+
+__all__ = ["Ceiling", "bandwidth_at", "ceiling_for"]
+
+# The curves measured with torch's default threads: the ceilings a torch operator sees.
+_DEFAULT_OPS = ("read", "write", "copy")
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The roofline ceiling of one point.
+
+    ``kind`` is ``"memory"`` (``value`` in bytes/s) or ``"compute"`` (``value`` in
+    flop/s): divide the point's own bytes/s or flop/s by ``value`` for its fraction of
+    peak. ``attainable_flop_per_s`` is the roofline itself, ``min(peak, intensity *
+    bandwidth)`` (0.0 for a point with no flop).
+    """
+
+    kind: Literal["memory", "compute"]
+    value: float
+    intensity_flop_per_byte: float
+    attainable_flop_per_s: float
+
+
+def bandwidth_at(profile: Profile, working_set_bytes: float) -> float:
+    """Best bandwidth over the default-thread curves at ``working_set_bytes``.
+
+    Interpolated linearly in log-log between measured sizes, and held at the end values
+    outside the measured range (beyond the largest size the curve is on its main-memory
+    plateau; below the smallest, per-call overhead dominates anyway).
+    """
+    curves = [profile.bandwidth[op] for op in _DEFAULT_OPS if profile.bandwidth.get(op)]
+    if not curves:
+        raise MeasurementError(
+            f"roofline: profile for {profile.device!r} has no bandwidth curve "
+            f"(ops {sorted(profile.bandwidth)}); run 'benchbench probe' again"
+        )
+    if not working_set_bytes > 0:
+        raise MeasurementError(
+            f"roofline: working_set_bytes must be > 0, got {working_set_bytes!r}"
+        )
+    x = math.log(working_set_bytes)
+    best = 0.0
+    for curve in curves:
+        sizes = np.log([b for b, _ in curve])
+        values = np.log([v for _, v in curve])
+        best = max(best, float(np.exp(np.interp(x, sizes, values))))
+    return best
+
+
+def ceiling_for(
+    profile: Profile,
+    bytes_per_call: float,
+    flop_per_call: float,
+    working_set_bytes: float,
+    *,
+    dtype: str = "float32",
+) -> Ceiling:
+    """The ceiling to compute a point's "% of peak" against (see the module docstring).
+
+    ``dtype`` picks the peak FLOP/s; a dtype the probe did not measure falls back to the
+    best measured one. A point with no bytes is compute-bound and one with no flop is
+    memory-bound. Raises :class:`MeasurementError` for negative work or a point with
+    neither bytes nor flop.
+    """
+    if bytes_per_call < 0 or flop_per_call < 0 or bytes_per_call == flop_per_call == 0:
+        raise MeasurementError(
+            f"roofline: need bytes_per_call >= 0 and flop_per_call >= 0, not both 0; got "
+            f"{bytes_per_call!r} bytes and {flop_per_call!r} flop (fix the work model)"
+        )
+    peak = profile.peak_flop_per_s.get(dtype) or max(
+        profile.peak_flop_per_s.values(), default=math.inf
+    )
+    if bytes_per_call == 0:
+        return Ceiling("compute", peak, math.inf, peak)
+    bandwidth = bandwidth_at(profile, working_set_bytes)
+    intensity = flop_per_call / bytes_per_call
+    memory_roof = intensity * bandwidth
+    if flop_per_call == 0 or memory_roof < peak:
+        return Ceiling("memory", bandwidth, intensity, memory_roof)
+    return Ceiling("compute", peak, intensity, peak)

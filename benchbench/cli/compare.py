@@ -1,0 +1,160 @@
+"""Compare two runs point by point and exit 3 when the contender regressed.
+
+BASE and CONTENDER are run ids, id prefixes, labels, ``latest`` or ``latest~N``
+(the N-th run before the latest); ``--environment`` (an environment id or a machine
+label) makes them pick among that environment's runs only, e.g.
+``benchbench compare latest~1 latest --environment gpu-box-3``.
+
+Per point, on the per-call times of the raw samples: the ratio of medians
+(contender / base, above 1 is slower) with a 95 % bootstrap CI, the two-sided
+Mann-Whitney U p-value, and a mark: slower / faster beyond --min-effect with
+p < --alpha, same (significant but smaller than --min-effect), not significant,
+new, gone, failing. Geometric means of the ratios per workload and overall follow.
+
+Exit codes: 3 when a point is slower or newly failing (regressed), unless
+--no-fail-on-regression; 0 otherwise; 1 error; 2 usage. Runs from different
+environments can be compared; the differing fields are shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from rich.table import Table
+from rich.text import Text
+
+from benchbench.analysis import compare
+from benchbench.cli import flags
+from benchbench.core.errors import UsageError
+from benchbench.core.units import format_time
+
+HELP = "compare two runs; exit 3 on regression"
+EXIT_REGRESSION = 3
+_STYLE = {
+    compare.SLOWER: "red",
+    compare.FAILING: "red",
+    compare.FASTER: "green",
+    compare.NEW: "cyan",
+    compare.GONE: "yellow",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("base", metavar="BASE", help="run id, prefix, label, latest, latest~N")
+    parser.add_argument("contender", metavar="CONTENDER", help="the run judged against BASE")
+    parser.add_argument(
+        "--environment",
+        metavar="ENV",
+        help="resolve both runs among this environment's runs (id, prefix or machine label)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=compare.MIN_EFFECT,
+        metavar="FRACTION",
+        help="smallest change of the median that counts (default %(default)s = 5%%)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=compare.ALPHA,
+        metavar="P",
+        help="significance level of the Mann-Whitney test (default %(default)s)",
+    )
+    parser.add_argument(
+        "--fail-on-regression",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="exit 3 when a point regressed (default on; --no-fail-on-regression exits 0)",
+    )
+    flags.add_store(parser)
+    flags.add_json(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.min_effect < 1:
+        raise UsageError(f"--min-effect must be a fraction in [0, 1), got {args.min_effect}")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
+    store = flags.store_from(args)
+    base = store.resolve_run(args.base, environment=args.environment)
+    contender = store.resolve_run(args.contender, environment=args.environment)
+    envs = [
+        store.environment(r["environment_id"]) if r["environment_id"] else None
+        for r in (base, contender)
+    ]
+    result = compare.compare_rows(
+        store.measurements(base["id"]),
+        store.measurements(contender["id"]),
+        min_effect=args.min_effect,
+        alpha=args.alpha,
+        base_environment=(envs[0] or {}).get("fields"),
+        contender_environment=(envs[1] or {}).get("fields"),
+    )
+    if args.json:
+        flags.print_json(
+            {"base": _run_info(base), "contender": _run_info(contender), **result.to_dict()}
+        )
+    else:
+        _print(result, base, contender)
+    regressed = bool(result.regressions)
+    return EXIT_REGRESSION if regressed and args.fail_on_regression else 0
+
+
+def _run_info(run: dict) -> dict:
+    started = run.get("started_at")
+    return {
+        "run_id": run["id"],
+        "label": run.get("label"),
+        "started_at": started.isoformat() if started is not None else None,
+        "git_sha": run.get("git_sha"),
+        "environment_id": run.get("environment_id"),
+    }
+
+
+def _name(run: dict) -> str:
+    return run["id"][:8] + (f" ({run['label']})" if run.get("label") else "")
+
+
+def _print(result: compare.Comparison, base: dict, contender: dict) -> None:
+    out, err = flags.stdout(), flags.stderr()
+    table = Table(
+        title=f"{_name(contender)} vs base {_name(base)}", header_style="bold", show_lines=False
+    )
+    for name, justify in (
+        ("point", "left"),
+        ("base", "right"),
+        ("contender", "right"),
+        ("ratio", "right"),
+        ("95% CI", "right"),
+        ("p", "right"),
+        ("mark", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for p in result.points:
+        table.add_row(
+            p.label,
+            format_time(p.base_median_s) if p.base_median_s is not None else "-",
+            format_time(p.contender_median_s) if p.contender_median_s is not None else "-",
+            f"{p.ratio:.3f}" if p.ratio is not None else "-",
+            f"{p.ratio_ci_low:.3f}-{p.ratio_ci_high:.3f}"
+            if p.ratio_ci_low is not None and p.ratio_ci_high is not None
+            else "-",
+            f"{p.p_value:.2g}" if p.p_value is not None else "-",
+            Text(p.mark + (f": {p.reason}" if p.reason else ""), style=_STYLE.get(p.mark, "")),
+        )
+    out.print(table)
+    for workload, value in result.geomean_by_workload().items():
+        out.print(f"geometric mean {workload}: {value:.3f}")
+    if result.geomean is not None and math.isfinite(result.geomean):
+        out.print(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
+    if not result.same_environment:
+        err.print("[yellow]the runs come from different environments; differing fields:[/yellow]")
+        for key, (b, c) in result.environment_diff.items():
+            err.print(f"  {key}: {b!r} -> {c!r}")
+    counts = ", ".join(f"{n} {mark}" for mark, n in result.counts().items() if n)
+    err.print(
+        f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
+        f"alpha {result.alpha})"
+    )

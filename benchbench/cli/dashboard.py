@@ -1,0 +1,77 @@
+"""Build or serve the static dashboard of the store's history.
+
+`dashboard build` writes a static site (all JavaScript and CSS bundled, works from
+file:// and any static host, nothing fetched from a network) into
+dashboards/NAME (default dashboards/latest). `dashboard serve` serves one on
+127.0.0.1 and rebuilds it from the store on request (opening the overview rebuilds
+at most every 5 s; /__rebuild forces it). Regression detection runs first, so the
+pages show current alerts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from benchbench.cli import flags
+from benchbench.dashboard import build_site
+from benchbench.dashboard.from_store import changepoints, fit, load
+from benchbench.dashboard.serve import serve
+from benchbench.store import Store
+from benchbench.store.history import detect
+
+HELP = "build or serve the static dashboard"
+DEFAULT_DIR = Path("dashboards") / "latest"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = sub.add_parser("build", help="write the static site", description=__doc__)
+    build.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=DEFAULT_DIR,
+        metavar="DIR",
+        help=f"output folder (default {DEFAULT_DIR})",
+    )
+    build.add_argument("--repo-url", metavar="URL", help="link commits to URL/commit/SHA")
+    flags.add_store(build)
+    srv = sub.add_parser("serve", help="serve the site on 127.0.0.1, rebuilding on request")
+    srv.add_argument(
+        "-d",
+        "--directory",
+        type=Path,
+        default=DEFAULT_DIR,
+        metavar="DIR",
+        help=f"site folder (default {DEFAULT_DIR})",
+    )
+    srv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    srv.add_argument("--repo-url", metavar="URL", help="link commits to URL/commit/SHA")
+    flags.add_store(srv)
+
+
+def build(store: Store, output: Path, repo_url: str | None) -> Path:
+    """Detect regressions, read the store, write the site; returns index.html's path."""
+    detect(store)
+    return build_site(load(store, repo_url), output, fit=fit, changepoints=changepoints)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = flags.store_from(args)
+    if args.action == "build":
+        index = build(store, args.output, args.repo_url)
+        flags.stderr().print(
+            f"dashboard written to {index.parent}; open {index.resolve().as_uri()}"
+        )
+        return 0
+    flags.stderr().print(
+        f"serving {args.directory} on http://{args.host}:{args.port}/ (Ctrl-C to stop)"
+    )
+
+    def rebuild() -> None:
+        build(store, args.directory, args.repo_url)
+
+    serve(args.directory, args.host, args.port, rebuild=rebuild)
+    return 0

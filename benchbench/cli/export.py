@@ -1,0 +1,76 @@
+"""Export one run for another store or another tool.
+
+Formats: ``bundle`` (a self-contained JSON document that ``benchbench import`` reads;
+gzip-compressed when the file name ends in .gz), ``pyperf`` (``python -m pyperf
+stats/hist/compare_to`` read it), ``pytest-benchmark`` (``pytest-benchmark compare``
+reads it) and ``csv`` (one row per point). Times are per call, in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from benchbench.cli import flags
+from benchbench.core.errors import NotFoundError, UsageError
+from benchbench.interchange import exports
+from benchbench.interchange.bundle import export_bundle, write_bundle
+
+HELP = "export a run as a bundle, pyperf, pytest-benchmark or CSV file"
+FORMATS = ("bundle", "pyperf", "pytest-benchmark", "csv")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_ref", metavar="RUN", help="run id, id prefix, label or 'latest'")
+    parser.add_argument("--format", choices=FORMATS, default="bundle", help="default bundle")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", required=True, help="file to write ('-' for stdout)"
+    )
+    flags.add_store(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = flags.store_from(args)
+    out = Path(args.output)
+    if args.output != "-" and not out.parent.is_dir():
+        raise UsageError(f"-o {args.output}: directory {out.parent} does not exist")
+    run_row = store.resolve_run(args.run_ref)
+    if args.format == "bundle":
+        document = export_bundle(store, run_row["id"])
+        if args.output == "-":
+            flags.print_json(document)
+        else:
+            write_bundle(document, out)
+        count = len(document["measurements"])
+    else:
+        env = store.environment(run_row["environment_id"]) if run_row["environment_id"] else None
+        rows = store.measurements(run_row["id"])
+        count = len(rows)
+        if args.format == "csv":
+            text = exports.csv_text(run_row, env, rows)
+        elif args.format == "pytest-benchmark":
+            document = exports.pytest_benchmark_document(run_row, env, rows)
+            count = len(document["benchmarks"])
+            text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+        else:
+            suite = exports.pyperf_suite(run_row, env, rows)
+            if suite is None:
+                raise NotFoundError(
+                    f"run {run_row['id']} has no measured point: a pyperf file needs one"
+                )
+            count = len(suite)
+            if args.output == "-":
+                raise UsageError("--format pyperf needs a file name (-o FILE), not '-'")
+            suite.dump(str(out), replace=True)
+            text = ""
+        if text:
+            if args.output == "-":
+                flags.stdout().file.write(text)
+            else:
+                out.write_text(text, encoding="utf-8")
+    if args.output != "-":
+        flags.stderr().print(
+            f"run {run_row['id']}: {count} points written to {out} ({args.format})"
+        )
+    return 0

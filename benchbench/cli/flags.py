@@ -1,0 +1,96 @@
+"""Flags shared by several commands, added by one helper each so they never drift."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from benchbench.core.errors import UsageError
+from benchbench.store import Store, open_store
+from benchbench.suite.load import Selection, resolve_suite
+
+DEVICES = ("cpu", "cuda", "mps")
+
+
+def add_store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="results store: an SQLite path or URL, or postgresql://... "
+        "(default: $BENCHBENCH_STORE, else results/benchbench.db)",
+    )
+
+
+def add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document on stdout instead of a table"
+    )
+
+
+def add_selection(parser: argparse.ArgumentParser, suites_nargs: str = "+") -> None:
+    parser.add_argument(
+        "suites", nargs=suites_nargs, metavar="SUITE", help="built-in suite name or suite file path"
+    )
+    parser.add_argument(
+        "--device",
+        metavar="LIST",
+        help="comma-separated devices replacing the suites' (cpu,cuda,mps or all)",
+    )
+    parser.add_argument(
+        "--dtype", metavar="LIST", help="comma-separated dtypes replacing the suites'"
+    )
+    parser.add_argument("--filter", metavar="REGEX", help="keep points whose 'suite/label' matches")
+    parser.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="keep workloads with this tag (repeatable)",
+    )
+
+
+def selection_from(args: argparse.Namespace) -> Selection:
+    devices = None
+    if args.device:
+        names = [d.strip() for d in args.device.split(",") if d.strip()]
+        if "all" in names:
+            names = list(DEVICES)
+        for name in names:
+            if name.partition(":")[0] not in DEVICES:
+                raise UsageError(
+                    f"--device {name!r} is not a device; use cpu, cuda, cuda:N, mps or all"
+                )
+        devices = tuple(names)
+    dtypes = None
+    if args.dtype:
+        from benchbench.core.values import ITEMSIZE
+
+        dtypes = tuple(d.strip() for d in args.dtype.split(",") if d.strip())
+        for name in dtypes:
+            if name not in ITEMSIZE:
+                raise UsageError(f"--dtype {name!r} is unknown; known: {', '.join(ITEMSIZE)}")
+    return Selection(devices=devices, dtypes=dtypes, pattern=args.filter, tags=tuple(args.tag))
+
+
+def suite_paths(args: argparse.Namespace) -> tuple[Any, ...]:
+    return tuple(resolve_suite(name) for name in args.suites)
+
+
+def store_from(args: argparse.Namespace) -> Store:
+    return open_store(args.store)
+
+
+def stdout() -> Console:
+    return Console(file=sys.stdout, soft_wrap=False)
+
+
+def stderr() -> Console:
+    return Console(file=sys.stderr, stderr=True)
+
+
+def print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")

@@ -1,0 +1,160 @@
+"""Measure this machine's ceilings and store them with its environment.
+
+Memory bandwidth (read, write, copy) versus working-set size from 4 KiB to past the
+last-level cache, the cache boundaries found in it beside the sizes the OS reports,
+peak FLOP/s per dtype from large matmuls, the timer's resolution and overhead, and
+the thread count; on CUDA also host<->device bandwidth and launch / sync latency
+(that path has not run on a GPU yet). About 30 s on a 2-core CPU; --quick takes a
+few seconds for rough figures.
+
+The profile is stored under the environment a `benchbench run` on this machine gets
+(same machine, torch build and --threads), and `show`, `run` and `plot` use the newest
+one for "% of peak", cache markers and ceilings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.table import Table
+
+from benchbench.cli import flags
+from benchbench.core.errors import UsageError
+from benchbench.core.units import format_bytes, format_rate
+from benchbench.machine.environment import collect
+from benchbench.store.profiles import save_profile
+
+if TYPE_CHECKING:
+    from benchbench.machine.hardware import CacheLevel, Profile
+
+HELP = "measure this machine's bandwidth, caches and peak FLOP/s; store the profile"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device", default="cpu", help="cpu, cuda, cuda:N or mps (default %(default)s)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a few seconds, rough figures (sizes to 16 MiB)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="torch threads, as given to `benchbench run --threads` (default: torch's)",
+    )
+    flags.add_store(parser)
+    flags.add_json(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here, not at the top: the CLI imports every command module to build its
+    # parser, and torch costs ~3 s to import; only this command needs it.
+    import torch
+
+    from benchbench.machine.probe import run_probe
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    store = flags.store_from(args)  # open first: a bad --store fails before 30 s of probing
+    err = flags.stderr()
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        err.print(f"[dim]{time.perf_counter() - started:5.1f} s[/dim] {message}")
+
+    profile = run_probe(args.device, quick=args.quick, progress=progress)
+    env = collect(torch, args.threads)
+    store.save_environment(env)
+    profile_id = save_profile(store, env.id, args.device, profile.to_dict())
+    if args.json:
+        flags.print_json(
+            {
+                "environment_id": env.id,
+                "machine": env.machine,
+                "profile_id": profile_id,
+                "profile": profile.to_dict(),
+            }
+        )
+    else:
+        flags.stdout().print(profile_tables(profile))
+    err.print(
+        f"probe took {profile.duration_s:.1f} s; profile {profile_id} stored for environment "
+        f"{env.id} ({env.machine}) in {store.url}"
+    )
+    return 0
+
+
+def profile_tables(profile: Profile) -> Group:
+    """Bandwidth plateaus, caches, peak FLOP/s and timer figures, as rich tables."""
+    bandwidth = Table(title=f"bandwidth on {profile.device}", header_style="bold")
+    for name in ("op", "best in cache", "main memory (beyond LLC)"):
+        bandwidth.add_column(name, justify="left" if name == "op" else "right")
+    for op in sorted(profile.memory_bytes_per_s):
+        bandwidth.add_row(
+            op,
+            format_rate(profile.cache_bytes_per_s.get(op), "B/s"),
+            format_rate(profile.memory_bytes_per_s[op], "B/s"),
+        )
+
+    caches = Table(
+        title="caches: boundaries found in the one-thread bandwidth vs the OS's sizes",
+        header_style="bold",
+    )
+    for name in ("level", "OS reports", "probe found", "bandwidth before -> after"):
+        caches.add_column(name, justify="left" if name == "level" else "right")
+    for level, os_size, found in paired_caches(profile):
+        caches.add_row(
+            level,
+            format_bytes(os_size) if os_size else "-",
+            format_bytes(found.size_bytes) if found else "not found",
+            f"{format_rate(found.bytes_per_s_before, 'B/s')} -> "
+            f"{format_rate(found.bytes_per_s_after, 'B/s')}"
+            if found
+            else "",
+        )
+
+    peaks = Table(title="peak FLOP/s (square matmul)", header_style="bold")
+    peaks.add_column("dtype")
+    peaks.add_column("peak", justify="right")
+    for dtype, value in profile.peak_flop_per_s.items():
+        peaks.add_row(dtype, format_rate(value, "FLOP/s"))
+
+    other = Table(title="timer and threads", header_style="bold")
+    other.add_column("figure")
+    other.add_column("value", justify="right")
+    other.add_row("timer resolution (reported)", f"{profile.timer_resolution_s * 1e9:.3g} ns")
+    other.add_row(
+        "timer resolution (observed)", f"{profile.timer_observed_resolution_s * 1e9:.3g} ns"
+    )
+    other.add_row("timer overhead (pair of reads)", f"{profile.timer_overhead_s * 1e9:.3g} ns")
+    other.add_row("threads", str(profile.threads))
+    for name, value in profile.extra.items():
+        other.add_row(name, f"{value:.4g}")
+    return Group(bandwidth, caches, peaks, other)
+
+
+def paired_caches(profile: Profile) -> list[tuple[str, int | None, CacheLevel | None]]:
+    """``(level, OS size, detected boundary)`` rows.
+
+    The OS's levels from L2 up are paired in order with the detected boundaries: L1 hides
+    behind torch's ~5 µs per-call overhead (4 KiB in 5 µs is 0.8 GB/s), so it is never
+    found; boundaries beyond the OS's levels are listed on their own.
+    """
+    os_levels = sorted((c for c in profile.os_caches if c.level >= 2), key=lambda c: c.level)
+    found = list(profile.cache_levels)
+    rows: list[tuple[str, int | None, CacheLevel | None]] = [
+        (f"L1 {c.type.lower()}", c.size_bytes, None) for c in profile.os_caches if c.level == 1
+    ]
+    for index, cache in enumerate(os_levels):
+        rows.append(
+            (f"L{cache.level}", cache.size_bytes, found[index] if index < len(found) else None)
+        )
+    for extra in found[len(os_levels) :]:
+        rows.append(("beyond the OS's levels", None, extra))
+    return rows

@@ -1,0 +1,122 @@
+"""Detect regressions over the stored history and list the open alerts.
+
+Every (benchmark, environment) series is analysed with E-divisive change-point
+detection (Hunter / Apache Otava's method); a worsening step of at least
+--min-effect becomes an alert with the last good and first bad run and their
+commits. Series too noisy to judge are listed as unstable instead of alerting.
+Alerts stay until annotated: `benchbench annotate ALERT --acknowledge | --ignore |
+--expected` (expected resets the series' baseline).
+
+Exit codes: 0; 3 with --fail when an open (unannotated) regression is listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+
+from rich.table import Table
+
+from benchbench.cli import flags
+from benchbench.core.errors import UsageError
+from benchbench.core.units import format_size, format_time
+from benchbench.store.history import detect, list_alerts
+from benchbench.views.results import _iso
+
+HELP = "detect regressions over history and list alerts"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    flags.add_store(parser)
+    flags.add_json(parser)
+    parser.add_argument(
+        "--since",
+        metavar="DATE",
+        help="only alerts whose first bad run started on or after DATE (YYYY-MM-DD)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.05,
+        metavar="FRACTION",
+        help="smallest relative slowdown that alerts (default %(default)s)",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="also list acknowledged, ignored and expected alerts"
+    )
+    parser.add_argument(
+        "--fail", action="store_true", help="exit 3 when an open regression is listed"
+    )
+
+
+def parse_since(text: str | None) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r} is not a date; use YYYY-MM-DD or an ISO timestamp"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.min_effect < 1:
+        raise UsageError(f"--min-effect must be a fraction between 0 and 1, got {args.min_effect}")
+    since = parse_since(args.since)
+    store = flags.store_from(args)
+    reports, new = detect(store, min_effect=args.min_effect)
+    alerts = list_alerts(store, since=since, statuses=None if args.all else ("open",))
+    unstable = [r for r in reports if r.unstable]
+    open_count = sum(1 for a in alerts if a["status"] == "open")
+    if args.json:
+        flags.print_json(
+            {
+                "series": len(reports),
+                "new_alerts": new,
+                "alerts": [{k: _iso(v) for k, v in a.items()} for a in alerts],
+                "unstable": [
+                    {
+                        "benchmark_id": r.benchmark_id,
+                        "environment_id": r.environment_id,
+                        "noise_rel": r.noise_rel,
+                    }
+                    for r in unstable
+                ],
+            }
+        )
+    else:
+        table = Table(header_style="bold", title=f"regressions in {store.url}")
+        for name in (
+            "alert",
+            "status",
+            "severity",
+            "change",
+            "benchmark",
+            "before → after",
+            "commits",
+            "first bad run",
+        ):
+            table.add_column(name)
+        for a in alerts:
+            d = a["detail"] or {}
+            good, bad = d.get("good_sha"), d.get("bad_sha")
+            commits = f"{(good or '?')[:8]}..{(bad or '?')[:8]}" if good or bad else "-"
+            table.add_row(
+                str(a["id"]),
+                a["status"],
+                a["severity"],
+                f"{a['rel_change']:+.1%}",
+                f"{a['workload']}:{a['variant']}[{a['dtype']}, {a['device']}]"
+                f"(n={format_size(a['size'])})",
+                f"{format_time(d.get('before_s'))} → {format_time(d.get('after_s'))}",
+                commits,
+                f"{a['first_bad_run_id'][:8]} {a['first_bad_at']:%Y-%m-%d}",
+            )
+        flags.stdout().print(table)
+        flags.stderr().print(
+            f"{len(reports)} series, {len(unstable)} too noisy to judge, {new} new alert(s), "
+            f"{open_count} open"
+        )
+    return 3 if args.fail and open_count else 0

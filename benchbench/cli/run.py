@@ -1,0 +1,354 @@
+"""Measure the points of one or more suites and store every result.
+
+Each point runs in a worker process: warm-up, calibration (samples >= 1 ms), then
+samples until the median's 95 % CI is within --target of it or --budget seconds
+have passed. A point that crashes, hangs past --timeout, runs out of memory,
+raises or computes a wrong result is stored as an error with the reason; the run
+goes on with a fresh worker. --profile saves a torch.profiler trace of each selected
+point (after its timing) beside the store and lists its top operators.
+
+Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
+point is kept, the run is marked interrupted, and `benchbench run --resume RUN_ID`
+measures the rest (a second Ctrl-C stops at once).
+
+Exit codes:
+  0    every point measured or skipped
+  1    a point failed (crash, timeout, out of memory, exception, wrong result),
+       nothing could be measured, or another error (store, suite file)
+  2    usage error (bad flag, unknown suite, --resume with conflicting options)
+  130  interrupted by SIGINT (Ctrl-C); finished points are stored
+  143  interrupted by SIGTERM; finished points are stored
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from benchbench.cli import flags
+from benchbench.core.errors import UsageError
+from benchbench.core.units import format_time, parse_one_size
+from benchbench.core.values import CACHE_MODES
+from benchbench.machine.vcs import git_state
+from benchbench.measure.policy import Policy
+from benchbench.run import runner, sharding
+from benchbench.store import Store
+from benchbench.store.profiles import latest_profiles
+from benchbench.views.results import results_table, run_document, summary_line, with_roofline
+
+HELP = "measure suites and store the results"
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    flags.add_selection(parser, suites_nargs="*")
+    flags.add_store(parser)
+    flags.add_json(parser)
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help=f"sampling time cap per point (default {Policy.max_time_s})",
+    )
+    parser.add_argument(
+        "--target",
+        type=float,
+        metavar="FRACTION",
+        help="stop when the median's 95%% CI half-width is this fraction of it "
+        f"(default {Policy.target_rel_ci})",
+    )
+    parser.add_argument(
+        "--cache",
+        choices=CACHE_MODES,
+        help="warm: back-to-back calls; cold: evict 2x the last-level cache before each sample; "
+        "rotate: cycle through copies of the inputs (default warm)",
+    )
+    parser.add_argument("--threads", type=int, metavar="N", help="torch threads (default: torch's)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="a point running longer is stopped and recorded as an error "
+        f"(default {DEFAULT_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="address-space limit per worker, e.g. 8G; an allocation past it is recorded as "
+        "'out of memory' for that point (default: none)",
+    )
+    parser.add_argument(
+        "--label", metavar="NAME", help="a name for this run (compare and show accept it)"
+    )
+    parser.add_argument("--kind", choices=runner.RUN_KINDS, help="run kind (default adhoc)")
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_ID",
+        help="measure only the points RUN_ID has not stored yet, with the run's own suites, "
+        "filters and policy (SUITE and those flags may be omitted; if given they must match)",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="measure only shard I of N: a deterministic, disjoint part of the points, "
+        "balanced by the stored durations of earlier runs",
+    )
+    parser.add_argument(
+        "--shard-by",
+        choices=("cost", "count"),
+        help="balance shards by expected cost from the store's history (default) or by count",
+    )
+    parser.add_argument(
+        "--group",
+        metavar="ID",
+        help="run-group id shared by the shards of one run (default with --shard: "
+        "$BENCHBENCH_GROUP, $GITHUB_RUN_ID or $SLURM_ARRAY_JOB_ID)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="after measuring each selected point (use --filter), save a torch.profiler "
+        "Chrome trace to profiles/RUN_ID/ beside the store and list its top operators",
+    )
+    parser.add_argument(
+        "--repo",
+        metavar="PATH",
+        help="git checkout of the code under test; its sha, branch and dirty state are stored "
+        "with the run (default: the current directory when it is a checkout)",
+    )
+
+
+def profile_dir_for(store_url: str, database: str | None) -> Path:
+    """``profiles/`` beside an SQLite store's file, else ``results/profiles``."""
+    if store_url.startswith("sqlite") and database and database != ":memory:":
+        return Path(database).resolve().parent / "profiles"
+    return Path("results") / "profiles"
+
+
+def _repo(value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if git_state(path).sha is None:
+        raise UsageError(
+            f"--repo {value!r} is not a git checkout (git rev-parse HEAD fails there); "
+            "give the directory of the code under test"
+        )
+    return path
+
+
+def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
+    if not args.suites:
+        raise UsageError("give at least one SUITE (or --resume RUN_ID to finish a stored run)")
+    shard = sharding.Shard.parse(args.shard) if args.shard else None
+    group = args.group
+    if shard is not None and shard.count > 1 and group is None:
+        group = sharding.scheduler_group(os.environ)
+        if group is None:
+            raise UsageError(
+                f"--shard {shard} needs --group ID so that the shards of one run share a group, "
+                "e.g. --group $GITHUB_RUN_ID or --group $SLURM_ARRAY_JOB_ID"
+            )
+    defaults = Policy()
+    return runner.RunConfig(
+        suites=flags.suite_paths(args),
+        selection=flags.selection_from(args),
+        policy=Policy(
+            max_time_s=args.budget if args.budget is not None else defaults.max_time_s,
+            target_rel_ci=args.target if args.target is not None else defaults.target_rel_ci,
+        ),
+        cache=args.cache or "warm",
+        threads=args.threads,
+        timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
+        memory_limit_bytes=_memory_limit(args.memory_limit),
+        kind=args.kind or "adhoc",
+        label=args.label,
+        shard=shard,
+        shard_by=args.shard_by or "cost",
+        group=group,
+        repo=_repo(args.repo),
+    )
+
+
+def _memory_limit(text: str | None) -> int:
+    return parse_one_size(text) if text not in (None, "0") else 0
+
+
+def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
+    """The run's stored config; flags given must agree with it (timeout/memory may change)."""
+    stored = runner.resume_config(store, args.resume)
+    given: dict[str, tuple[object, object]] = {}
+    if args.suites:
+        paths = tuple(Path(p).resolve() for p in flags.suite_paths(args))
+        given["SUITE"] = (paths, tuple(p.resolve() for p in stored.suites))
+    if any(v for v in (args.device, args.dtype, args.filter, args.tag)):
+        selection = flags.selection_from(args)
+        for flag, name in (
+            ("--device", "devices"),
+            ("--dtype", "dtypes"),
+            ("--filter", "pattern"),
+            ("--tag", "tags"),
+        ):
+            value = getattr(selection, name)
+            if value not in (None, ()):
+                given[flag] = (value, getattr(stored.selection, name))
+    for flag, value, before in (
+        ("--budget", args.budget, stored.policy.max_time_s),
+        ("--target", args.target, stored.policy.target_rel_ci),
+        ("--cache", args.cache, stored.cache),
+        ("--threads", args.threads, stored.threads),
+        ("--kind", args.kind, stored.kind),
+        ("--label", args.label, stored.label),
+        ("--shard", sharding.Shard.parse(args.shard) if args.shard else None, stored.shard),
+    ):
+        if value is not None:
+            given[flag] = (value, before)
+    conflicts = [
+        f"{flag} {now} (the run has {then})" for flag, (now, then) in given.items() if now != then
+    ]
+    if conflicts:
+        raise UsageError(
+            f"--resume {args.resume}: " + "; ".join(conflicts) + ". A resumed run keeps its "
+            "own suites, filters and policy: drop these flags, or start a new run"
+        )
+    timeout = args.timeout if args.timeout is not None else stored.timeout_s
+    memory = _memory_limit(args.memory_limit) if args.memory_limit else stored.memory_limit_bytes
+    return runner.RunConfig(
+        **{
+            **{f: getattr(stored, f) for f in runner.RunConfig.__dataclass_fields__},
+            "timeout_s": timeout,
+            "memory_limit_bytes": memory,
+        }
+    )
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: runner.StopRequest) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` instead of raising, while the run lasts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: stop.request(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.budget is not None and args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
+    if args.target is not None and not 0 < args.target < 1:
+        raise UsageError(f"--target must be a fraction between 0 and 1, got {args.target}")
+    store = flags.store_from(args)
+    config = _resumed_config(args, store) if args.resume else _fresh_config(args)
+    if args.profile:
+        config = dataclasses.replace(
+            config, profile_dir=profile_dir_for(store.url, store.engine.url.database)
+        )
+    err = flags.stderr()
+    stop = runner.StopRequest()
+    with (
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[current]}"),
+            console=err,
+            transient=True,
+        ) as progress,
+        stop_on_signals(stop),
+    ):
+        task: list[Any] = []
+        started = time.monotonic()
+
+        def on_event(event: str, data: dict[str, Any]) -> None:
+            if event == "start":
+                task.append(progress.add_task("measuring", total=data["total"], current=""))
+            elif event == "point":
+                progress.update(task[0], current=data["label"])
+            elif event == "result":
+                progress.advance(task[0])
+
+        summary = runner.run(config, store, on_event, stop)
+    run_row = store.resolve_run(summary.run_id)
+    stored = store.measurements(summary.run_id)
+    profiles = latest_profiles(store, run_row["environment_id"], {r["device"] for r in stored})
+    rows = with_roofline(stored, profiles)
+    elapsed = time.monotonic() - started
+    if args.json:
+        flags.print_json(run_document(run_row, rows))
+    else:
+        flags.stdout().print(
+            results_table(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
+        )
+    where = f"run {summary.run_id} stored in {store.url}"
+    if config.shard is not None:
+        where += f" (shard {config.shard} of group {run_row['group_id']})"
+    err.print(f"{summary_line(rows)} in {elapsed:.1f} s; {where}")
+    if args.profile:
+        _print_profiles(summary.results, err)
+    skipped = {r.reason for r in summary.results if r.status == "skipped" and r.reason}
+    for reason in sorted(skipped):
+        err.print(f"[yellow]skipped: {reason}[/yellow]")
+    if summary.status == "interrupted":
+        signum = summary.stop_signal or signal.SIGINT
+        err.print(
+            f"[yellow]interrupted by {signal.Signals(signum).name}: {len(summary.results)} "
+            f"point(s) stored; finish with: benchbench run --resume {summary.run_id}[/yellow]"
+        )
+        return 128 + int(signum)
+    if not rows:
+        err.print("no points to measure" + (f" in shard {config.shard}" if config.shard else ""))
+        return 0
+    statuses = {r["status"] for r in rows}
+    if "ok" not in statuses:
+        err.print("[red]nothing could be measured[/red]")
+        return 1
+    return 1 if "error" in statuses else 0
+
+
+def _print_profiles(results: list[Any], err: Any) -> None:
+    """Each profiled point's trace file and its top operators by self CPU time."""
+    for result in results:
+        profiled = result.extra.get("profile") if result.status == "ok" else None
+        if not profiled:
+            continue
+        err.print(f"[bold]profile[/bold] {escape(result.point.label)}: {escape(profiled['trace'])}")
+        calls = profiled["calls"]
+        for op in profiled["top"]:
+            device = (
+                f", device {format_time(op['self_device_s'] / calls)}/call"
+                if op["self_device_s"]
+                else ""
+            )
+            err.print(
+                f"  {format_time(op['self_cpu_s'] / calls):>10}/call self CPU"
+                f"{device}  x{op['calls'] / calls:g}  {escape(op['name'])}"
+            )

@@ -1,0 +1,75 @@
+"""Show the results of one run: median with CI, throughput, % of peak, accuracy, warnings,
+then a "fits" table: per curve the fixed cost t0 and asymptotic rate of
+time = t0 + work / rate, its R², and the sizes where one variant or device overtakes
+another.
+
+RUN is a run id, a unique prefix of one, a label (the newest run with it),
+``latest``, or a run group (the ``--group`` value or group id shared by the shards
+of one run): a group shows every shard's points as one run. "% of peak" needs a
+hardware profile of the run's environment: run ``benchbench probe`` once on the
+machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from benchbench.analysis.curves import analyze, with_run
+from benchbench.cli import flags
+from benchbench.core.errors import NotFoundError
+from benchbench.run import sharding
+from benchbench.store.profiles import latest_profiles
+from benchbench.views.fits import fits_json, fits_table
+from benchbench.views.results import results_table, run_document, summary_line, with_roofline
+
+HELP = "show the results of a run, with percent of peak and model fits"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_ref", metavar="RUN", help="run id, id prefix, label or 'latest'")
+    flags.add_store(parser)
+    flags.add_json(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    store = flags.store_from(args)
+    try:
+        run_row = store.resolve_run(args.run_ref)
+        stored = store.measurements(run_row["id"])
+    except NotFoundError as not_a_run:
+        try:
+            shards = sharding.group_runs(store, args.run_ref)
+        except NotFoundError:
+            raise not_a_run from None
+        run_row = {
+            **shards[0],
+            "id": shards[0]["group_id"],
+            "label": shards[0]["label"],
+            "status": _group_status([r["status"] for r in shards]),
+            "finished_at": max(
+                (r["finished_at"] for r in shards if r["finished_at"]), default=None
+            ),
+        }
+        stored = [m for r in shards for m in store.measurements(r["id"])]
+        run_row["label"] = (run_row["label"] or "") + f" ({len(shards)} shard(s))"
+    profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
+    rows = with_roofline(stored, profiles)
+    analysis = analyze(with_run(run_row, stored))
+    if args.json:
+        flags.print_json(run_document(run_row, rows, fits_json(analysis)))
+        return 0
+    title = f"run {run_row['id']}" + (f" ({run_row['label']})" if run_row["label"] else "")
+    out = flags.stdout()
+    out.print(results_table(rows, title=title, profiled=bool(profiles)))
+    if analysis.curves:
+        out.print(fits_table(analysis))
+    flags.stderr().print(f"{summary_line(rows)}; status {run_row['status']}")
+    return 0
+
+
+def _group_status(statuses: list[str]) -> str:
+    """A group is finished when every shard is; else the first of running/interrupted."""
+    for status in ("running", "interrupted"):
+        if status in statuses:
+            return status
+    return statuses[0] if len(set(statuses)) == 1 else "mixed"

@@ -1,0 +1,276 @@
+"""Compare Python statements at several sizes, like `python -m timeit` with devices and CIs.
+
+Each statement is a variant: `n`, `device`, `dtype` (a torch.dtype), `torch`, `np`
+and `ctx` (a seeded input generator) are bound at every point, and the setup makes
+the inputs (default: `x` and `y` of the point's size, dtype and device, uniform in
+[0.5, 1.5)). Every statement is evaluated once before anything is timed; one that
+computes something different from the reference is reported as a wrong result and
+not timed. The statements are measured interleaved (one sample of each per round,
+in a shuffled order) in a worker process, so drift hits them alike and a crash
+costs one point.
+
+The table gives per size each statement's median time and its ratio to the
+reference (median time over the reference's: below 1 is faster) with a 95 %
+confidence interval and a verdict: faster or slower when the interval excludes 1
+and the ratio differs from 1 by more than --min-effect, else same. It ends with the
+sizes where a verdict flips (crossovers).
+
+Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**22
+
+Exit codes: 0 every statement measured at every point; 1 a point failed (including
+a wrong result) or nothing could be measured; 2 usage error (a statement with a
+syntax or name error, a malformed --size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from benchbench.analysis.variants import MIN_EFFECT, Row
+from benchbench.cli import flags
+from benchbench.core.errors import UsageError
+from benchbench.core.units import SIZE_FORMS, format_size, format_time, parse_sizes
+from benchbench.core.values import ITEMSIZE
+from benchbench.measure.policy import Policy
+from benchbench.measure.statements import check_names, parse_statements
+from benchbench.run.statements import DEFAULT_BUDGET_S, TimeConfig, TimeOutcome, time_statements
+
+HELP = "compare statements at several sizes (ratio, CI, verdict, crossover)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("statements", nargs="+", metavar="STATEMENT", help="Python expressions")
+    parser.add_argument(
+        "--setup",
+        metavar="CODE",
+        help="code making the inputs at each point, e.g. "
+        "'x = torch.rand(n, device=device, dtype=dtype) + 0.5' (default: x and y uniform "
+        "in [0.5, 1.5))",
+    )
+    parser.add_argument(
+        "--size",
+        default="2**10..2**22",
+        metavar="SIZES",
+        help=f"sizes in elements: {SIZE_FORMS} (default %(default)s)",
+    )
+    parser.add_argument(
+        "--device", default="cpu", metavar="LIST", help="cpu,cuda,mps (default cpu)"
+    )
+    parser.add_argument(
+        "--dtype", default="float32", metavar="LIST", help="e.g. float32,bfloat16 (default float32)"
+    )
+    parser.add_argument(
+        "--reference",
+        type=int,
+        default=1,
+        metavar="N",
+        help="the statement the others are compared with (default 1, the first)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        metavar="SECONDS",
+        help="sampling time cap per point (default %(default)s)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=MIN_EFFECT,
+        metavar="FRACTION",
+        help="smaller differences are reported as 'same' (default %(default)s)",
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE", help="write throughput versus size (png, svg, pdf)"
+    )
+    flags.add_store(parser)
+    parser.add_argument("--label", metavar="NAME", help="a name for the stored run")
+    parser.add_argument("--no-store", action="store_true", help="do not store the results")
+    flags.add_json(parser)
+
+
+def _list(text: str, flag: str, known: Sequence[str]) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names:
+        raise UsageError(f"{flag} is empty; give e.g. {known[0]}")
+    for name in names:
+        if name.partition(":")[0] not in known:
+            raise UsageError(f"{flag} {name!r} is unknown; known: {', '.join(known)}")
+    return names
+
+
+def config_from(args: argparse.Namespace) -> TimeConfig:
+    if args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
+    if not 0 <= args.min_effect < 1:
+        raise UsageError(f"--min-effect must be a fraction in [0, 1), got {args.min_effect}")
+    if not 1 <= args.reference <= len(args.statements):
+        raise UsageError(
+            f"--reference {args.reference} is not a statement number; "
+            f"give 1 to {len(args.statements)}"
+        )
+    # Checked here too, so that a bad statement is reported before a store is opened.
+    check_names(parse_statements(args.statements), args.setup)
+    return TimeConfig(
+        statements=tuple(args.statements),
+        sizes=tuple(parse_sizes(args.size)),
+        setup=args.setup,
+        devices=_list(args.device, "--device", flags.DEVICES),
+        dtypes=_list(args.dtype, "--dtype", list(ITEMSIZE)),
+        reference=args.reference - 1,
+        policy=Policy(max_time_s=args.budget),
+        min_effect=args.min_effect,
+        label=args.label,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from(args)
+    store = None if args.no_store else flags.store_from(args)
+    err = flags.stderr()
+    started = time.monotonic()
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=err,
+        transient=True,
+    ) as progress:
+        task: list[Any] = []
+
+        def on_event(event: str, data: dict[str, Any]) -> None:
+            if event == "start":
+                task.append(progress.add_task("timing", total=data["total"], current=""))
+            elif event == "point":
+                progress.update(task[0], current=data["label"])
+            elif event == "result":
+                progress.advance(task[0])
+
+        outcome = time_statements(config, store, on_event)
+    elapsed = time.monotonic() - started
+    if args.plot:
+        figure = _plot(outcome, config)
+        figure.savefig(args.plot)
+    if args.json:
+        flags.print_json(document(config, outcome, elapsed))
+    else:
+        out = flags.stdout()
+        for table in tables(config, outcome.rows):
+            out.print(table)
+        for crossover in outcome.crossovers:
+            out.print(f"crossover: {crossover.describe()}")
+    statuses = [r.status for r in outcome.results]
+    stored = f"; run {outcome.run_id} stored in {store.url}" if store and outcome.run_id else ""
+    err.print(
+        f"{statuses.count('ok')} measured, {statuses.count('skipped')} skipped, "
+        f"{statuses.count('error')} failed in {elapsed:.1f} s{stored}"
+    )
+    if args.plot:
+        err.print(f"plot written to {args.plot}")
+    if "ok" not in statuses:
+        err.print("[red]nothing could be measured[/red]")
+        return 1
+    return 1 if "error" in statuses else 0
+
+
+def _plot(outcome: TimeOutcome, config: TimeConfig) -> Any:
+    from benchbench.views.variants import plot_rows
+
+    return plot_rows(outcome.rows, title=" vs ".join(config.statements))
+
+
+def document(config: TimeConfig, outcome: TimeOutcome, elapsed_s: float) -> dict[str, Any]:
+    """The ``--json`` document: statements, one result per statement and point, crossovers."""
+    return {
+        "run_id": outcome.run_id,
+        "label": config.default_label() if outcome.run_id else config.label,
+        "statements": list(config.statements),
+        "reference": config.reference_text,
+        "setup": config.setup,
+        "min_effect": config.min_effect,
+        "elapsed_s": elapsed_s,
+        "results": [row.to_dict() for row in outcome.rows],
+        "crossovers": [
+            {
+                "variant": c.variant,
+                "reference": c.reference,
+                "device": c.device,
+                "dtype": c.dtype,
+                "size": c.size,
+                "below": c.below,
+                "above": c.above,
+                "between": list(c.between),
+            }
+            for c in outcome.crossovers
+        ],
+    }
+
+
+_VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim"}
+
+
+def _time_cell(row: Row | None) -> Text:
+    if row is None:
+        return Text("-")
+    if row.status != "ok" or row.median_s is None:
+        style = "yellow" if row.status == "skipped" else "red"
+        return Text((row.reason or row.status).split(":")[0], style=style)
+    half = (row.ci_high_s or 0) - (row.ci_low_s or 0)
+    return Text(f"{format_time(row.median_s)} ±{half / (2 * row.median_s):.1%}")
+
+
+def _ratio_cell(row: Row | None) -> Text:
+    if row is None or row.ratio is None:
+        return Text("-")
+    text = Text(f"{row.ratio:.3f} [{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] ")
+    text.append(row.verdict or "", style=_VERDICT_STYLE.get(row.verdict or "", ""))
+    return text
+
+
+def tables(config: TimeConfig, rows: Sequence[Row]) -> list[Table]:
+    """One table per device and dtype: median per statement, ratio and verdict per size."""
+    out: list[Table] = []
+    numbers = {text: i for i, text in enumerate(config.statements, start=1)}
+    ref = config.reference + 1
+    others = [i for i in numbers.values() if i != ref]
+    for device in config.devices:
+        for dtype in config.dtypes:
+            by_size: dict[int, dict[int, Row]] = {}
+            for row in rows:
+                if row.device == device and row.dtype == dtype:
+                    by_size.setdefault(row.size, {})[numbers[row.variant]] = row
+            title = f"{dtype}, {device}"
+            if others:
+                title += f" (ratio: median time / median time of #{ref}, below 1 is faster)"
+            table = Table(title=title, header_style="bold")
+            table.add_column("size", justify="right")
+            for text, i in numbers.items():
+                table.add_column(f"#{i} {text}", justify="right")
+            for i in others:
+                table.add_column(f"#{i} vs #{ref}", justify="left")
+            notes: list[str] = []
+            for size in sorted(by_size):
+                cells = by_size[size]
+                table.add_row(
+                    format_size(size),
+                    *(_time_cell(cells.get(i)) for i in numbers.values()),
+                    *(_ratio_cell(cells.get(i)) for i in others),
+                )
+                notes.extend(
+                    f"{format_size(size)} #{i}: {row.reason}"
+                    for i, row in sorted(cells.items())
+                    if row.status != "ok" and row.reason
+                )
+            if notes:
+                table.caption = "\n".join(notes)
+            out.append(table)
+    return out

@@ -1,1 +1,0 @@
-"""One module per subcommand: ``HELP``, ``add_arguments(parser)``, ``run(args) -> int``."""

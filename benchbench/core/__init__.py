@@ -1,0 +1,1 @@
+"""The leaf: errors, value types (Point, Result), units, statistics. Imports nothing of ours."""

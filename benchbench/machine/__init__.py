@@ -1,0 +1,1 @@
+"""The machine: environment fingerprint, hardware profile and probe, telemetry, doctor."""

@@ -1,0 +1,464 @@
+"""System checks before benchmarking: what on this machine makes numbers noisy or biased.
+
+In the spirit of ``python -m pyperf system show``: each check is one small function that
+reads the system through :class:`SystemSources` (injectable, so the logic is tested on fake
+files) and returns :class:`Check` values whose advice is the command that fixes the problem.
+A value that cannot be read gives status ``unknown`` with the reason, never a guess.
+
+    for check in check_system():
+        print(check.status, check.name, check.value, check.advice)
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import psutil
+
+from benchbench.machine.telemetry import (
+    BUSY_PROCESS_CPU_PERCENT,
+    ProcessUsage,
+    TelemetrySampler,
+    load_nvml,
+)
+
+Status = Literal["ok", "warn", "info", "unknown"]
+BENCHMARK_GOVERNOR = "performance"
+# Swap in use beyond this means pages were pushed out under memory pressure; a few MiB are
+# routinely swapped out at boot and do not matter.
+SWAP_USED_WARN_BYTES = 64 << 20
+# A 1-minute load above half the logical cores means other work shares the CPUs.
+LOAD_PER_CORE_WARN = 0.5
+_PROCESS_WINDOW_S = 0.5
+
+GOVERNOR_FIX = f"sudo cpupower frequency-set -g {BENCHMARK_GOVERNOR}"
+NO_TURBO_PATH = "/sys/devices/system/cpu/intel_pstate/no_turbo"
+BOOST_PATH = "/sys/devices/system/cpu/cpufreq/boost"
+ASLR_PATH = "/proc/sys/kernel/randomize_va_space"
+GOVERNOR_GLOB = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The result of one system check: ``advice`` is the fix (empty when nothing to do)."""
+
+    name: str
+    status: Status
+    value: str
+    advice: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON-safe form, for ``benchbench doctor --json``."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "value": self.value,
+            "advice": self.advice,
+        }
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    """What the thread and build checks need from torch."""
+
+    version: str
+    num_threads: int
+    debug_build: bool
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return file.read()
+
+
+def _torch_info() -> TorchInfo:
+    import torch  # seconds to import: only when the thread or build checks run
+
+    return TorchInfo(torch.__version__, torch.get_num_threads(), bool(torch.version.debug))
+
+
+def _busy_processes() -> Sequence[ProcessUsage]:
+    sampler = TelemetrySampler(nvml=None, top_processes=10)
+    sampler.sample(slow=True)  # primes the per-process CPU counters
+    time.sleep(_PROCESS_WINDOW_S)
+    sampler.sample(slow=True)
+    return sampler.summary().busy_processes
+
+
+def _swap_bytes() -> tuple[int, int]:
+    swap = psutil.swap_memory()
+    return int(swap.used), int(swap.total)
+
+
+@dataclass(frozen=True)
+class SystemSources:
+    """Where the checks read the system; every field can be replaced by a fake in tests.
+
+    ``read_text`` raises OSError for a missing or unreadable file; ``torch_info`` raises
+    ImportError without torch; ``nvml`` returns ``(initialised pynvml, "")`` or
+    ``(None, reason)``.
+    """
+
+    read_text: Callable[[str], str] = _read_text
+    list_paths: Callable[[str], list[str]] = field(default=lambda pattern: glob.glob(pattern))
+    logical_cpus: Callable[[], int | None] = os.cpu_count
+    physical_cpus: Callable[[], int | None] = field(default=lambda: psutil.cpu_count(logical=False))
+    load_average: Callable[[], tuple[float, float, float]] = os.getloadavg
+    swap_bytes: Callable[[], tuple[int, int]] = _swap_bytes
+    busy_processes: Callable[[], Sequence[ProcessUsage]] = _busy_processes
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    torch_info: Callable[[], TorchInfo] = _torch_info
+    nvml: Callable[[], tuple[Any, str]] = load_nvml
+    own_pid: int = field(default_factory=os.getpid)
+
+
+def _cpu_number(path: str) -> int:
+    match = re.search(r"/cpu(\d+)/", path)
+    return int(match.group(1)) if match else -1
+
+
+def check_cpu_governor(src: SystemSources) -> list[Check]:
+    """All CPUs should use the ``performance`` governor (others ramp the clock up and down)."""
+    paths = sorted(src.list_paths(GOVERNOR_GLOB), key=_cpu_number)
+    if not paths:
+        return [
+            Check(
+                "CPU governor",
+                "unknown",
+                "no cpufreq scaling_governor in /sys "
+                "(a VM, or a kernel without cpufreq): frequency scaling is not visible",
+            )
+        ]
+    by_governor: dict[str, list[int]] = {}
+    try:
+        for path in paths:
+            by_governor.setdefault(src.read_text(path).strip(), []).append(_cpu_number(path))
+    except OSError as exc:
+        return [Check("CPU governor", "unknown", f"cannot read {exc.filename}: {exc.strerror}")]
+    value = "; ".join(f"{gov} on CPUs {_cpu_list(cpus)}" for gov, cpus in by_governor.items())
+    if set(by_governor) == {BENCHMARK_GOVERNOR}:
+        return [Check("CPU governor", "ok", value)]
+    return [Check("CPU governor", "warn", value, GOVERNOR_FIX)]
+
+
+def _cpu_list(cpus: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``'0-2,5'``, the kernel's own notation."""
+    ranges: list[str] = []
+    ordered = sorted(cpus)
+    start = prev = ordered[0]
+    for cpu in [*ordered[1:], None]:
+        if cpu is not None and cpu == prev + 1:
+            prev = cpu
+            continue
+        ranges.append(str(start) if start == prev else f"{start}-{prev}")
+        if cpu is not None:
+            start = prev = cpu
+    return ",".join(ranges)
+
+
+def check_turbo_boost(src: SystemSources) -> list[Check]:
+    """Turbo makes the clock depend on temperature and on how many cores are busy."""
+    try:
+        no_turbo = src.read_text(NO_TURBO_PATH).strip()
+    except OSError:
+        no_turbo = None
+    if no_turbo in ("0", "1"):
+        if no_turbo == "1":
+            return [Check("turbo boost", "ok", "disabled (intel_pstate)")]
+        return [
+            Check(
+                "turbo boost",
+                "warn",
+                "enabled (intel_pstate)",
+                f"echo 1 | sudo tee {NO_TURBO_PATH}",
+            )
+        ]
+    try:
+        boost = src.read_text(BOOST_PATH).strip()
+    except OSError:
+        return [
+            Check(
+                "turbo boost",
+                "unknown",
+                f"neither {NO_TURBO_PATH} nor {BOOST_PATH} "
+                "is readable (a VM, or a cpufreq driver without boost control)",
+            )
+        ]
+    if boost == "0":
+        return [Check("turbo boost", "ok", "disabled (cpufreq boost)")]
+    if boost == "1":
+        return [
+            Check(
+                "turbo boost", "warn", "enabled (cpufreq boost)", f"echo 0 | sudo tee {BOOST_PATH}"
+            )
+        ]
+    return [Check("turbo boost", "unknown", f"unexpected {BOOST_PATH} content {boost!r}")]
+
+
+def check_aslr(src: SystemSources) -> list[Check]:
+    """Full address-space randomisation is what we want, as pyperf advises: each worker
+    process gets another memory layout, so results average over layouts instead of
+    depending on one lucky or unlucky one."""
+    try:
+        mode = src.read_text(ASLR_PATH).strip()
+    except OSError as exc:
+        return [Check("ASLR", "unknown", f"cannot read {ASLR_PATH}: {exc.strerror}")]
+    states = {"0": "disabled", "1": "conservative randomization", "2": "full randomization"}
+    if mode not in states:
+        return [Check("ASLR", "unknown", f"unexpected {ASLR_PATH} content {mode!r}")]
+    if mode == "2":
+        return [Check("ASLR", "ok", states[mode])]
+    return [Check("ASLR", "warn", states[mode], f"echo 2 | sudo tee {ASLR_PATH}")]
+
+
+def check_load(src: SystemSources) -> list[Check]:
+    """The 1-minute load average against the logical core count."""
+    cores = src.logical_cpus()
+    try:
+        load_1m = src.load_average()[0]
+    except OSError as exc:
+        return [Check("load average", "unknown", f"load average not available: {exc}")]
+    if not cores:
+        return [Check("load average", "unknown", f"{load_1m:.2f} (core count unknown)")]
+    value = f"{load_1m:.2f} over 1 min on {cores} logical cores"
+    if load_1m > LOAD_PER_CORE_WARN * cores:
+        return [
+            Check(
+                "load average",
+                "warn",
+                value,
+                "stop other jobs or wait until idle; `top -o %CPU` shows the busiest",
+            )
+        ]
+    return [Check("load average", "ok", value)]
+
+
+def check_swap(src: SystemSources) -> list[Check]:
+    """Swapped-out pages turn memory accesses into disk reads."""
+    try:
+        used, total = src.swap_bytes()
+    except (OSError, RuntimeError) as exc:
+        return [Check("swap", "unknown", f"swap usage not available: {exc}")]
+    if total == 0:
+        return [Check("swap", "ok", "no swap configured")]
+    value = f"{used / 2**20:.0f} MiB of {total / 2**20:.0f} MiB in use"
+    if used > SWAP_USED_WARN_BYTES:
+        return [
+            Check(
+                "swap",
+                "warn",
+                value,
+                "free memory, then `sudo swapoff -a && sudo swapon -a` to page back in",
+            )
+        ]
+    return [Check("swap", "ok", value)]
+
+
+def check_busy_processes(src: SystemSources) -> list[Check]:
+    """Other processes using CPU now, over a 0.5 s window."""
+    try:
+        usages = src.busy_processes()
+    except (OSError, psutil.Error) as exc:
+        return [Check("other processes", "unknown", f"cannot list processes: {exc}")]
+    busy = [u for u in usages if u.cpu_percent_mean >= BUSY_PROCESS_CPU_PERCENT]
+    if not busy:
+        return [Check("other processes", "ok", f"none above {BUSY_PROCESS_CPU_PERCENT:.0f}% CPU")]
+    value = ", ".join(f"{u.name or '?'} (pid {u.pid}) {u.cpu_percent_mean:.0f}%" for u in busy)
+    pids = " ".join(str(u.pid) for u in busy)
+    return [Check("other processes", "warn", value, f"stop them if you can: kill {pids}")]
+
+
+def _thread_env(environ: Mapping[str, str], name: str) -> tuple[int | None, str | None]:
+    raw = environ.get(name)
+    if raw is None:
+        return None, None
+    return (int(raw), None) if raw.strip().isdigit() and int(raw) > 0 else (None, raw)
+
+
+def check_threads(src: SystemSources) -> list[Check]:
+    """OMP_NUM_THREADS / MKL_NUM_THREADS against torch's thread count and the cores.
+
+    CPU results depend on the thread count, which is recorded with every point; this check
+    flags the settings that make it wrong (oversubscription, contradictory variables).
+    """
+    logical, physical = src.logical_cpus(), src.physical_cpus()
+    omp, omp_bad = _thread_env(src.environ, "OMP_NUM_THREADS")
+    mkl, mkl_bad = _thread_env(src.environ, "MKL_NUM_THREADS")
+    try:
+        torch = src.torch_info()
+    except ImportError as exc:
+        return [Check("threads", "unknown", f"torch is not importable: {exc}")]
+    cores = f"{logical or '?'} logical / {physical or '?'} physical cores"
+    env = (
+        f"OMP_NUM_THREADS={src.environ.get('OMP_NUM_THREADS', 'unset')}, "
+        f"MKL_NUM_THREADS={src.environ.get('MKL_NUM_THREADS', 'unset')}"
+    )
+    value = f"torch uses {torch.num_threads} threads ({env}; {cores})"
+    suggested = physical or logical or 1
+    fix = f"export OMP_NUM_THREADS={suggested} MKL_NUM_THREADS={suggested}"
+    for name, bad in (("OMP_NUM_THREADS", omp_bad), ("MKL_NUM_THREADS", mkl_bad)):
+        if bad is not None:
+            return [Check("threads", "warn", f"{name}={bad!r} is not a positive integer", fix)]
+    if omp is not None and mkl is not None and omp != mkl:
+        return [Check("threads", "warn", f"{value}: OMP and MKL disagree", fix)]
+    if logical and torch.num_threads > logical:
+        return [Check("threads", "warn", f"{value}: more threads than cores", fix)]
+    return [Check("threads", "info", value)]
+
+
+def check_torch_build(src: SystemSources) -> list[Check]:
+    """A debug build of torch is many times slower and measures nothing useful."""
+    try:
+        torch = src.torch_info()
+    except ImportError as exc:
+        return [Check("torch build", "unknown", f"torch is not importable: {exc}")]
+    if torch.debug_build:
+        return [
+            Check(
+                "torch build",
+                "warn",
+                f"debug build (torch {torch.version})",
+                "pip install --force-reinstall torch  # a release build",
+            )
+        ]
+    return [Check("torch build", "ok", f"release build (torch {torch.version})")]
+
+
+def check_cpu_isolation(src: SystemSources) -> list[Check]:
+    """isolcpus / nohz_full from the kernel command line (information: rarely set up)."""
+    try:
+        cmdline = src.read_text("/proc/cmdline")
+    except OSError as exc:
+        return [Check("CPU isolation", "unknown", f"cannot read /proc/cmdline: {exc.strerror}")]
+    found = dict(re.findall(r"\b(isolcpus|nohz_full|rcu_nocbs)=(\S+)", cmdline))
+    if found:
+        return [Check("CPU isolation", "info", ", ".join(f"{k}={v}" for k, v in found.items()))]
+    return [
+        Check(
+            "CPU isolation",
+            "info",
+            "no CPU isolated",
+            "for the quietest runs boot with isolcpus=<cpus> nohz_full=<cpus> and run "
+            "`taskset -c <cpus> benchbench run ...`",
+        )
+    ]
+
+
+def _nvml_call(function: Callable[..., Any] | None, *args: Any) -> Any:
+    if function is None:
+        raise LookupError("not in this pynvml version")
+    return function(*args)
+
+
+def _gpu_checks(nvml: Any, index: int, own_pid: int) -> list[Check]:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    gpu = f"GPU {index}"
+    checks: list[Check] = []
+    try:
+        enabled = _nvml_call(nvml.nvmlDeviceGetPersistenceMode, handle) == 1
+        checks.append(
+            Check(f"{gpu} persistence mode", "ok", "enabled")
+            if enabled
+            else Check(
+                f"{gpu} persistence mode",
+                "warn",
+                "disabled (the driver unloads when idle: first calls pay for re-initialisation)",
+                f"sudo nvidia-smi -i {index} -pm 1",
+            )
+        )
+    except Exception as exc:
+        checks.append(Check(f"{gpu} persistence mode", "unknown", f"not readable: {exc}"))
+    graphics, memory = getattr(nvml, "NVML_CLOCK_GRAPHICS", 0), getattr(nvml, "NVML_CLOCK_MEM", 2)
+    try:
+        app = _nvml_call(nvml.nvmlDeviceGetApplicationsClock, handle, graphics)
+        app_mem = _nvml_call(nvml.nvmlDeviceGetApplicationsClock, handle, memory)
+        default = _nvml_call(nvml.nvmlDeviceGetDefaultApplicationsClock, handle, graphics)
+        value = f"{app} MHz graphics, {app_mem} MHz memory (default {default} MHz graphics)"
+        if app < default:
+            checks.append(
+                Check(
+                    f"{gpu} application clocks",
+                    "warn",
+                    f"{value}: lowered",
+                    f"sudo nvidia-smi -i {index} -rac",
+                )
+            )
+        else:
+            checks.append(Check(f"{gpu} application clocks", "info", value))
+    except Exception as exc:
+        checks.append(Check(f"{gpu} application clocks", "unknown", f"not readable: {exc}"))
+    others: dict[int, str] = {}
+    try:
+        for function in (
+            "nvmlDeviceGetComputeRunningProcesses",
+            "nvmlDeviceGetGraphicsRunningProcesses",
+        ):
+            for proc in _nvml_call(getattr(nvml, function, None), handle):
+                if proc.pid != own_pid:
+                    others[proc.pid] = _process_name(proc.pid)
+    except Exception as exc:
+        checks.append(Check(f"{gpu} other processes", "unknown", f"not readable: {exc}"))
+        return checks
+    if others:
+        value = ", ".join(f"{name} (pid {pid})" for pid, name in sorted(others.items()))
+        kill = " ".join(str(pid) for pid in sorted(others))
+        checks.append(
+            Check(f"{gpu} other processes", "warn", value, f"stop them if you can: kill {kill}")
+        )
+    else:
+        checks.append(Check(f"{gpu} other processes", "ok", "none"))
+    return checks
+
+
+def _process_name(pid: int) -> str:
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return "?"
+
+
+def check_gpus(src: SystemSources) -> list[Check]:
+    """Persistence mode, application clocks and other processes of each NVIDIA GPU."""
+    nvml, reason = src.nvml()
+    if nvml is None:
+        return [Check("GPU", "info", f"no NVIDIA GPU visible ({reason})")]
+    try:
+        count = int(nvml.nvmlDeviceGetCount())
+    except Exception as exc:
+        return [Check("GPU", "unknown", f"nvmlDeviceGetCount failed: {exc}")]
+    if count == 0:
+        return [Check("GPU", "info", "NVML is loaded but reports no GPU")]
+    checks = []
+    for index in range(count):
+        try:
+            checks.extend(_gpu_checks(nvml, index, src.own_pid))
+        except Exception as exc:
+            checks.append(Check(f"GPU {index}", "unknown", f"not readable: {exc}"))
+    return checks
+
+
+CHECKS: tuple[Callable[[SystemSources], list[Check]], ...] = (
+    check_cpu_governor,
+    check_turbo_boost,
+    check_aslr,
+    check_load,
+    check_swap,
+    check_busy_processes,
+    check_threads,
+    check_torch_build,
+    check_cpu_isolation,
+    check_gpus,
+)
+
+
+def check_system(sources: SystemSources | None = None) -> list[Check]:
+    """Run every check in :data:`CHECKS` (about 0.5 s for the process window, plus the
+    torch import when not already imported) and return their results in order."""
+    src = sources or SystemSources()
+    return [check for function in CHECKS for check in function(src)]

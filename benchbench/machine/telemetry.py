@@ -1,0 +1,558 @@
+"""Machine telemetry sampled in a background thread while a benchmark point runs.
+
+    with TelemetrySampler() as sampler:
+        measure_the_point()
+    telemetry = sampler.telemetry          # frozen summary, stored with the point
+    for line in warnings(telemetry): ...   # travels with the result
+
+Every ``interval_s`` (default 50 ms) the sampler reads the cheap sources: CPU frequency per core
+(``psutil.cpu_freq(percpu=True)``: ~80 µs on our 2-core machine), the load average (~1 µs) and,
+through NVML, each GPU's SM and memory clocks, power, temperature, utilisation and clock
+throttle reasons. Every ``slow_interval_s`` (default 0.5 s) it also reads the expensive ones:
+temperatures (~130 µs) and the CPU use of every other process (~25 µs per process: ~2 ms for
+the 70 processes of our machine) and the processes on each GPU. The thread's own CPU time is
+recorded (``Telemetry.sampler_cpu_s``) so its cost on the measurement is known, not guessed.
+
+A value that cannot be read is absent (no key), never zero. Without ``nvidia-ml-py`` or
+without a GPU, NVML is skipped silently: that is the normal case on a CPU machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType, TracebackType
+from typing import Any
+
+import psutil
+
+try:
+    import pynvml
+except ImportError:  # a declared dependency, but a CPU-only install may drop it
+    pynvml = None
+
+from benchbench.core.errors import BundleError, UsageError
+
+# Chips whose sensors are the CPU package/cores (Intel, AMD, Raspberry Pi-style SoCs).
+CPU_TEMPERATURE_CHIPS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "cpu-thermal")
+FREQUENCY_DROP_FRACTION = 0.10
+BUSY_PROCESS_CPU_PERCENT = 10.0  # mean % of one core; below this a neighbour is noise
+_REPORTED_PROCESS_CPU_PERCENT = 1.0
+
+# NVML clock event ("throttle") reason bits, from nvml.h (nvmlClocksEventReason*).
+THROTTLE_REASON_BITS: tuple[tuple[int, str], ...] = (
+    (0x001, "gpu_idle"),
+    (0x002, "applications_clocks_setting"),
+    (0x004, "sw_power_cap"),
+    (0x008, "hw_slowdown"),
+    (0x010, "sync_boost"),
+    (0x020, "sw_thermal_slowdown"),
+    (0x040, "hw_thermal_slowdown"),
+    (0x080, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+    (0x200, "board_limit"),
+    (0x400, "reliability"),
+)
+_KNOWN_REASON_BITS = sum(bit for bit, _ in THROTTLE_REASON_BITS)
+# Reasons that hold clocks below what the workload could get. The others are not throttling:
+# idle (the GPU waits for work), clocks the user set, sync boost and display clocks.
+THROTTLING_REASONS = frozenset(
+    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+     "hw_power_brake_slowdown"}
+)  # fmt: skip
+
+
+def decode_throttle_reasons(mask: int) -> tuple[str, ...]:
+    """Names of the reason bits set in an NVML clock event mask, lowest bit first.
+
+    Bits this table does not know appear as one ``unknown_0x...`` entry, never dropped.
+    """
+    names = [name for bit, name in THROTTLE_REASON_BITS if mask & bit]
+    unknown = mask & ~_KNOWN_REASON_BITS
+    if unknown:
+        names.append(f"unknown_0x{unknown:x}")
+    return tuple(names)
+
+
+def throttling_reasons(names: Iterable[str]) -> tuple[str, ...]:
+    """The subset of decoded reason names that mean the clocks were throttled."""
+    return tuple(name for name in names if name in THROTTLING_REASONS)
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """Minimum, mean and maximum of one metric over the ``n`` samples that could read it."""
+
+    min: float
+    mean: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> MetricSummary:
+        """Summarise a non-empty series of readings."""
+        series = list(values)
+        return cls(min(series), statistics.fmean(series), max(series), len(series))
+
+
+@dataclass(frozen=True)
+class ProcessUsage:
+    """Another process's CPU use during the point, in % of one core (100 = one busy core)."""
+
+    pid: int
+    name: str | None
+    cpu_percent_mean: float
+    cpu_percent_max: float
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """Summary of the samples taken during one point.
+
+    ``metrics`` keys carry their unit: ``cpu_freq_mhz`` (mean over cores, per sample),
+    ``cpu_freq_max_mhz`` (fastest core, per sample), ``cpu{i}_freq_mhz``, ``load_1m``,
+    ``cpu_temp_c``, and per GPU ``gpu{i}_sm_clock_mhz``, ``gpu{i}_mem_clock_mhz``,
+    ``gpu{i}_power_w``, ``gpu{i}_temp_c``, ``gpu{i}_util_percent``, ``gpu{i}_mem_util_percent``.
+    """
+
+    duration_s: float
+    n_samples: int
+    metrics: Mapping[str, MetricSummary] = field(default_factory=dict)
+    busy_processes: tuple[ProcessUsage, ...] = ()
+    gpu_throttle_reasons: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    gpu_processes: tuple[GpuProcess, ...] = ()
+    sampler_cpu_s: float | None = None
+
+    def metric(self, name: str) -> MetricSummary | None:
+        """The summary of ``name``, or None when it could not be read."""
+        return self.metrics.get(name)
+
+    @property
+    def sampler_cpu_fraction(self) -> float | None:
+        """CPU seconds the sampler thread used per second of sampling (its overhead)."""
+        if self.sampler_cpu_s is None or self.duration_s <= 0:
+            return None
+        return self.sampler_cpu_s / self.duration_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe document; :meth:`from_dict` reads it back."""
+        return {
+            "duration_s": self.duration_s,
+            "n_samples": self.n_samples,
+            "metrics": {
+                name: {"min": s.min, "mean": s.mean, "max": s.max, "n": s.n}
+                for name, s in sorted(self.metrics.items())
+            },
+            "busy_processes": [vars(p).copy() for p in self.busy_processes],
+            "gpu_throttle_reasons": {
+                str(gpu): list(names) for gpu, names in sorted(self.gpu_throttle_reasons.items())
+            },
+            "gpu_processes": [vars(p).copy() for p in self.gpu_processes],
+            "sampler_cpu_s": self.sampler_cpu_s,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Telemetry:
+        """Rebuild from :meth:`to_dict` output; a malformed document raises BundleError."""
+        try:
+            return cls(
+                duration_s=float(data["duration_s"]),
+                n_samples=int(data["n_samples"]),
+                metrics={
+                    str(name): MetricSummary(
+                        float(s["min"]), float(s["mean"]), float(s["max"]), int(s["n"])
+                    )
+                    for name, s in data["metrics"].items()
+                },
+                busy_processes=tuple(
+                    ProcessUsage(
+                        int(p["pid"]),
+                        None if p["name"] is None else str(p["name"]),
+                        float(p["cpu_percent_mean"]),
+                        float(p["cpu_percent_max"]),
+                    )
+                    for p in data["busy_processes"]
+                ),
+                gpu_throttle_reasons={
+                    int(gpu): tuple(str(n) for n in names)
+                    for gpu, names in data["gpu_throttle_reasons"].items()
+                },
+                gpu_processes=tuple(GpuProcess.from_dict(p) for p in data["gpu_processes"]),
+                sampler_cpu_s=None
+                if data["sampler_cpu_s"] is None
+                else float(data["sampler_cpu_s"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BundleError(
+                f"telemetry document is malformed ({type(exc).__name__}: {exc}); expected the "
+                f"keys written by Telemetry.to_dict(), got keys {sorted(data)!r}"
+            ) from exc
+
+
+class _ProcessScanner:
+    """CPU use of every other process, from the delta of its CPU times between scans.
+
+    A process's first scan only primes psutil's counter (its value is meaningless), so a
+    process contributes from its second scan on.
+    """
+
+    def __init__(self, exclude_pids: frozenset[int]) -> None:
+        self._exclude = exclude_pids
+        self._procs: dict[int, psutil.Process] = {}
+        self._usage: dict[int, list[float]] = {}
+        self._names: dict[int, str | None] = {}
+
+    def scan(self) -> None:
+        try:
+            alive = set(psutil.pids()) - self._exclude
+        except (OSError, psutil.Error):
+            return  # no process table (a sandbox without /proc): no process telemetry
+        for pid in self._procs.keys() - alive:
+            del self._procs[pid]
+        for pid in alive:
+            proc = self._procs.get(pid)
+            try:
+                if proc is None:
+                    self._procs[pid] = proc = psutil.Process(pid)
+                    proc.cpu_percent(None)
+                    continue
+                percent = proc.cpu_percent(None)
+                self._usage.setdefault(pid, []).append(percent)
+                # The name costs another read, so only for processes worth reporting.
+                if percent >= _REPORTED_PROCESS_CPU_PERCENT and pid not in self._names:
+                    self._names[pid] = proc.name()
+            except psutil.Error:
+                self._procs.pop(pid, None)
+
+    def busiest(self, count: int) -> tuple[ProcessUsage, ...]:
+        usages = [
+            ProcessUsage(pid, self._names.get(pid), statistics.fmean(v), max(v))
+            for pid, v in self._usage.items()
+            if max(v) >= _REPORTED_PROCESS_CPU_PERCENT
+        ]
+        usages.sort(key=lambda u: u.cpu_percent_mean, reverse=True)
+        return tuple(usages[:count])
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process other than ours with a context on GPU ``gpu`` during the point."""
+
+    gpu: int
+    pid: int
+    name: str | None
+    used_memory_bytes: int | None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GpuProcess:
+        """Rebuild from ``vars(process)``."""
+        used = data["used_memory_bytes"]
+        name = data["name"]
+        return cls(
+            int(data["gpu"]),
+            int(data["pid"]),
+            None if name is None else str(name),
+            None if used is None else int(used),
+        )
+
+
+def _read(function: Callable[..., Any] | None, *args: Any) -> Any:
+    # NVML raises NVMLError_NotSupported for sensors a board lacks (power on some boards,
+    # clocks under MIG): that reading is absent, the others go on.
+    if function is None:
+        return None
+    try:
+        return function(*args)
+    except Exception:
+        return None
+
+
+def _process_name(pid: int) -> str | None:
+    try:
+        return psutil.Process(pid).name()
+    except psutil.Error:
+        return None  # gone already, or in another PID namespace
+
+
+class _NvmlReader:
+    """Reads one sample of every selected GPU through an (initialised) ``pynvml`` module."""
+
+    def __init__(
+        self, nvml: Any, gpu_indices: Iterable[int] | None, exclude_pids: Iterable[int]
+    ) -> None:
+        self._nvml = nvml
+        count = _read(nvml.nvmlDeviceGetCount) or 0
+        wanted = range(count) if gpu_indices is None else [i for i in gpu_indices if i < count]
+        handles = {i: _read(nvml.nvmlDeviceGetHandleByIndex, i) for i in wanted}
+        self._handles = {i: h for i, h in handles.items() if h is not None}
+        self._exclude = frozenset(exclude_pids)
+        # Newer drivers call them "clock event reasons"; older pynvml only has "throttle".
+        self._reasons_fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
+            getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        )
+        self._masks: dict[int, int] = {}
+        self._procs: dict[tuple[int, int], GpuProcess] = {}
+
+    def sample(self) -> dict[str, float | None]:
+        nvml, out = self._nvml, {}
+        for i, handle in self._handles.items():
+            sm = _read(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)
+            mem = _read(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM)
+            power_mw = _read(nvml.nvmlDeviceGetPowerUsage, handle)
+            temp = _read(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
+            util = _read(nvml.nvmlDeviceGetUtilizationRates, handle)
+            out[f"gpu{i}_sm_clock_mhz"] = sm
+            out[f"gpu{i}_mem_clock_mhz"] = mem
+            out[f"gpu{i}_power_w"] = None if power_mw is None else power_mw / 1000
+            out[f"gpu{i}_temp_c"] = temp
+            out[f"gpu{i}_util_percent"] = None if util is None else util.gpu
+            out[f"gpu{i}_mem_util_percent"] = None if util is None else util.memory
+            mask = _read(self._reasons_fn, handle)
+            if mask is not None:
+                self._masks[i] = self._masks.get(i, 0) | int(mask)
+        return out
+
+    def scan_processes(self) -> None:
+        nvml = self._nvml
+        for i, handle in self._handles.items():
+            for function in ("nvmlDeviceGetComputeRunningProcesses",
+                             "nvmlDeviceGetGraphicsRunningProcesses"):  # fmt: skip
+                for proc in _read(getattr(nvml, function, None), handle) or []:
+                    if proc.pid in self._exclude or (i, proc.pid) in self._procs:
+                        continue
+                    used = getattr(proc, "usedGpuMemory", None)
+                    self._procs[(i, proc.pid)] = GpuProcess(
+                        i, proc.pid, _process_name(proc.pid), None if used is None else int(used)
+                    )
+
+    def throttle_reasons(self) -> dict[int, tuple[str, ...]]:
+        """Per GPU, every reason seen in any sample (an empty tuple: read, none set)."""
+        return {i: decode_throttle_reasons(mask) for i, mask in self._masks.items()}
+
+    def processes(self) -> tuple[GpuProcess, ...]:
+        return tuple(self._procs.values())
+
+
+@functools.lru_cache(maxsize=1)
+def load_nvml() -> tuple[ModuleType | None, str]:
+    """``(pynvml, "")`` once NVML is initialised, or ``(None, why not)``.
+
+    Initialised once per process and never shut down: ``nvmlInit`` costs ~0.1-1 s on a GPU
+    machine and a worker measures many points. Any failure (no package, no driver, no GPU)
+    means "no GPU telemetry"; it is cached, so neither retried nor reported per point.
+    """
+    if pynvml is None:
+        return None, "the nvidia-ml-py package (import pynvml) is not installed"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return None, f"nvmlInit failed: {exc}"
+    return pynvml, ""
+
+
+def _cpu_freqs_mhz() -> list[float]:
+    # Per-core frequency is missing on some platforms (Apple silicon, some VMs and
+    # sandboxes), and a 0.0 reading means "not known" there: both are absent, not zero.
+    try:
+        freqs = psutil.cpu_freq(percpu=True) or []
+    except (OSError, NotImplementedError, AttributeError, RuntimeError):
+        return []
+    return [f.current for f in freqs if f.current and f.current > 0]
+
+
+def _cpu_temperature_c() -> float | None:
+    read = getattr(psutil, "sensors_temperatures", None)  # absent on macOS and Windows
+    if read is None:
+        return None
+    try:
+        chips = read()
+    except (OSError, RuntimeError):
+        return None
+    readings = [
+        sensor.current
+        for chip in CPU_TEMPERATURE_CHIPS
+        for sensor in chips.get(chip, [])
+        if sensor.current is not None and sensor.current > 0
+    ]
+    return max(readings) if readings else None
+
+
+class TelemetrySampler:
+    """Samples machine telemetry in a daemon thread between :meth:`start` and :meth:`stop`.
+
+    ``nvml`` is an initialised ``pynvml`` module; ``"auto"`` (the default) imports and
+    initialises it once per process, None disables GPU telemetry, tests pass a fake.
+    ``gpu_indices`` limits the GPUs read (default all). :meth:`sample` takes one sample
+    synchronously, for tests and for callers that want one without the thread.
+    ``slow_in_thread=False`` reads the slow sources (process scan, temperatures, GPU
+    processes) only in :meth:`start` and :meth:`stop`, in the caller's thread: a
+    process scan holds the GIL for milliseconds (hundreds on a loaded machine), which
+    would stall a timed Python loop if the thread did it mid-measurement.
+    """
+
+    def __init__(
+        self,
+        interval_s: float = 0.05,
+        slow_interval_s: float = 0.5,
+        *,
+        nvml: Any = "auto",
+        gpu_indices: Iterable[int] | None = None,
+        top_processes: int = 5,
+        exclude_pids: Iterable[int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        slow_in_thread: bool = True,
+    ) -> None:
+        if not interval_s > 0 or not slow_interval_s >= interval_s:
+            raise UsageError(
+                "TelemetrySampler: need 0 < interval_s <= slow_interval_s, got "
+                f"interval_s={interval_s!r}, slow_interval_s={slow_interval_s!r}"
+            )
+        self.interval_s = interval_s
+        self.slow_interval_s = slow_interval_s
+        self.slow_in_thread = slow_in_thread
+        self._clock = clock
+        self._top = top_processes
+        own = {os.getpid()} if exclude_pids is None else set(exclude_pids)
+        self._processes = _ProcessScanner(frozenset(own))
+        module = load_nvml()[0] if isinstance(nvml, str) and nvml == "auto" else nvml
+        self._gpu = _NvmlReader(module, gpu_indices, own) if module is not None else None
+        self._values: dict[str, list[float]] = {}
+        self._n_samples = 0
+        self._last_slow: float | None = None
+        self._started: float | None = None
+        self._stopped: float | None = None
+        self._cpu_s: float | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.telemetry: Telemetry | None = None
+
+    def _record(self, name: str, value: float | None) -> None:
+        if value is not None:
+            self._values.setdefault(name, []).append(float(value))
+
+    def sample(self, slow: bool | None = None) -> None:
+        """Take one sample now; ``slow`` forces (or skips) the expensive sources."""
+        now = self._clock()
+        if slow is None:
+            slow = self._last_slow is None or now - self._last_slow >= self.slow_interval_s
+        self._n_samples += 1
+        freqs = _cpu_freqs_mhz()
+        for index, mhz in enumerate(freqs):
+            self._record(f"cpu{index}_freq_mhz", mhz)
+        if freqs:
+            self._record("cpu_freq_mhz", statistics.fmean(freqs))
+            self._record("cpu_freq_max_mhz", max(freqs))
+        with contextlib.suppress(OSError, AttributeError):  # no load average: absent
+            self._record("load_1m", psutil.getloadavg()[0])
+        if self._gpu is not None:
+            for name, value in self._gpu.sample().items():
+                self._record(name, value)
+        if slow:
+            self._last_slow = now
+            self._record("cpu_temp_c", _cpu_temperature_c())
+            self._processes.scan()
+            if self._gpu is not None:
+                self._gpu.scan_processes()
+
+    def start(self) -> TelemetrySampler:
+        """Start the sampling thread (one sample is taken at once)."""
+        if self._thread is not None:
+            raise RuntimeError("TelemetrySampler.start: already started; use a new sampler")
+        self._started = self._clock()
+        if not self.slow_in_thread:
+            self.sample(slow=True)
+        self._thread = threading.Thread(target=self._run, name="benchbench-telemetry", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        cpu_start = time.thread_time()
+        while True:
+            tick = self._clock()
+            self.sample(slow=None if self.slow_in_thread else False)
+            if self._stop.wait(max(0.0, self.interval_s - (self._clock() - tick))):
+                break
+        self.sample(slow=False)  # the end of the point, however short it was
+        self._cpu_s = time.thread_time() - cpu_start
+
+    def stop(self) -> Telemetry:
+        """Stop the thread and return (and keep in ``.telemetry``) the summary."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        if not self.slow_in_thread:
+            self.sample(slow=True)
+        self._stopped = self._clock()
+        self.telemetry = self.summary()
+        return self.telemetry
+
+    def summary(self) -> Telemetry:
+        """Summary of the samples taken so far."""
+        start = self._started if self._started is not None else self._clock()
+        end = self._stopped if self._stopped is not None else self._clock()
+        gpu = self._gpu
+        return Telemetry(
+            duration_s=end - start,
+            n_samples=self._n_samples,
+            metrics={k: MetricSummary.of(v) for k, v in self._values.items()},
+            busy_processes=self._processes.busiest(self._top),
+            gpu_throttle_reasons=gpu.throttle_reasons() if gpu else {},
+            gpu_processes=gpu.processes() if gpu else (),
+            sampler_cpu_s=self._cpu_s,
+        )
+
+    def __enter__(self) -> TelemetrySampler:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def warnings(telemetry: Telemetry, baseline_freq: float | None = None) -> list[str]:
+    """Human-readable warnings about conditions that make the point's numbers suspect.
+
+    ``baseline_freq`` (MHz) is the CPU frequency of an idle, unthrottled machine; without it
+    a drop is measured against the highest frequency seen during the point. The fastest
+    core is compared, not the mean: idle cores clock down under ``powersave`` and a
+    one-thread benchmark would otherwise warn on every point.
+    """
+    lines: list[str] = []
+    freq = telemetry.metric("cpu_freq_max_mhz")
+    if freq is not None:
+        reference = baseline_freq if baseline_freq is not None else freq.max
+        if reference > 0 and freq.min < (1 - FREQUENCY_DROP_FRACTION) * reference:
+            drop = 1 - freq.min / reference
+            against = "baseline" if baseline_freq is not None else "highest seen"
+            lines.append(
+                f"CPU frequency dropped {drop:.0%} during the point: {freq.min:.0f} MHz vs "
+                f"{against} {reference:.0f} MHz (thermal or power limit, or a governor "
+                "other than 'performance'; see `benchbench doctor`)"
+            )
+    for gpu, names in sorted(telemetry.gpu_throttle_reasons.items()):
+        throttling = throttling_reasons(names)
+        if throttling:
+            lines.append(f"GPU {gpu} clocks throttled during the point: {', '.join(throttling)}")
+    for proc in telemetry.busy_processes:
+        if proc.cpu_percent_mean >= BUSY_PROCESS_CPU_PERCENT:
+            lines.append(
+                f"another process was busy during the point: {proc.name or '?'} "
+                f"(pid {proc.pid}) at {proc.cpu_percent_mean:.0f}% CPU "
+                f"(max {proc.cpu_percent_max:.0f}%)"
+            )
+    for gproc in telemetry.gpu_processes:
+        lines.append(
+            f"GPU {gproc.gpu} is also used by another process: {gproc.name or '?'} "
+            f"(pid {gproc.pid})"
+        )
+    return lines

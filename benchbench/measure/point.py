@@ -1,0 +1,513 @@
+"""Measuring one point inside a worker: inputs, reference check, engine, work model.
+
+Runs in the worker process (it imports torch). Every failure becomes a
+:class:`~benchbench.core.values.Result` with a status and a reason: a bad point loses
+that point only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from benchbench.core.values import Point, Result
+from benchbench.machine.telemetry import TelemetrySampler
+from benchbench.machine.telemetry import warnings as telemetry_warnings
+from benchbench.measure import timers as devices
+from benchbench.measure.accuracy import compare
+from benchbench.measure.policy import (
+    Measured,
+    Policy,
+    Subject,
+    make_loop,
+    make_rotating_loop,
+    warnings_for,
+)
+from benchbench.measure.policy import measure as engine_measure
+from benchbench.suite.declare import Skip, Variant, Workload
+from benchbench.suite.inputs import SetupContext
+
+#: ``rotate`` mode keeps at most this many copies of the inputs.
+MAX_ROTATE_COPIES = 64
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to measure: the engine policy, cache mode, thread count, cancellation hook."""
+
+    policy: Policy = field(default_factory=Policy)
+    cache: str = "warm"
+    threads: int | None = None
+    should_stop: Callable[[], bool] | None = None  # see engine.measure
+    #: Folder for a ``torch.profiler`` trace of the point, taken after the timed
+    #: measurement (never inside it); ``None``: no profile.
+    profile_dir: str | None = None
+
+
+def _skip(point: Point, reason: str, **kw: Any) -> Result:
+    return Result(point=point, status="skipped", reason=reason, **kw)
+
+
+def _error(point: Point, reason: str, **kw: Any) -> Result:
+    return Result(point=point, status="error", reason=reason, **kw)
+
+
+def measure_point(workload: Workload, point: Point, options: Options) -> Result:
+    """Measure ``point`` of ``workload``; never raises for a problem of the point."""
+    started = time.perf_counter()
+    # Telemetry is sampled beside the point (every 0.1 s, ~80 µs a sample: < 0.1 %
+    # of one core) and attached to measured points with the warnings it implies.
+    # The slow sources (process scan) run before and after the point, never mid-way.
+    sampler = TelemetrySampler(
+        interval_s=0.1, exclude_pids={os.getpid(), os.getppid()}, slow_in_thread=False
+    )
+    try:
+        with sampler:
+            result = _measure(workload, point, options)
+    except Skip as exc:
+        result = _skip(point, str(exc) or "skipped by the suite", code_version=workload.version)
+    except torch.cuda.OutOfMemoryError as exc:
+        result = _error(point, f"out of memory: {_first_line(exc)}")
+    except MemoryError:
+        result = _error(point, "out of memory (MemoryError)")
+    except Exception as exc:
+        message = _first_line(exc)
+        if "can't allocate memory" in message or "out of memory" in message.lower():
+            result = _error(point, f"out of memory: {message}")
+        elif isinstance(exc, (RuntimeError, NotImplementedError)) and _unsupported(message):
+            # e.g. '"ndtri_cpu" not implemented for 'Half'': the dtype is not here,
+            # which is a skip with the reason, not a failure of the point.
+            result = _skip(
+                point,
+                f"{point.dtype} is not supported on {point.device}: {message}",
+                code_version=workload.version,
+            )
+        else:
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            result = _error(
+                point,
+                f"{type(exc).__name__}: {message} (at {where.filename}:{where.lineno})",
+            )
+    if result.status == "ok" and sampler.telemetry is not None:
+        result = replace(
+            result,
+            telemetry=sampler.telemetry.to_dict(),
+            warnings=(*result.warnings, *telemetry_warnings(sampler.telemetry)),
+        )
+    return replace(result, duration_s=time.perf_counter() - started)
+
+
+def _unsupported(message: str) -> bool:
+    return "not implemented for" in message or "not supported" in message
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _measure(workload: Workload, point: Point, options: Options) -> Result:
+    variant = workload.variant(point.variant)
+    cache_mode = workload.cache or options.cache
+    base: dict[str, Any] = {"code_version": workload.version, "cache_mode": cache_mode}
+    reason = devices.unavailable_reason(point.device, torch)
+    if reason is None:
+        reason = _variant_restriction(variant, point)
+    if reason is not None:
+        return _skip(point, reason, **base)
+    if options.threads is not None:
+        torch.set_num_threads(options.threads)
+    threads = torch.get_num_threads()
+    base["threads"] = threads
+
+    try:
+        inputs = _as_tuple(workload.setup(SetupContext(point)))
+    except (RuntimeError, TypeError) as exc:
+        text = _first_line(exc)
+        if _unsupported(text):
+            return _skip(point, f"{point.dtype} is not supported on {point.device}: {text}", **base)
+        raise
+    try:
+        return _measure_inputs(workload, variant, point, options, inputs, base)
+    finally:
+        if workload.teardown is not None:
+            workload.teardown(*inputs)
+
+
+def _measure_inputs(
+    workload: Workload,
+    variant: Variant,
+    point: Point,
+    options: Options,
+    inputs: tuple[Any, ...],
+    base: dict[str, Any],
+) -> Result:
+    fn = _prepare(variant)
+    call_inputs = _numpy_inputs(inputs) if variant.numpy else inputs
+
+    warnings: list[str] = []
+    max_rel_error: float | None = None
+    extra: dict[str, Any] = {}
+    if variant.compile:
+        # The first call of a torch.compile'd function traces and compiles it (20-90 s
+        # here, cold); it comes before the reference check so that its time is
+        # recorded on its own, never in the samples nor hidden in the check.
+        started = time.perf_counter()
+        fn(*(_fresh(call_inputs) if variant.inplace else call_inputs))
+        _sync(point.device)
+        extra["compile_s"] = time.perf_counter() - started
+    check = workload.check_mode(variant)
+    if check:
+        output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
+        _sync(point.device)
+        reference = _reference_output(workload, inputs)
+        accuracy = compare(output, reference, point.dtype, workload.rtol)
+        max_rel_error = accuracy.max_rel_error
+        extra["max_abs_error"] = accuracy.max_abs_error
+        extra["nonfinite"] = accuracy.nonfinite
+        extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
+        if check == "record":
+            extra["check"] = "record"
+            if not accuracy.ok:
+                warnings.append(
+                    f"accuracy recorded, not enforced: max rel error "
+                    f"{accuracy.max_rel_error:.3g}, {accuracy.mismatched_nonfinite} NaN/Inf "
+                    "not in the reference"
+                )
+        elif not accuracy.ok:
+            detail = f"max rel error {accuracy.max_rel_error:.3g}"
+            if accuracy.mismatched_nonfinite:
+                detail += f", {accuracy.mismatched_nonfinite} NaN/Inf not in the reference"
+            return _error(
+                point,
+                f"wrong result: {detail} (tolerance {accuracy.tolerance:g} for {point.dtype})",
+                max_rel_error=max_rel_error,
+                extra=extra,
+                **base,
+            )
+        if accuracy.nonfinite:
+            warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
+
+    policy = _policy_for(workload, point, options)
+    subjects = _subjects(variant, fn, call_inputs, point, base["cache_mode"])
+    measured = engine_measure(
+        subjects,
+        devices.timer_for(point.device, torch),
+        policy,
+        should_stop=options.should_stop or (lambda: False),
+    )
+    main = measured[0]
+    if variant.inplace:
+        main, note = _subtract_restore(main, measured[1])
+        extra["restore"] = note
+        if main.stats.median_s <= 0:
+            return _error(
+                point,
+                "in-place call not measurable: the restore copy alone "
+                f"({note['restore_median_s']:.3g} s) took as long as copy + call; "
+                "use a larger size or a variant without inplace=True",
+                max_rel_error=max_rel_error,
+                extra=extra,
+                **base,
+            )
+        if note["fraction_of_total"] > 0.5:
+            warnings.append(
+                f"restore copy is {note['fraction_of_total']:.0%} of each timed call: "
+                "the in-place figure is a difference of two larger times"
+            )
+    warnings = [*warnings_for(main, policy), *warnings]
+    peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
+    if options.profile_dir is not None:
+        extra["profile"] = profile_point(
+            fn, call_inputs, point, variant.inplace, options.profile_dir
+        )
+    work = {
+        name: _work(getattr(workload, name), point, warnings)
+        for name in ("bytes", "flops", "items")
+    }
+    return Result(
+        point=point,
+        status="ok",
+        samples_s=main.samples_s,
+        calls_per_sample=main.calls_per_sample,
+        warmup=main.warmup,
+        converged=main.converged,
+        stop_reason=main.stop_reason,
+        bytes_per_call=work["bytes"],
+        flop_per_call=work["flops"],
+        items_per_call=work["items"],
+        max_rel_error=max_rel_error,
+        peak_memory_bytes=peak,
+        warnings=tuple(warnings),
+        extra=extra,
+        **base,
+    )
+
+
+def _variant_restriction(variant: Variant, point: Point) -> str | None:
+    kind = point.device.partition(":")[0]
+    if variant.numpy and kind != "cpu":
+        return f"variant {variant.name!r} uses NumPy, which runs on the CPU only"
+    if variant.devices is not None and kind not in variant.devices:
+        return f"variant {variant.name!r} runs on {', '.join(variant.devices)} only"
+    if variant.dtypes is not None and point.dtype not in variant.dtypes:
+        return f"variant {variant.name!r} supports {', '.join(variant.dtypes)} only"
+    return None
+
+
+def _as_tuple(inputs: Any) -> tuple[Any, ...]:
+    return tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+
+
+def _prepare(variant: Variant) -> Callable[..., Any]:
+    if variant.compile:
+        return torch.compile(variant.fn)
+    return variant.fn
+
+
+def _numpy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value
+
+
+def _fresh(inputs: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(_copy(x) for x in inputs)
+
+
+def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
+    """The reference computation on float64 CPU copies of the inputs."""
+    ref_inputs = tuple(
+        x.detach().to("cpu").to(torch.float64)
+        if isinstance(x, torch.Tensor) and x.is_floating_point()
+        else (x.detach().to("cpu") if isinstance(x, torch.Tensor) else x)
+        for x in inputs
+    )
+    if workload.reference is not None:
+        return workload.reference(*ref_inputs)
+    first = workload.variants[0]
+    args = _numpy_inputs(ref_inputs) if first.numpy else ref_inputs
+    return first.fn(*(_fresh(args) if first.inplace else args))
+
+
+def _sync(device: str) -> None:
+    kind = device.partition(":")[0]
+    if kind == "cuda":
+        torch.cuda.synchronize()
+    elif kind == "mps":
+        torch.mps.synchronize()
+
+
+def _policy_for(workload: Workload, point: Point, options: Options) -> Policy:
+    policy = options.policy
+    if workload.budget_s is not None:
+        policy = replace(policy, max_time_s=workload.budget_s)
+    if (workload.cache or options.cache) == "cold":
+        policy = replace(policy, fixed_calls=1)
+    if point.device.startswith("cuda"):
+        policy = replace(policy, rounds_per_batch=10)
+    return replace(policy, seed=point.input_seed())
+
+
+def _subjects(
+    variant: Variant, fn: Callable[..., Any], inputs: tuple[Any, ...], point: Point, cache: str
+) -> list[Subject]:
+    pre = devices.cache_flusher(point.device, torch) if cache == "cold" else None
+    if variant.inplace:
+        pristine = _copy(inputs[0])
+        restore = _restorer(pristine)
+
+        def restore_then_call(x: Any, *rest: Any) -> None:
+            restore(x)
+            fn(x, *rest)
+
+        def restore_only(x: Any, *rest: Any) -> None:
+            restore(x)
+
+        working = _fresh(inputs)
+        return [
+            Subject(variant.name, make_loop(restore_then_call, working), pre),
+            Subject("restore", make_loop(restore_only, working), pre),
+        ]
+    if cache == "rotate":
+        return [Subject(variant.name, make_rotating_loop(fn, _rotated(inputs, point)), pre)]
+    return [Subject(variant.name, make_loop(fn, inputs), pre)]
+
+
+def _restorer(pristine: Any) -> Callable[[Any], Any]:
+    if isinstance(pristine, np.ndarray):
+        return lambda x: np.copyto(x, pristine)
+    return lambda x: x.copy_(pristine)
+
+
+def _rotated(inputs: tuple[Any, ...], point: Point) -> list[tuple[Any, ...]]:
+    """Enough copies of the inputs that cycling through them spans 2x the LLC."""
+    nbytes = sum(x.nbytes for x in inputs if isinstance(x, (torch.Tensor, np.ndarray)))
+    llc = devices.last_level_cache_bytes(point.device, torch)
+    copies = min(MAX_ROTATE_COPIES, max(2, -(-2 * llc // max(nbytes, 1))))
+    return [inputs, *(_fresh(inputs) for _ in range(copies - 1))]
+
+
+def _subtract_restore(main: Measured, restore: Measured) -> tuple[Measured, dict[str, Any]]:
+    """Subtract the restore copy's median per-call cost from every sample of ``main``."""
+    restore_s = restore.stats.median_s
+    total_s = main.stats.median_s
+    samples = tuple(s - restore_s * main.calls_per_sample for s in main.samples_s)
+    note = {
+        "what": "x.copy_(pristine) before each call, measured interleaved and subtracted",
+        "restore_median_s": restore_s,
+        "restore_samples_s": list(restore.samples_s),
+        "restore_calls_per_sample": restore.calls_per_sample,
+        "fraction_of_total": restore_s / total_s if total_s > 0 else 1.0,
+    }
+    return replace(main, samples_s=samples), note
+
+
+def _work(fn: Callable[[Point], float] | None, point: Point, warnings: list[str]) -> float | None:
+    if fn is None:
+        return None
+    try:
+        return float(fn(point))
+    except Exception as exc:
+        warnings.append(f"work model failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _peak_memory(
+    fn: Callable[..., Any], inputs: tuple[Any, ...], device: str, inplace: bool
+) -> int | None:
+    """Peak bytes allocated by one call, above what the inputs already hold.
+
+    CUDA: ``torch.cuda.max_memory_allocated`` around one call. CPU: the largest
+    running total of the CPU allocator's allocations during one call, from
+    ``torch.profiler`` memory events (tensors only: NumPy and Python objects are not
+    seen). MPS: ``torch.mps.driver_allocated_memory`` before and after (no peak).
+    """
+    args = _fresh(inputs) if inplace else inputs
+    kind = device.partition(":")[0]
+    if kind == "cuda":
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        fn(*args)
+        torch.cuda.synchronize()
+        return int(torch.cuda.max_memory_allocated() - base)
+    if kind == "mps":
+        before = torch.mps.driver_allocated_memory()
+        out = fn(*args)
+        torch.mps.synchronize()
+        after = torch.mps.driver_allocated_memory()
+        del out
+        return max(0, int(after - before))
+    return _cpu_peak_memory(fn, args)
+
+
+def _cpu_peak_memory(fn: Callable[..., Any], args: tuple[Any, ...]) -> int | None:
+    # Allocations are attributed to the op that made them (self memory), frees are
+    # "[memory]" events with negative sizes; their running sum in time order peaks
+    # at the call's high-water mark. The profiler's native start/stop lines are
+    # silenced; its first use in a process costs ~2 s, later ones ~6 ms.
+    with (
+        _quiet_native_output(),
+        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+    ):
+        out = fn(*args)
+        del out
+    events = [e for e in prof.events() if e.self_cpu_memory_usage]
+    events.sort(key=lambda e: e.time_range.start)
+    running = peak = 0
+    for event in events:
+        running += event.self_cpu_memory_usage
+        peak = max(peak, running)
+    return int(peak)
+
+
+@contextlib.contextmanager
+def _quiet_native_output() -> Iterator[None]:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+
+
+#: A profile covers at least this many calls of the point, or this much time.
+PROFILE_MIN_CALLS = 10
+PROFILE_MIN_S = 0.2
+PROFILE_TOP = 10
+
+
+def profile_point(
+    fn: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    point: Point,
+    inplace: bool,
+    folder: str,
+) -> dict[str, Any]:
+    """Profile calls of ``fn`` with ``torch.profiler``, after the timed measurement.
+
+    Writes a Chrome trace (``chrome://tracing``, Perfetto) to ``folder/<label>.json``
+    and returns its path with the top operators by self time. On CUDA the profiler
+    also records device activity and the device is synchronized before the profile
+    closes: CPU-side times of asynchronous CUDA calls measure the launch, not the
+    kernel (the kernel's time is ``self_device_s``).
+    """
+    kind = point.device.partition(":")[0]
+    activities = [ProfilerActivity.CPU]
+    if kind == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    args = _fresh(inputs) if inplace else inputs
+    calls = 0
+    with _quiet_native_output(), profile(activities=activities) as prof:
+        started = time.perf_counter()
+        while calls < PROFILE_MIN_CALLS or time.perf_counter() - started < PROFILE_MIN_S:
+            fn(*args)
+            calls += 1
+            if calls >= 10_000:
+                break
+        _sync(point.device)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, profile_file_name(point))
+    prof.export_chrome_trace(path)
+    averages = list(prof.key_averages())
+    averages.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    top = [
+        {
+            "name": e.key,
+            "calls": int(e.count),
+            "self_cpu_s": e.self_cpu_time_total * 1e-6,
+            "self_device_s": getattr(e, "self_device_time_total", 0.0) * 1e-6,
+        }
+        for e in averages[:PROFILE_TOP]
+    ]
+    return {"trace": os.path.abspath(path), "calls": calls, "top": top}
+
+
+def profile_file_name(point: Point) -> str:
+    """A file name for the point's trace: its label with unsafe characters replaced."""
+    safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in point.label)
+    return f"{safe[:150]}-{point.benchmark_id()[:8]}.json"

@@ -1,0 +1,334 @@
+"""The measurement policy: warm-up, calibration, adaptive sampling, stopping.
+
+Pure logic over two injected collaborators, so that it is tested with fake clocks:
+
+- a :class:`Timer` that times blocks of calls on one device (CPU host clock, CUDA
+  event pairs, MPS sync + host clock; see :mod:`benchbench.measure.timers`);
+- a host ``clock`` (``time.perf_counter_ns`` by default) for the policy's own
+  budgets (warm-up length, per-point time cap).
+
+Several :class:`Subject` s measured together are **interleaved**: each round takes
+one sample of every subject in a shuffled order, so drift on a shared machine hits
+them alike.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import cycle as _cycle
+from itertools import islice as _islice
+from itertools import repeat as _repeat
+from typing import Protocol
+
+from benchbench.core.stats import Stats
+
+Clock = Callable[[], int]  # nanoseconds
+
+
+@dataclass(frozen=True)
+class Block:
+    """``loop(calls)`` runs the workload ``calls`` times; ``pre`` runs untimed before it."""
+
+    loop: Callable[[int], object]
+    calls: int
+    pre: Callable[[], object] | None = None
+
+
+class Timer(Protocol):
+    """Times blocks of calls on one device."""
+
+    name: str
+
+    def measure(self, blocks: Sequence[Block]) -> list[float]:
+        """Run each block once, in order; return each block's duration in seconds."""
+        ...
+
+    def sync(self) -> None:
+        """Wait for all queued work on the device."""
+        ...
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How long and how precisely to measure one point.
+
+    Defaults follow the anchors: warm-up of at least 10 calls or 0.1 s (capped at
+    1 s), samples of >= 1 ms with the timer's own cost <= 0.1 % of a sample, at least
+    10 samples, stop when the median's 95 % CI half-width is <= 1 % of the median.
+    ``max_time_s`` caps the sampling of one point; it is the CLI's ``--budget``.
+    """
+
+    target_rel_ci: float = 0.01
+    min_samples: int = 10
+    max_samples: int = 10_000
+    min_time_s: float = 0.05
+    max_time_s: float = 0.5
+    min_sample_s: float = 1e-3
+    max_timer_overhead: float = 0.001
+    warmup_min_calls: int = 10
+    warmup_min_s: float = 0.1
+    warmup_max_s: float = 1.0
+    max_calibration_rounds: int = 40
+    fixed_calls: int | None = None  # cold-cache mode: one call per sample
+    rounds_per_batch: int = 1  # >1 on CUDA: one synchronize per batch of samples
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = {
+            "target_rel_ci": self.target_rel_ci > 0,
+            "min_samples": self.min_samples >= 2,
+            "max_samples": self.max_samples >= self.min_samples,
+            "max_time_s": self.max_time_s > 0,
+            "min_sample_s": self.min_sample_s > 0,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"Policy.{name} is out of range: {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One callable to measure, as a loop over calls (see :func:`make_loop`)."""
+
+    name: str
+    loop: Callable[[int], object]
+    pre: Callable[[], object] | None = None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Raw outcome for one subject: samples and how they were obtained."""
+
+    name: str
+    samples_s: tuple[float, ...]
+    calls_per_sample: int
+    warmup: dict[str, float] = field(default_factory=dict)
+    converged: bool = False
+    stop_reason: str = ""
+    calibration_note: str | None = None
+
+    @property
+    def stats(self) -> Stats:
+        return Stats.from_samples(self.samples_s, self.calls_per_sample)
+
+
+def timer_overhead_s(clock: Clock = time.perf_counter_ns, pairs: int = 200) -> float:
+    """Smallest cost of reading the clock twice; ~50-100 ns for perf_counter_ns here."""
+    best = math.inf
+    for _ in range(pairs):
+        t0 = clock()
+        t1 = clock()
+        best = min(best, (t1 - t0) * 1e-9)
+    return max(best, 0.0)
+
+
+def _never() -> bool:
+    return False
+
+
+#: ``stop_reason`` of a measurement cut short by ``should_stop`` (Ctrl-C, SIGTERM).
+INTERRUPTED = "interrupted"
+
+
+def warm_up(
+    subject: Subject,
+    timer: Timer,
+    policy: Policy,
+    clock: Clock,
+    should_stop: Callable[[], bool] = _never,
+) -> dict[str, float]:
+    """One call and a sync (lazy init, compilation), then time-based warm-up."""
+    t0 = clock()
+    subject.loop(1)
+    timer.sync()
+    first_call_s = (clock() - t0) * 1e-9
+    calls, chunk = 0, 1
+    start = clock()
+    while True:
+        elapsed = (clock() - start) * 1e-9
+        enough = calls >= policy.warmup_min_calls and elapsed >= policy.warmup_min_s
+        if enough or elapsed >= policy.warmup_max_s or should_stop():
+            break
+        subject.loop(chunk)
+        calls += chunk
+        chunk = min(chunk * 2, 1 << 20)
+    timer.sync()
+    return {
+        "first_call_s": first_call_s,
+        "calls": float(calls),
+        "time_s": (clock() - start) * 1e-9,
+    }
+
+
+def calibrate(
+    subject: Subject, timer: Timer, policy: Policy, overhead_s: float
+) -> tuple[int, str | None]:
+    """Calls per sample so that one sample takes >= the target time.
+
+    Target = max(min_sample_s, overhead / max_timer_overhead), reached by two blocks
+    in a row. Grows by the ratio measured (1.2x margin), at least 2x and at most 10x
+    a round, so it terminates on a coarse clock (reads of 0 grow 10x) and on a clock
+    that jumps (a bounded number of rounds). Returns the calls and a note when the
+    target was not reached.
+    """
+    if policy.fixed_calls is not None:
+        return policy.fixed_calls, None
+    target = max(policy.min_sample_s, overhead_s / policy.max_timer_overhead)
+    calls = 1
+    for _ in range(policy.max_calibration_rounds):
+        block = Block(subject.loop, calls, subject.pre)
+        (elapsed,) = timer.measure([block])
+        if elapsed >= target:
+            # Preemption only ever lengthens a block: confirm with a second one so
+            # that one descheduled block (4+ ms on a loaded machine) does not leave
+            # every sample at a single call.
+            (elapsed,) = timer.measure([block])
+            if elapsed >= target:
+                return calls, None
+        growth = 10.0 if elapsed <= 0 else min(10.0, max(2.0, 1.2 * target / elapsed))
+        if calls * growth > 1e9:
+            break
+        calls = max(calls + 1, int(calls * growth))
+    return calls, f"calibration stopped at {calls} calls per sample below {target * 1e3:.3g} ms"
+
+
+def measure(
+    subjects: Sequence[Subject],
+    timer: Timer,
+    policy: Policy,
+    clock: Clock = time.perf_counter_ns,
+    should_stop: Callable[[], bool] = _never,
+) -> list[Measured]:
+    """Warm up, calibrate and sample ``subjects`` interleaved until precise enough.
+
+    Stops when every subject has at least ``min_samples`` samples, ``min_time_s``
+    has passed and every median's relative CI half-width is <= ``target_rel_ci``
+    (``converged``); or at ``max_time_s`` once ``min_samples`` are in (or at ten
+    times ``max_time_s`` regardless), or at ``max_samples`` (not converged).
+
+    ``should_stop`` is the cooperative cancellation hook: it is asked between
+    warm-up chunks and after every batch of samples, and when it returns True the
+    measurement ends there with ``stop_reason == INTERRUPTED`` (not converged). A
+    signal handler that sets a flag is the intended caller; the engine never blocks
+    a signal, so the wait is at most one sample (>= 1 ms, usually a few ms).
+    """
+    if not subjects:
+        raise ValueError("measure() needs at least one subject")
+    overhead = timer_overhead_s(clock)
+    warmups = [warm_up(s, timer, policy, clock, should_stop) for s in subjects]
+    calibrated = [calibrate(s, timer, policy, overhead) for s in subjects]
+    samples: list[list[float]] = [[] for _ in subjects]
+    rng = random.Random(policy.seed)
+    order = list(range(len(subjects)))
+    start = clock()
+    reason = ""
+    converged = False
+    while True:
+        blocks: list[Block] = []
+        owners: list[int] = []
+        for _ in range(policy.rounds_per_batch):
+            rng.shuffle(order)
+            for i in order:
+                s = subjects[i]
+                blocks.append(Block(s.loop, calibrated[i][0], s.pre))
+                owners.append(i)
+        for owner, elapsed in zip(owners, timer.measure(blocks), strict=True):
+            samples[owner].append(elapsed)
+        n = min(len(s) for s in samples)
+        elapsed_s = (clock() - start) * 1e-9
+        if should_stop():
+            reason = INTERRUPTED
+            break
+        if n >= policy.min_samples and elapsed_s >= policy.min_time_s:
+            precise = all(
+                Stats.from_samples(s, c).rel_ci_half_width <= policy.target_rel_ci
+                for s, (c, _) in zip(samples, calibrated, strict=True)
+            )
+            if precise:
+                converged, reason = True, f"CI within {policy.target_rel_ci:.1%} of the median"
+                break
+        # The cap yields to min_samples unless it is overrun tenfold (calls of seconds).
+        if elapsed_s >= policy.max_time_s and (
+            n >= policy.min_samples or elapsed_s >= 10 * policy.max_time_s
+        ):
+            reason = f"time cap of {policy.max_time_s:g} s reached"
+            break
+        if n >= policy.max_samples:
+            reason = f"sample cap of {policy.max_samples} reached"
+            break
+    return [
+        Measured(
+            name=s.name,
+            samples_s=tuple(samples[i]),
+            calls_per_sample=calibrated[i][0],
+            warmup=warmups[i],
+            converged=converged,
+            stop_reason=reason,
+            calibration_note=calibrated[i][1],
+        )
+        for i, s in enumerate(subjects)
+    ]
+
+
+def make_loop(fn: Callable[..., object], args: Sequence[object]) -> Callable[[int], None]:
+    """The cheapest Python loop calling ``fn(*args)`` ``n`` times.
+
+    Compiled from source with the callable and its arguments bound as locals, as
+    ``timeit`` does: no ``*args`` unpacking, no attribute look-ups per call. An empty
+    callable costs the same per call as under ``timeit`` (BENCHMARKS.md).
+    """
+    names = [f"_a{i}" for i in range(len(args))]
+    params = "".join(f", {n}={n}" for n in names)
+    source = (
+        f"def _loop(_n, _fn=_fn, _repeat=_repeat{params}):\n"
+        f"    for _ in _repeat(None, _n):\n"
+        f"        _fn({', '.join(names)})\n"
+    )
+    namespace: dict[str, object] = {
+        "_fn": fn,
+        "_repeat": _repeat,
+        **dict(zip(names, args, strict=True)),
+    }
+    exec(compile(source, "<benchbench loop>", "exec"), namespace)
+    loop = namespace["_loop"]
+    return loop  # type: ignore[return-value]
+
+
+def make_rotating_loop(
+    fn: Callable[..., object], arg_sets: Sequence[Sequence[object]]
+) -> Callable[[int], None]:
+    """Loop that cycles through several copies of the inputs (cache mode ``rotate``)."""
+    sets = [tuple(a) for a in arg_sets]
+    cycle = _cycle(sets)
+
+    def _loop(_n: int) -> None:
+        for args in _islice(cycle, _n):
+            fn(*args)
+
+    return _loop
+
+
+def warnings_for(measured: Measured, policy: Policy) -> list[str]:
+    """Warnings that travel with the result."""
+    out: list[str] = []
+    stats = measured.stats
+    if not measured.converged:
+        out.append(
+            f"not converged: CI ±{stats.rel_ci_half_width:.1%} of the median "
+            f"({measured.stop_reason})"
+        )
+    if stats.rel_iqr >= 0.10:
+        out.append(f"noisy: IQR is {stats.rel_iqr:.0%} of the median")
+    sample_median = stats.median_s * measured.calls_per_sample
+    if sample_median < policy.min_sample_s:
+        out.append(
+            f"sample < 1 ms ({sample_median * 1e6:.3g} µs, {measured.calls_per_sample} "
+            "call(s) per sample): timer overhead may be visible"
+        )
+    if measured.calibration_note:
+        out.append(measured.calibration_note)
+    return out

@@ -1,0 +1,194 @@
+"""Clocks and synchronisation per device, chosen per point from where inputs live.
+
+- CPU: ``time.perf_counter_ns`` around a block of calls.
+- CUDA (and ROCm through the same interface): a pair of
+  ``torch.cuda.Event(enable_timing=True)`` per sample, one ``synchronize`` per batch
+  of samples; the host wall time of the batch is recorded beside it.
+- MPS: ``torch.mps.synchronize()`` before and after a host-timed block (MPS events
+  are not reliable for timing).
+
+Only the CPU path has run on real hardware in this project's CI; the CUDA and MPS
+paths are written from the PyTorch documentation and their logic is unit-tested
+with injected fakes (tests/unit/test_devices.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchbench.measure.policy import Block
+
+#: Last-level cache assumed when the OS does not say (bytes).
+DEFAULT_LLC_BYTES = 32 * 2**20
+
+
+def unavailable_reason(device: str, torch: Any) -> str | None:
+    """Why ``device`` cannot run here, or None when it can."""
+    kind, _, index = device.partition(":")
+    if kind == "cpu":
+        return None
+    if kind == "cuda":
+        if not torch.cuda.is_available():
+            return "CUDA is not available"
+        if index and int(index) >= torch.cuda.device_count():
+            return f"CUDA device {index} does not exist ({torch.cuda.device_count()} present)"
+        return None
+    if kind == "mps":
+        backend = torch.backends.mps
+        if not backend.is_built():
+            return "MPS is not available: this PyTorch was not built with MPS"
+        if not backend.is_available():
+            return "MPS is not available: no MPS device (needs macOS 12.3+ on Apple silicon)"
+        return None
+    return f"unknown device {device!r}"
+
+
+class CpuTimer:
+    """Host clock around each block; nothing to synchronise."""
+
+    name = "perf_counter_ns"
+
+    def __init__(self, clock: Any = time.perf_counter_ns) -> None:
+        self._clock = clock
+
+    def sync(self) -> None:
+        return None
+
+    def measure(self, blocks: Sequence[Block]) -> list[float]:
+        clock = self._clock
+        out: list[float] = []
+        for block in blocks:
+            if block.pre is not None:
+                block.pre()
+            t0 = clock()
+            block.loop(block.calls)
+            t1 = clock()
+            out.append((t1 - t0) * 1e-9)
+        return out
+
+
+class CudaTimer:
+    """CUDA event pairs per block, one synchronize per batch.
+
+    ``cuda`` is ``torch.cuda`` (injected so the logic is testable without a GPU).
+    ``host_s`` keeps the host wall time of the last batch, recorded beside samples.
+    """
+
+    name = "cuda-events"
+
+    def __init__(self, cuda: Any, clock: Any = time.perf_counter_ns) -> None:
+        self._cuda = cuda
+        self._clock = clock
+        self.host_s = 0.0
+
+    def sync(self) -> None:
+        self._cuda.synchronize()
+
+    def measure(self, blocks: Sequence[Block]) -> list[float]:
+        pairs = []
+        t0 = self._clock()
+        for block in blocks:
+            if block.pre is not None:
+                block.pre()  # enqueued before the start event: outside the timed region
+            start = self._cuda.Event(enable_timing=True)
+            end = self._cuda.Event(enable_timing=True)
+            start.record()
+            block.loop(block.calls)
+            end.record()
+            pairs.append((start, end))
+        self._cuda.synchronize()
+        self.host_s = (self._clock() - t0) * 1e-9
+        # elapsed_time is in milliseconds.
+        return [start.elapsed_time(end) * 1e-3 for start, end in pairs]
+
+
+class MpsTimer:
+    """Host clock around each block with ``torch.mps.synchronize()`` on both sides."""
+
+    name = "mps-sync+perf_counter_ns"
+
+    def __init__(self, mps: Any, clock: Any = time.perf_counter_ns) -> None:
+        self._mps = mps
+        self._clock = clock
+
+    def sync(self) -> None:
+        self._mps.synchronize()
+
+    def measure(self, blocks: Sequence[Block]) -> list[float]:
+        out: list[float] = []
+        for block in blocks:
+            if block.pre is not None:
+                block.pre()
+            self._mps.synchronize()
+            t0 = self._clock()
+            block.loop(block.calls)
+            self._mps.synchronize()
+            out.append((self._clock() - t0) * 1e-9)
+        return out
+
+
+def timer_for(device: str, torch: Any) -> CpuTimer | CudaTimer | MpsTimer:
+    """The timer for a point whose inputs live on ``device``."""
+    kind = device.partition(":")[0]
+    if kind == "cuda":
+        return CudaTimer(torch.cuda)
+    if kind == "mps":
+        return MpsTimer(torch.mps)
+    return CpuTimer()
+
+
+def device_of(inputs: Sequence[Any], torch: Any) -> str:
+    """Where the inputs live: the first tensor's device, else ``cpu``."""
+    for value in inputs:
+        if isinstance(value, torch.Tensor):
+            return str(value.device)
+    return "cpu"
+
+
+def cpu_cache_sizes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict[str, int]:
+    """Cache sizes the OS reports for CPU 0, e.g. ``{"L1d": 32768, "L2": ..., "L3": ...}``."""
+    out: dict[str, int] = {}
+    for index in sorted(root.glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = _parse_cache_size((index / "size").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction":
+            continue
+        out[f"L{level}{'d' if kind == 'Data' else ''}"] = size
+    return out
+
+
+def _parse_cache_size(text: str) -> int:
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    if text and text[-1].upper() in units:
+        return int(text[:-1]) * units[text[-1].upper()]
+    return int(text)
+
+
+def last_level_cache_bytes(device: str, torch: Any) -> int:
+    """Size of the cache a ``cold`` sample must evict: the CPU's LLC or the GPU's L2."""
+    if device.startswith("cuda"):
+        props = torch.cuda.get_device_properties(torch.device(device))
+        return int(getattr(props, "L2_cache_size", 0)) or 8 * 2**20
+    sizes = cpu_cache_sizes()
+    return max(sizes.values()) if sizes else DEFAULT_LLC_BYTES
+
+
+def cache_flusher(device: str, torch: Any) -> Any:
+    """A callable that writes over a buffer of 2x the last-level cache on ``device``.
+
+    Run before each sample in ``cold`` mode, outside the timed region.
+    """
+    nbytes = 2 * last_level_cache_bytes(device, torch)
+    buffer = torch.empty(nbytes // 8, dtype=torch.int64, device=device)
+
+    def flush() -> None:
+        buffer.add_(1)
+
+    return flush

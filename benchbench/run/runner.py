@@ -1,0 +1,328 @@
+"""The runner: plans the points, feeds them to worker processes, stores each result.
+
+Workers are forked from a zygote that imported torch once (see
+:mod:`benchbench.run.worker`), so replacing one costs ~30 ms, not a torch import. When
+a worker crashes, hangs past the per-point timeout or is killed for memory, the
+point it held is recorded as an error with the reason, and a fresh worker takes
+the rest. Each point is written to the store in its own transaction as soon as it
+is done, so a killed run keeps everything it finished and ``resume`` completes it.
+
+A :class:`~benchbench.run.worker.StopRequest` (set by the CLI's SIGINT/SIGTERM
+handlers) stops the run after the current sample: the point cut short is not
+stored, every finished one is, and the run is marked ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbench.core.errors import BenchbenchError, MeasurementError, UsageError
+from benchbench.core.values import CACHE_MODES, Point, Result
+from benchbench.core.version import __version__
+from benchbench.machine.environment import Environment
+from benchbench.machine.vcs import git_state
+from benchbench.measure.policy import Policy
+from benchbench.run import sharding
+from benchbench.run.worker import StopRequest, Worker, WorkerFailure, launcher
+from benchbench.store import Store
+from benchbench.store.store import now
+from benchbench.suite.declare import Workload
+from benchbench.suite.load import Selection, file_hash, load_suite, select_points
+
+__all__ = [
+    "RunConfig",
+    "RunSummary",
+    "StopRequest",
+    "WorkerFailure",
+    "plan",
+    "resume_config",
+    "run",
+]
+
+RUN_KINDS = ("adhoc", "nightly", "ci")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything ``benchbench run`` needs besides the store."""
+
+    suites: tuple[Path, ...]
+    selection: Selection = field(default_factory=Selection)
+    policy: Policy = field(default_factory=Policy)
+    cache: str = "warm"
+    threads: int | None = None
+    timeout_s: float = 60.0
+    memory_limit_bytes: int = 0
+    kind: str = "adhoc"
+    label: str | None = None
+    tags: tuple[str, ...] = ()
+    resume: str | None = None
+    repo: Path | None = None
+    shard: sharding.Shard | None = None
+    shard_by: str = "cost"  # or "count": ignore the store's history
+    group: str | None = None  # a --group value; the shards of one run share it
+    fork: bool | None = None  # workers forked from a zygote (default: on Linux)
+    #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
+    profile_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.cache not in CACHE_MODES:
+            raise UsageError(f"--cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
+        if self.kind not in RUN_KINDS:
+            raise UsageError(f"run kind must be one of {', '.join(RUN_KINDS)}, got {self.kind!r}")
+        if self.timeout_s <= 0:
+            raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout_s}")
+        if self.threads is not None and self.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        if self.shard_by not in ("cost", "count"):
+            raise UsageError(f"--shard-by must be cost or count, got {self.shard_by!r}")
+
+
+@dataclass
+class RunSummary:
+    """What a run did; ``results`` in the order they were measured."""
+
+    run_id: str
+    results: list[Result] = field(default_factory=list)
+    status: str = "running"
+    environment: Environment | None = None
+    stop_signal: int | None = None  # the signal that interrupted the run
+    planned: int = 0  # points this invocation set out to measure
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+
+def plan(config: RunConfig) -> list[tuple[Path, Workload, Point]]:
+    """Load the suites and list the points the run would measure."""
+    out: list[tuple[Path, Workload, Point]] = []
+    for path in config.suites:
+        suite = load_suite(path)
+        for workload, point in select_points([suite], config.selection):
+            out.append((path, workload, point))
+    return out
+
+
+def _benchmark_id(planned: tuple[Path, Workload, Point]) -> str:
+    return planned[2].benchmark_id(planned[1].version)
+
+
+def resume_config(store: Store, ref: str) -> RunConfig:
+    """The configuration stored run ``ref`` was started with, set to resume it.
+
+    Suites (by path), selection, policy, cache mode, threads, timeout, memory limit,
+    kind, label, tags and the shard come from the run, so that ``--resume RUN``
+    alone measures exactly the points the run still lacks.
+    """
+    row = store.resolve_run(ref)
+    stored: dict[str, Any] = row.get("config") or {}
+    suites = tuple(Path(s["path"]) for s in row.get("suites") or [])
+    missing = [str(p) for p in suites if not p.is_file()]
+    if missing:
+        raise UsageError(
+            f"cannot resume run {row['id']}: its suite file(s) {', '.join(missing)} no longer "
+            "exist; restore them or start a new run"
+        )
+    known = {f.name for f in dataclasses.fields(Policy)}
+    policy = Policy(**{k: v for k, v in (stored.get("policy") or {}).items() if k in known})
+    selection = Selection(
+        **{  # type: ignore[arg-type]
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in (stored.get("selection") or {}).items()
+            if k in {f.name for f in dataclasses.fields(Selection)}
+        }
+    )
+    shard = stored.get("shard")
+    return RunConfig(
+        suites=suites,
+        selection=selection,
+        policy=policy,
+        cache=stored.get("cache", "warm"),
+        threads=stored.get("threads"),
+        timeout_s=float(stored.get("timeout_s", 60.0)),
+        memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
+        kind=row["kind"],
+        label=row.get("label"),
+        tags=tuple(row.get("tags") or ()),
+        resume=row["id"],
+        shard=sharding.Shard(shard["index"], shard["count"]) if shard else None,
+        shard_by=(shard or {}).get("by", "cost"),
+    )
+
+
+def _plan_run(
+    config: RunConfig, store: Store
+) -> tuple[str, str, list[tuple[Path, Workload, Point]], dict[str, Any] | None]:
+    """Run id, group id, the points to measure and the shard document."""
+    points = plan(config)
+    if config.resume:
+        row = store.resolve_run(config.resume)
+        shard_doc = (row.get("config") or {}).get("shard")
+        if shard_doc is not None:
+            mine = set(shard_doc["benchmark_ids"])
+            points = [p for p in points if _benchmark_id(p) in mine]
+        done = store.done_benchmark_ids(row["id"])
+        return row["id"], row["group_id"], [p for p in points if _benchmark_id(p) not in done], None
+    run_id = str(uuid.uuid4())
+    group_id = sharding.group_id_for(config.group) if config.group else run_id
+    if not points:
+        raise UsageError(
+            "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing"
+        )
+    if config.shard is None:
+        return run_id, group_id, points, None
+    ids = [_benchmark_id(p) for p in points]
+    basis = sharding.cost_runs(store, group_id) if config.shard_by == "cost" else []
+    costs = sharding.expected_costs(store, basis)
+    mine_at = sharding.assign(ids, config.shard.count, costs)[config.shard.index - 1]
+    shard_doc = {
+        "index": config.shard.index,
+        "count": config.shard.count,
+        "by": config.shard_by,
+        "cost_runs": basis,
+        "balanced_by": "cost" if costs else "count",
+        "benchmark_ids": [ids[k] for k in mine_at],
+    }
+    return run_id, group_id, [points[k] for k in mine_at], shard_doc
+
+
+def run(
+    config: RunConfig,
+    store: Store,
+    progress: ProgressFn | None = None,
+    stop: StopRequest | None = None,
+) -> RunSummary:
+    """Measure every planned point into ``store``; returns the summary.
+
+    ``progress(event, data)`` is called with ``start`` (total), ``point`` (index,
+    label) before each point and ``result`` (result) after it. ``stop`` (set by a
+    signal handler) ends the run after the current sample, status ``interrupted``.
+    """
+    notify = progress or (lambda _e, _d: None)
+    stop = stop or StopRequest()
+    # Started first: the zygote imports torch while the suites load here.
+    workers = launcher(config.memory_limit_bytes, config.fork)
+    try:
+        run_id, group_id, points, shard_doc = _plan_run(config, store)
+    except BaseException:
+        workers.close()
+        raise
+    summary = RunSummary(run_id=run_id, planned=len(points))
+    worker: Worker | None = None
+    created = False
+    try:
+        try:
+            worker = workers.worker()
+            env_msg = worker.request(
+                {"op": "environment", "threads": config.threads}, ("environment",), 120.0
+            )
+        except WorkerFailure as failure:
+            raise MeasurementError(f"the first worker failed before measuring: {failure}") from None
+        env = Environment(fields=env_msg["fields"], info=env_msg["info"])
+        summary.environment = env
+        store.save_environment(env)
+        if config.resume:
+            store.update_run(run_id, status="running", finished_at=None)
+        else:
+            store.create_run(_run_row(run_id, group_id, config, env, shard_doc))
+        created = True
+        notify("start", {"total": len(points), "run_id": run_id})
+        for index, (path, workload, point) in enumerate(points):
+            if stop.requested:
+                break
+            notify("point", {"index": index, "label": point.label})
+            try:
+                message = worker.request(
+                    {
+                        "op": "measure",
+                        "suite_path": str(path),
+                        "workload": workload.name,
+                        "point": point.to_dict(),
+                        "policy": dataclasses.asdict(config.policy),
+                        "cache": config.cache,
+                        "threads": config.threads,
+                        "profile_dir": (
+                            str(config.profile_dir / run_id) if config.profile_dir else None
+                        ),
+                    },
+                    ("result", "interrupted"),
+                    config.timeout_s,
+                    stop,
+                )
+            except WorkerFailure as failure:
+                if stop.requested:
+                    break  # it died of the stop (SIGTERM to the group, a second Ctrl-C)
+                result = Result(
+                    point=point, status="error", reason=str(failure), code_version=workload.version
+                )
+                worker.close()
+                worker = workers.worker()
+            else:
+                if message["event"] == "interrupted":
+                    break  # cut short: not a finished point, left for --resume
+                result = Result.from_dict(message["result"])
+            store.write_result(run_id, result)
+            summary.results.append(result)
+            notify("result", {"index": index, "result": result})
+        summary.status = "interrupted" if stop.requested else "finished"
+        summary.stop_signal = stop.signum
+    except BaseException:
+        summary.status = "interrupted"
+        raise
+    finally:
+        if worker is not None:
+            worker.close()
+        workers.close()
+        if created:
+            with contextlib.suppress(BenchbenchError):
+                store.update_run(run_id, status=summary.status, finished_at=now())
+    return summary
+
+
+def _run_row(
+    run_id: str,
+    group_id: str,
+    config: RunConfig,
+    env: Environment,
+    shard_doc: dict[str, Any] | None,
+) -> dict[str, Any]:
+    suites = []
+    for path in config.suites:
+        suite = load_suite(path)
+        suites.append({"name": suite.name, "path": str(path), "hash": file_hash(path)})
+    git = git_state(config.repo or Path.cwd())
+    return {
+        "id": run_id,
+        "group_id": group_id,
+        "kind": config.kind,
+        "label": config.label,
+        "status": "running",
+        "started_at": now(),
+        "finished_at": None,
+        "suites": suites,
+        "harness_version": __version__,
+        "git_sha": git.sha,
+        "git_branch": git.branch,
+        "git_dirty": git.dirty,
+        "tags": list(config.tags),
+        "config": {
+            "policy": dataclasses.asdict(config.policy),
+            "cache": config.cache,
+            "threads": config.threads,
+            "timeout_s": config.timeout_s,
+            "memory_limit_bytes": config.memory_limit_bytes,
+            "selection": dataclasses.asdict(config.selection),
+            "group": config.group,
+            "shard": shard_doc,
+        },
+        "environment_id": env.id,
+    }

@@ -1,0 +1,1 @@
+"""Declaring workloads (Suite, Workload, Variant), the setup context, loading suite files."""

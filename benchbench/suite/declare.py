@@ -1,0 +1,337 @@
+"""Declaring work: suites, workloads, variants and their axes.
+
+A suite is a Python file holding one :class:`Suite`. Each :class:`Workload` has axes
+(size, dtype, device, named parameters) whose cartesian product, minus exclusions,
+times its variants, gives the :class:`~benchbench.core.values.Point` s to measure::
+
+    suite = Suite("mine")
+    suite.workload(
+        "sqrt",
+        setup=lambda ctx: ctx.uniform(0.5, 1.5),
+        variants=[Variant("torch.sqrt", torch.sqrt)],
+        sizes=pow2(10, 20, step=2),
+        bytes=lambda p: 2 * p.numel * p.itemsize,
+    )
+
+Suites are code and are trusted; this module validates their declarations and
+names the file and line of a bad one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from benchbench.core.errors import SuiteError
+from benchbench.core.values import CACHE_MODES, ITEMSIZE, Point
+
+if TYPE_CHECKING:
+    from benchbench.suite.inputs import SetupContext
+
+SetupFn = Callable[["SetupContext"], Any]
+WorkFn = Callable[[Point], float]
+Size = int | tuple[int, ...]
+
+_DEVICE = re.compile(r"^(cpu|cuda|mps)(:\d+)?$")
+_NAME = re.compile(r"^[^\s\[\]():,/]+( [^\s\[\]():,/]+)*$")
+_VARIANT = re.compile(r"^\S(.*\S)?$")
+
+#: Reference-check modes: ``True`` enforce the tolerance, ``False`` skip the check,
+#: ``"record"`` compare and store the accuracy without rejecting the point (for a
+#: variant whose departure from the reference is the thing being measured, e.g. a
+#: naive softmax that overflows to NaN, or float16 inputs below its smallest subnormal).
+CHECK_MODES = (True, False, "record")
+
+
+class Skip(Exception):
+    """Raised by a workload's ``setup`` (or a variant) when the point cannot run here.
+
+    The point is stored as skipped with the message as its reason, e.g.
+    ``raise Skip("nccl with 2 ranks needs 2 GPUs; this machine has 1")``.
+    """
+
+
+def pow2(low: int, high: int, step: int = 1) -> list[int]:
+    """Powers of two from 2**low to 2**high inclusive: ``pow2(10, 22, 2)`` = 2^10, 2^12, ..."""
+    if low < 0 or high < low or step < 1:
+        raise SuiteError(f"pow2({low}, {high}, {step}): need 0 <= low <= high and step >= 1")
+    return [2**e for e in range(low, high + 1, step)]
+
+
+def geometric(start: int, stop: int, count: int) -> list[int]:
+    """``count`` integers spaced evenly on a log scale from ``start`` to ``stop``."""
+    if start < 1 or stop < start or count < 2:
+        raise SuiteError(
+            f"geometric({start}, {stop}, {count}): need 1 <= start <= stop and count >= 2"
+        )
+    ratio = (stop / start) ** (1.0 / (count - 1))
+    return sorted({round(start * ratio**i) for i in range(count)})
+
+
+def _caller_location(depth: int = 2) -> str:
+    """'suite 'path', line N' of the declaration, for error messages."""
+    frame = sys._getframe(depth)
+    while frame.f_back is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return f"suite {frame.f_code.co_filename!r}, line {frame.f_lineno}"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named implementation of a workload's computation, called as ``fn(*inputs)``.
+
+    - ``inplace``: ``fn`` overwrites its first input. Before every timed call the
+      input is restored from a pristine copy (``x.copy_(x0)``); the cost of that copy
+      is measured in the same run, interleaved, and subtracted (recorded in the result).
+    - ``numpy``: ``fn`` takes NumPy arrays (converted outside the timed region); CPU only.
+    - ``compile``: ``fn`` is wrapped in ``torch.compile``; compile time is recorded
+      with the warm-up, never in the samples.
+    - ``devices`` / ``dtypes``: restrict where the variant applies (others are skipped).
+    - ``check``: overrides the workload's reference-check mode for this variant
+      (``"record"``: accuracy stored, never rejected; see :data:`CHECK_MODES`).
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    inplace: bool = False
+    numpy: bool = False
+    compile: bool = False
+    devices: tuple[str, ...] | None = None
+    dtypes: tuple[str, ...] | None = None
+    description: str = ""
+    check: bool | str | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One computation with its axes, variants, work model and reference.
+
+    Build through :meth:`Suite.workload`, which validates every field.
+    """
+
+    suite: str
+    name: str
+    setup: SetupFn
+    variants: tuple[Variant, ...]
+    sizes: tuple[Size, ...]
+    dtypes: tuple[str, ...] = ("float32",)
+    devices: tuple[str, ...] = ("cpu",)
+    params: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    bytes: WorkFn | None = None
+    flops: WorkFn | None = None
+    items: WorkFn | None = None
+    reference: Callable[..., Any] | None = None
+    rtol: Mapping[str, float] = field(default_factory=dict)
+    check: bool | str = True
+    tags: tuple[str, ...] = ()
+    exclude: Callable[[Point], str | None] | None = None
+    budget_s: float | None = None
+    cache: str | None = None
+    version: int = 1
+    description: str = ""
+    location: str = ""
+    teardown: Callable[..., Any] | None = None
+
+    def check_mode(self, variant: Variant) -> bool | str:
+        """The reference-check mode of ``variant``: its own, else the workload's."""
+        return self.check if variant.check is None else variant.check
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        known = ", ".join(v.name for v in self.variants)
+        raise SuiteError(f"workload {self.name!r} has no variant {name!r}; it has: {known}")
+
+    def points(
+        self, *, devices: Sequence[str] | None = None, dtypes: Sequence[str] | None = None
+    ) -> list[Point]:
+        """Every point of this workload; ``devices``/``dtypes`` replace those axes."""
+        names = [k for k, _ in self.params]
+        grids = [vals for _, vals in self.params]
+        out: list[Point] = []
+        for size, dtype, device, combo, variant in itertools.product(
+            self.sizes,
+            dtypes or self.dtypes,
+            devices or self.devices,
+            itertools.product(*grids),
+            self.variants,
+        ):
+            shape = (size,) if isinstance(size, int) else tuple(size)
+            out.append(
+                Point(
+                    suite=self.suite,
+                    workload=self.name,
+                    variant=variant.name,
+                    size=math.prod(shape),
+                    shape=shape,
+                    dtype=dtype,
+                    device=device,
+                    params=tuple(zip(names, combo, strict=True)),
+                )
+            )
+        if self.exclude is not None:
+            out = [p for p in out if not self.exclude(p)]
+        return out
+
+
+class Suite:
+    """A named collection of workloads; a suite file holds one, named ``suite``."""
+
+    def __init__(self, name: str, *, description: str = "", tags: Iterable[str] = ()) -> None:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise SuiteError(
+                f"{_caller_location()}: suite name must be a non-empty word, got {name!r}"
+            )
+        self.name = name
+        self.description = description
+        self.tags = tuple(tags)
+        self.workloads: list[Workload] = []
+        self.path: str | None = None
+        #: Published claims this suite's measurements answer
+        #: (:class:`benchbench.analysis.claims.Claim`).
+        self.claims: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"Suite({self.name!r}, {len(self.workloads)} workloads)"
+
+    def workload(
+        self,
+        name: str,
+        *,
+        setup: SetupFn,
+        variants: Sequence[Variant],
+        sizes: Sequence[Size],
+        dtypes: Sequence[str] = ("float32",),
+        devices: Sequence[str] = ("cpu",),
+        params: Mapping[str, Sequence[Any]] | None = None,
+        bytes: WorkFn | None = None,
+        flops: WorkFn | None = None,
+        items: WorkFn | None = None,
+        reference: Callable[..., Any] | None = None,
+        rtol: Mapping[str, float] | None = None,
+        check: bool | str = True,
+        teardown: Callable[..., Any] | None = None,
+        tags: Iterable[str] = (),
+        exclude: Callable[[Point], str | None] | None = None,
+        budget_s: float | None = None,
+        cache: str | None = None,
+        version: int = 1,
+        description: str = "",
+    ) -> Workload:
+        """Declare a workload (validated here; the error names the file and line).
+
+        ``setup(ctx)`` returns the inputs (a tensor or a tuple) built from ``ctx``'s
+        seeded generator on ``ctx.device``; it is never timed. ``bytes``, ``flops`` and
+        ``items`` give the work per call as functions of the point. ``reference`` is
+        called with the inputs in float64 on the CPU; by default it is the first
+        variant. ``rtol`` overrides the per-dtype tolerance of the reference check;
+        ``check`` is one of :data:`CHECK_MODES`. ``teardown(*inputs)``, if given, runs
+        after the point (measured or failed) to release what ``setup`` acquired
+        (helper processes, global flags).
+        """
+        where = f"{_caller_location()}: workload {name!r}"
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise SuiteError(f"{where}: name must be a non-empty word without []():,/")
+        if any(w.name == name for w in self.workloads):
+            raise SuiteError(f"{where}: declared twice in suite {self.name!r}; rename one")
+        if not callable(setup):
+            raise SuiteError(f"{where}: setup must be callable(ctx), got {setup!r}")
+        variants = tuple(variants)
+        if not variants:
+            raise SuiteError(f"{where}: needs at least one Variant")
+        seen: set[str] = set()
+        for v in variants:
+            if not isinstance(v, Variant):
+                raise SuiteError(f"{where}: variants must be Variant(...) objects, got {v!r}")
+            if not _VARIANT.match(v.name) or v.name in seen:
+                raise SuiteError(
+                    f"{where}: variant names must be unique, non-empty, on one line "
+                    f"without surrounding spaces, got {v.name!r}"
+                )
+            seen.add(v.name)
+        sizes_t = tuple(_check_size(s, where) for s in sizes)
+        if not sizes_t:
+            raise SuiteError(f"{where}: sizes is empty; give at least one size")
+        for dtype in dtypes:
+            if dtype not in ITEMSIZE:
+                raise SuiteError(f"{where}: unknown dtype {dtype!r}; known: {', '.join(ITEMSIZE)}")
+        for device in devices:
+            if not isinstance(device, str) or not _DEVICE.match(device):
+                raise SuiteError(
+                    f"{where}: unknown device {device!r}; use cpu, cuda, cuda:N or mps"
+                )
+        if cache is not None and cache not in CACHE_MODES:
+            raise SuiteError(f"{where}: cache must be one of {CACHE_MODES}, got {cache!r}")
+        if budget_s is not None and not budget_s > 0:
+            raise SuiteError(f"{where}: budget_s must be > 0 seconds, got {budget_s!r}")
+        param_axes: list[tuple[str, tuple[Any, ...]]] = []
+        for key, values in (params or {}).items():
+            vals = tuple(values)
+            if not vals:
+                raise SuiteError(f"{where}: parameter {key!r} has no values")
+            param_axes.append((key, vals))
+        for mode in (check, *(v.check for v in variants if v.check is not None)):
+            if not any(mode is m or (isinstance(m, str) and mode == m) for m in CHECK_MODES):
+                raise SuiteError(f"{where}: check must be True, False or 'record', got {mode!r}")
+        if teardown is not None and not callable(teardown):
+            raise SuiteError(f"{where}: teardown must be callable(*inputs), got {teardown!r}")
+        for label, fn in (("bytes", bytes), ("flops", flops), ("items", items)):
+            if fn is not None and not callable(fn):
+                raise SuiteError(f"{where}: {label} must be callable(point), got {fn!r}")
+        workload = Workload(
+            suite=self.name,
+            name=name,
+            setup=setup,
+            variants=variants,
+            sizes=sizes_t,
+            dtypes=tuple(dtypes),
+            devices=tuple(devices),
+            params=tuple(param_axes),
+            bytes=bytes,
+            flops=flops,
+            items=items,
+            reference=reference,
+            rtol=dict(rtol or {}),
+            check=check,
+            tags=tuple(dict.fromkeys((*self.tags, *tags))),
+            exclude=exclude,
+            budget_s=budget_s,
+            cache=cache,
+            version=version,
+            description=description,
+            location=where,
+            teardown=teardown,
+        )
+        self.workloads.append(workload)
+        return workload
+
+    def get(self, name: str) -> Workload:
+        for w in self.workloads:
+            if w.name == name:
+                return w
+        known = ", ".join(w.name for w in self.workloads)
+        raise SuiteError(f"suite {self.name!r} has no workload {name!r}; it has: {known}")
+
+
+def _check_size(size: Any, where: str) -> Size:
+    if isinstance(size, bool):
+        raise SuiteError(f"{where}: size must be a positive int or shape, got {size!r}")
+    if isinstance(size, int):
+        if size < 1:
+            raise SuiteError(f"{where}: size must be a positive int, got {size}")
+        return size
+    if (
+        isinstance(size, (tuple, list))
+        and size
+        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in size)
+    ):
+        return tuple(size)
+    raise SuiteError(
+        f"{where}: size must be a positive int or a shape of positive ints, got {size!r}"
+    )
