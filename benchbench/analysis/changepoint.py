@@ -2,7 +2,8 @@
 
 Pure functions over a sequence of numbers (the median time in seconds of each run,
 oldest first); no store, no clock. :func:`analyze` returns a :class:`SeriesAnalysis`;
-:func:`regressions` keeps the change points that make things worse.
+:func:`regressions` keeps the change points that make things worse. One algorithm
+that reads best whole, so it stays in one file past the usual length.
 
 Method: E-divisive means with a Student t-test, as in Hunter / Apache Otava
 (Fleming et al., "Hunter: Using Change Point Detection to Hunt for Performance
