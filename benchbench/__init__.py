@@ -16,13 +16,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from benchbench.core.version import __version__
-from benchbench.suite.declare import Suite, Variant, Workload, geometric, pow2
+from benchbench.suite.declare import Skip, Suite, Variant, Workload, geometric, pow2
 
 if TYPE_CHECKING:
     from benchbench.store import open_store
     from benchbench.variants import compare_variants
 
 __all__ = [
+    "Skip",
     "Suite",
     "Variant",
     "Workload",

@@ -44,10 +44,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from benchbench import Suite, Variant, pow2
+from benchbench import Skip, Suite, Variant, pow2
 from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows
 from benchbench.core.values import Point
-from benchbench.suite.declare import Skip
 from benchbench.suite.inputs import SetupContext
 
 suite = Suite(

@@ -19,9 +19,8 @@ restored in ``teardown``, so no point leaks a global mode into the next.
 import torch
 import torch.nn.functional as F
 
-from benchbench import Suite, Variant
+from benchbench import Skip, Suite, Variant
 from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows
-from benchbench.suite.declare import Skip
 
 suite = Suite("precision", description="reduced precision, math modes, numerical stability")
 
