@@ -43,12 +43,11 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
     )
     environments = _frame(
         [
-            {"environment_id": e["id"], "machine": e["machine"], "fields": e["fields"],
-             "info": e["info"]}
+            {"environment_id": e["id"], **{k: e[k] for k in ("machine", "fields", "info")}}
             for e in store.environments()
         ],
         ENVIRONMENT_COLUMNS,
-    )  # fmt: skip
+    )
     annotations = _frame(
         [
             {
