@@ -17,7 +17,7 @@ from typing import Any
 from benchbench.analysis.curves import with_run
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
-from benchbench.measure.timers import cpu_cache_sizes
+from benchbench.machine.caches import cpu_cache_sizes
 from benchbench.store.profiles import latest_profiles
 
 HELP = "plot throughput versus size (or a roofline) of runs to PNG, SVG or PDF"

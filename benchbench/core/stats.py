@@ -16,6 +16,8 @@ from functools import cached_property, lru_cache
 import numpy as np
 from scipy.special import bdtr
 
+from benchbench.core.columns import STATISTICS
+
 #: Confidence level of every interval benchbench reports.
 CONFIDENCE = 0.95
 
@@ -127,19 +129,9 @@ class Stats:
     def rel_iqr(self) -> float:
         return self.iqr_s / self.median_s if self.median_s > 0 else math.inf
 
-    #: The statistics written to the store and to ``--json``, in column order.
-    fields = (
-        "n",
-        "median_s",
-        "mean_s",
-        "min_s",
-        "max_s",
-        "q1_s",
-        "q3_s",
-        "stdev_s",
-        "ci_low_s",
-        "ci_high_s",
-    )
+    #: The statistics written to the store and to ``--json``, in column order
+    #: (defined with the other stored columns in :mod:`benchbench.core.columns`).
+    fields = STATISTICS
 
     def summary(self) -> dict[str, float]:
         """The :attr:`fields` as a plain dict."""

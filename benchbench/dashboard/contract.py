@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES
+
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id",
     "label",
@@ -24,23 +26,12 @@ ENVIRONMENT_COLUMNS: tuple[str, ...] = ("environment_id", "machine", "fields", "
 MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "run_id",
     "benchmark_id",
-    "suite",
-    "workload",
-    "variant",
-    "device",
-    "dtype",
-    "size",
-    "params",
+    *(name for name in POINT_KEYS if name != "shape"),
     "status",
     "reason",
-    "median_s",
-    "ci_low_s",
-    "ci_high_s",
-    "q1_s",
-    "q3_s",
-    "bytes_per_s",
-    "flop_per_s",
-    "items_per_s",
+    *MEDIAN_CI,
+    *QUARTILES,
+    *RATES,
     "max_rel_error",
     "warnings",
     "environment_id",

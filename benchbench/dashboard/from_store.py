@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-import sqlalchemy as sa
 
 from benchbench.analysis.changepoint import analyze
 from benchbench.analysis.fit import fit_curve
@@ -19,10 +18,9 @@ from benchbench.dashboard.contract import (
     RUN_COLUMNS,
     DashboardData,
 )
-from benchbench.machine.hardware import Profile
 from benchbench.store import Store
-from benchbench.store import schema as t
 from benchbench.store.history import list_alerts
+from benchbench.store.profiles import profile_documents, profile_of
 
 
 def _frame(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
@@ -43,26 +41,25 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
         ],
         RUN_COLUMNS,
     )
-    with store.engine.connect() as conn:
-        environments = _frame(
-            [
-                {"environment_id": e.id, "machine": e.machine, "fields": e.fields, "info": e.info}
-                for e in conn.execute(sa.select(t.environment))
-            ],
-            ENVIRONMENT_COLUMNS,
-        )
-        annotations = _frame(
-            [
-                {
-                    "benchmark_id": a.benchmark_id,
-                    "environment_id": a.environment_id,
-                    "at": a.created_at,
-                    "text": f"{a.kind}: {a.text}" if a.text else a.kind,
-                }
-                for a in conn.execute(sa.select(t.annotation))
-            ],
-            ANNOTATION_COLUMNS,
-        )
+    environments = _frame(
+        [
+            {"environment_id": e["id"], **{k: e[k] for k in ("machine", "fields", "info")}}
+            for e in store.environments()
+        ],
+        ENVIRONMENT_COLUMNS,
+    )
+    annotations = _frame(
+        [
+            {
+                "benchmark_id": a["benchmark_id"],
+                "environment_id": a["environment_id"],
+                "at": a["created_at"],
+                "text": f"{a['kind']}: {a['text']}" if a["text"] else a["kind"],
+            }
+            for a in store.annotations()
+        ],
+        ANNOTATION_COLUMNS,
+    )
     frame = store.dataframe()
     if frame.empty:
         measurements = _frame([], MEASUREMENT_COLUMNS)
@@ -90,16 +87,13 @@ def _profiles(store: Store) -> dict[str, dict[str, Any]]:
     boundaries are in the profile itself (`benchbench probe`).
     """
     out: dict[str, dict[str, Any]] = {}
-    with store.engine.connect() as conn:
-        rows = conn.execute(
-            sa.select(t.profile).where(t.profile.c.device == "cpu").order_by(t.profile.c.created_at)
-        ).all()
-    for row in rows:
+    # Oldest first: each environment keeps its newest profile this version can read.
+    for env_id, data in profile_documents(store, "cpu"):
         try:
-            profile = Profile.from_dict(row.data)
+            profile = profile_of(data)
         except BenchbenchError:
             continue  # a profile this version cannot read: no ceilings rather than a crash
-        out[row.environment_id] = {
+        out[env_id] = {
             "peak_bytes_per_s": profile.peak_memory_bytes_per_s or None,
             "peak_flop_per_s": dict(profile.peak_flop_per_s),
             "caches": [

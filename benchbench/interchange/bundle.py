@@ -24,21 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
+from benchbench.core.columns import BENCHMARK, MEDIAN_CI, RESULT_FIELDS
 from benchbench.core.errors import BundleError
 from benchbench.core.values import Point, Result
 from benchbench.interchange.validate import Checker
 from benchbench.machine.environment import Environment
 from benchbench.store import schema as t
-from benchbench.store.rows import (
-    benchmark_row_for,
-    bulk_insert,
-    insert_ignore,
-    measurement_row_for,
-    summaries,
-)
 from benchbench.store.store import Store
 
 #: Bundle format version. History:
@@ -50,57 +41,13 @@ from benchbench.store.store import Store
 BUNDLE_VERSION = 1
 FORMAT_NAME = "benchbench-bundle"
 
-_RUN_KEYS = (
-    "id",
-    "group_id",
-    "kind",
-    "label",
-    "status",
-    "started_at",
-    "finished_at",
-    "suites",
-    "harness_version",
-    "git_sha",
-    "git_branch",
-    "git_dirty",
-    "tags",
-    "config",
-    "environment_id",
-)
-_BENCHMARK_KEYS = (
-    "id",
-    "suite",
-    "workload",
-    "variant",
-    "device",
-    "dtype",
-    "size",
-    "shape",
-    "params",
-    "code_version",
-)
-_STAT_KEYS = ("n", "median_s", "ci_low_s", "ci_high_s")
-_MEASUREMENT_KEYS = (
-    "benchmark_id",
-    "status",
-    "reason",
-    "samples_s",
-    "calls_per_sample",
-    "warmup",
-    "converged",
-    "stop_reason",
-    "cache_mode",
-    "threads",
-    "bytes_per_call",
-    "flop_per_call",
-    "items_per_call",
-    "max_rel_error",
-    "peak_memory_bytes",
-    "warnings",
-    "extra",
-    "duration_s",
-    "created_at",
-)
+# The bundle's keys are the stored columns (benchbench.core.columns and the run table):
+# a bundle is a run's rows. Statistics are written for readers (n and the median with
+# its CI) but derived again from the samples on import.
+_RUN_KEYS = tuple(t.run.columns.keys())
+_BENCHMARK_KEYS = ("id", *(c.name for c in BENCHMARK))
+_STAT_KEYS = ("n", *MEDIAN_CI)
+_MEASUREMENT_KEYS = ("benchmark_id", *RESULT_FIELDS, "created_at")
 
 
 @dataclass(frozen=True)
@@ -364,57 +311,4 @@ def import_bundles(store: Store, bundles: Sequence[Bundle]) -> dict[str, list[st
     Returns ``{"imported": [run ids], "skipped": [run ids already present]}``. Rows are
     built by the same code as a live run's (statistics derived from the samples).
     """
-    report: dict[str, list[str]] = {"imported": [], "skipped": []}
-
-    def write(conn: Connection) -> None:
-        report["imported"].clear()
-        report["skipped"].clear()
-        for bundle in bundles:
-            run_id = bundle.run["id"]
-            exists = conn.execute(sa.select(t.run.c.id).where(t.run.c.id == run_id)).first()
-            if exists is not None or run_id in report["imported"]:
-                report["skipped"].append(run_id)
-                continue
-            env = bundle.environment
-            conn.execute(
-                insert_ignore(t.environment, conn.dialect.name),
-                [{"id": env.id, "machine": env.machine, "fields": env.fields,
-                  "info": env.info, "created_at": bundle.run["started_at"]}],
-            )  # fmt: skip
-            conn.execute(t.run.insert(), [bundle.run])
-            stats = summaries(bundle.results)
-            benchmarks = {}
-            measurements = []
-            for result, summary, created in zip(
-                bundle.results, stats, bundle.created_at, strict=True
-            ):
-                b_row = benchmark_row_for(result)
-                benchmarks[b_row["id"]] = b_row
-                measurements.append(
-                    measurement_row_for(run_id, b_row["id"], result, summary, created)
-                )
-            bulk_insert(conn, t.benchmark, list(benchmarks.values()), ignore=True)
-            bulk_insert(conn, t.measurement, measurements)
-            telemetry = {
-                r.point.benchmark_id(r.code_version): dict(r.telemetry)
-                for r in bundle.results
-                if r.telemetry is not None
-            }
-            if telemetry:
-                stored = conn.execute(
-                    sa.select(t.measurement.c.id, t.measurement.c.benchmark_id).where(
-                        t.measurement.c.run_id == run_id
-                    )
-                )
-                conn.execute(
-                    t.telemetry.insert(),
-                    [
-                        {"measurement_id": i, "data": telemetry[b]}
-                        for i, b in stored
-                        if b in telemetry
-                    ],
-                )
-            report["imported"].append(run_id)
-
-    store.write(write)
-    return report
+    return store.import_runs(bundles)

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
+from benchbench.core.columns import MEDIAN_CI
 from benchbench.core.errors import BundleError
 from benchbench.core.values import Result
 from benchbench.store.rows import summaries
@@ -207,7 +208,7 @@ class Checker:
         n = doc.get("n")
         if n is not None and n != summary["n"]:
             self.fail(f"{where}.n", f"disagrees with its {summary['n']} samples", n)
-        for key in ("median_s", "ci_low_s", "ci_high_s"):
+        for key in MEDIAN_CI:
             given = doc.get(key)
             if given is None:
                 continue

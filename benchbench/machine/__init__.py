@@ -1,1 +1,2 @@
-"""The machine: environment fingerprint, hardware profile and probe, telemetry, doctor."""
+"""The machine: environment fingerprint, cache sizes, NVML, hardware profile and probe,
+telemetry, doctor."""

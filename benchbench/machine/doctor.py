@@ -11,111 +11,56 @@ A value that cannot be read gives status ``unknown`` with the reason, never a gu
 
 from __future__ import annotations
 
-import glob
-import os
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
 
 import psutil
 
-from benchbench.machine.telemetry import (
-    BUSY_PROCESS_CPU_PERCENT,
-    ProcessUsage,
-    TelemetrySampler,
-    load_nvml,
-)
+from benchbench.machine.doctor_gpu import check_gpus
+from benchbench.machine.doctor_sources import Check, Status, SystemSources, TorchInfo
+from benchbench.machine.telemetry import BUSY_PROCESS_CPU_PERCENT
 
-Status = Literal["ok", "warn", "info", "unknown"]
+# Status and TorchInfo live in doctor_sources, check_gpus in doctor_gpu; all three are
+# part of this module's interface, where callers and tests have always found them.
+__all__ = [
+    "ASLR_PATH",
+    "BENCHMARK_GOVERNOR",
+    "BOOST_PATH",
+    "CHECKS",
+    "GOVERNOR_FIX",
+    "GOVERNOR_GLOB",
+    "LOAD_PER_CORE_WARN",
+    "NO_TURBO_PATH",
+    "SWAP_USED_WARN_BYTES",
+    "Check",
+    "Status",
+    "SystemSources",
+    "TorchInfo",
+    "check_aslr",
+    "check_busy_processes",
+    "check_cpu_governor",
+    "check_cpu_isolation",
+    "check_gpus",
+    "check_load",
+    "check_swap",
+    "check_system",
+    "check_threads",
+    "check_torch_build",
+    "check_turbo_boost",
+]
+
 BENCHMARK_GOVERNOR = "performance"
 # Swap in use beyond this means pages were pushed out under memory pressure; a few MiB are
 # routinely swapped out at boot and do not matter.
 SWAP_USED_WARN_BYTES = 64 << 20
 # A 1-minute load above half the logical cores means other work shares the CPUs.
 LOAD_PER_CORE_WARN = 0.5
-_PROCESS_WINDOW_S = 0.5
 
 GOVERNOR_FIX = f"sudo cpupower frequency-set -g {BENCHMARK_GOVERNOR}"
 NO_TURBO_PATH = "/sys/devices/system/cpu/intel_pstate/no_turbo"
 BOOST_PATH = "/sys/devices/system/cpu/cpufreq/boost"
 ASLR_PATH = "/proc/sys/kernel/randomize_va_space"
 GOVERNOR_GLOB = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"
-
-
-@dataclass(frozen=True)
-class Check:
-    """The result of one system check: ``advice`` is the fix (empty when nothing to do)."""
-
-    name: str
-    status: Status
-    value: str
-    advice: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-safe form, for ``benchbench doctor --json``."""
-        return {
-            "name": self.name,
-            "status": self.status,
-            "value": self.value,
-            "advice": self.advice,
-        }
-
-
-@dataclass(frozen=True)
-class TorchInfo:
-    """What the thread and build checks need from torch."""
-
-    version: str
-    num_threads: int
-    debug_build: bool
-
-
-def _read_text(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as file:
-        return file.read()
-
-
-def _torch_info() -> TorchInfo:
-    import torch  # seconds to import: only when the thread or build checks run
-
-    return TorchInfo(torch.__version__, torch.get_num_threads(), bool(torch.version.debug))
-
-
-def _busy_processes() -> Sequence[ProcessUsage]:
-    sampler = TelemetrySampler(nvml=None, top_processes=10)
-    sampler.sample(slow=True)  # primes the per-process CPU counters
-    time.sleep(_PROCESS_WINDOW_S)
-    sampler.sample(slow=True)
-    return sampler.summary().busy_processes
-
-
-def _swap_bytes() -> tuple[int, int]:
-    swap = psutil.swap_memory()
-    return int(swap.used), int(swap.total)
-
-
-@dataclass(frozen=True)
-class SystemSources:
-    """Where the checks read the system; every field can be replaced by a fake in tests.
-
-    ``read_text`` raises OSError for a missing or unreadable file; ``torch_info`` raises
-    ImportError without torch; ``nvml`` returns ``(initialised pynvml, "")`` or
-    ``(None, reason)``.
-    """
-
-    read_text: Callable[[str], str] = _read_text
-    list_paths: Callable[[str], list[str]] = field(default=lambda pattern: glob.glob(pattern))
-    logical_cpus: Callable[[], int | None] = os.cpu_count
-    physical_cpus: Callable[[], int | None] = field(default=lambda: psutil.cpu_count(logical=False))
-    load_average: Callable[[], tuple[float, float, float]] = os.getloadavg
-    swap_bytes: Callable[[], tuple[int, int]] = _swap_bytes
-    busy_processes: Callable[[], Sequence[ProcessUsage]] = _busy_processes
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    torch_info: Callable[[], TorchInfo] = _torch_info
-    nvml: Callable[[], tuple[Any, str]] = load_nvml
-    own_pid: int = field(default_factory=os.getpid)
 
 
 def _cpu_number(path: str) -> int:
@@ -348,99 +293,6 @@ def check_cpu_isolation(src: SystemSources) -> list[Check]:
             "`taskset -c <cpus> benchbench run ...`",
         )
     ]
-
-
-def _nvml_call(function: Callable[..., Any] | None, *args: Any) -> Any:
-    if function is None:
-        raise LookupError("not in this pynvml version")
-    return function(*args)
-
-
-def _gpu_checks(nvml: Any, index: int, own_pid: int) -> list[Check]:
-    handle = nvml.nvmlDeviceGetHandleByIndex(index)
-    gpu = f"GPU {index}"
-    checks: list[Check] = []
-    try:
-        enabled = _nvml_call(nvml.nvmlDeviceGetPersistenceMode, handle) == 1
-        checks.append(
-            Check(f"{gpu} persistence mode", "ok", "enabled")
-            if enabled
-            else Check(
-                f"{gpu} persistence mode",
-                "warn",
-                "disabled (the driver unloads when idle: first calls pay for re-initialisation)",
-                f"sudo nvidia-smi -i {index} -pm 1",
-            )
-        )
-    except Exception as exc:
-        checks.append(Check(f"{gpu} persistence mode", "unknown", f"not readable: {exc}"))
-    graphics, memory = getattr(nvml, "NVML_CLOCK_GRAPHICS", 0), getattr(nvml, "NVML_CLOCK_MEM", 2)
-    try:
-        app = _nvml_call(nvml.nvmlDeviceGetApplicationsClock, handle, graphics)
-        app_mem = _nvml_call(nvml.nvmlDeviceGetApplicationsClock, handle, memory)
-        default = _nvml_call(nvml.nvmlDeviceGetDefaultApplicationsClock, handle, graphics)
-        value = f"{app} MHz graphics, {app_mem} MHz memory (default {default} MHz graphics)"
-        if app < default:
-            checks.append(
-                Check(
-                    f"{gpu} application clocks",
-                    "warn",
-                    f"{value}: lowered",
-                    f"sudo nvidia-smi -i {index} -rac",
-                )
-            )
-        else:
-            checks.append(Check(f"{gpu} application clocks", "info", value))
-    except Exception as exc:
-        checks.append(Check(f"{gpu} application clocks", "unknown", f"not readable: {exc}"))
-    others: dict[int, str] = {}
-    try:
-        for function in (
-            "nvmlDeviceGetComputeRunningProcesses",
-            "nvmlDeviceGetGraphicsRunningProcesses",
-        ):
-            for proc in _nvml_call(getattr(nvml, function, None), handle):
-                if proc.pid != own_pid:
-                    others[proc.pid] = _process_name(proc.pid)
-    except Exception as exc:
-        checks.append(Check(f"{gpu} other processes", "unknown", f"not readable: {exc}"))
-        return checks
-    if others:
-        value = ", ".join(f"{name} (pid {pid})" for pid, name in sorted(others.items()))
-        kill = " ".join(str(pid) for pid in sorted(others))
-        checks.append(
-            Check(f"{gpu} other processes", "warn", value, f"stop them if you can: kill {kill}")
-        )
-    else:
-        checks.append(Check(f"{gpu} other processes", "ok", "none"))
-    return checks
-
-
-def _process_name(pid: int) -> str:
-    try:
-        return psutil.Process(pid).name()
-    except psutil.Error:
-        return "?"
-
-
-def check_gpus(src: SystemSources) -> list[Check]:
-    """Persistence mode, application clocks and other processes of each NVIDIA GPU."""
-    nvml, reason = src.nvml()
-    if nvml is None:
-        return [Check("GPU", "info", f"no NVIDIA GPU visible ({reason})")]
-    try:
-        count = int(nvml.nvmlDeviceGetCount())
-    except Exception as exc:
-        return [Check("GPU", "unknown", f"nvmlDeviceGetCount failed: {exc}")]
-    if count == 0:
-        return [Check("GPU", "info", "NVML is loaded but reports no GPU")]
-    checks = []
-    for index in range(count):
-        try:
-            checks.extend(_gpu_checks(nvml, index, src.own_pid))
-        except Exception as exc:
-            checks.append(Check(f"GPU {index}", "unknown", f"not readable: {exc}"))
-    return checks
 
 
 CHECKS: tuple[Callable[[SystemSources], list[Check]], ...] = (

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbench.core.values import short_hash
+from benchbench.machine.nvml import driver_version, load_nvml
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def collect(torch: Any, threads: int | None = None) -> Environment:
     }
     info.update(_cpu_clocks())
     if cuda:
-        info["nvidia_driver"] = _nvidia_driver()
+        info["nvidia_driver"] = driver_version(load_nvml()[0])
         info["cuda_devices"] = [
             {
                 "name": p.name,
@@ -123,20 +124,6 @@ def _cpu_clocks() -> dict[str, Any]:
     if freq is None:
         return {}
     return {"cpu_mhz": round(freq.current), "cpu_max_mhz": round(freq.max) or None}
-
-
-def _nvidia_driver() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        try:
-            version = pynvml.nvmlSystemGetDriverVersion()
-        finally:
-            pynvml.nvmlShutdown()
-        return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:
-        return None
 
 
 def _ram_bytes() -> int | None:

@@ -11,7 +11,7 @@
   plateaus are detected on: with two threads each core streams half the buffer through
   its own L2, so the multi-thread drop sits at the sum of the L2s, not at one;
 - the cache boundaries, from the drops of that curve (:func:`detect_cache_levels`),
-  beside the sizes the OS reports (:func:`read_os_caches`);
+  beside the sizes the OS reports (:func:`benchbench.machine.caches.read_os_caches`);
 - peak FLOP/s per dtype (float64, float32, bfloat16, float16 where the device runs
   them) from square matmuls (2·n³ flop), n grown while one call stays short;
 - the timer's resolution and overhead, and the thread count.
@@ -27,16 +27,14 @@ in 5 µs is 0.8 GB/s), so L1 is usually not detected on the CPU; the fitted ``t0
 from __future__ import annotations
 
 import math
-import re
-import subprocess
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from benchbench.core.errors import UsageError
+from benchbench.machine.caches import read_os_caches
 from benchbench.machine.hardware import PROFILE_VERSION, CacheLevel, OsCache, Profile
 from benchbench.machine.probe_cuda import (
     best_seconds_per_call,
@@ -51,68 +49,13 @@ __all__ = [
     "Profile",
     "detect_cache_levels",
     "disturbed_points",
-    "parse_size",
-    "read_os_caches",
     "run_probe",
 ]
 
 # History: 1 — first version.
 
 _MIB = 1 << 20
-_SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 _MATMUL_DTYPES = ("float64", "float32", "bfloat16", "float16")
-
-
-_SIZE_RE = re.compile(r"^\s*([0-9.]+)\s*([KMG]?)(i?B)?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str) -> int | None:
-    """Bytes in a cache size as sysfs (``32K``) or lscpu (``35.8 MiB``) writes it."""
-    match = _SIZE_RE.match(text)
-    if not match:
-        return None
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
-    return round(float(match.group(1)) * scale)
-
-
-def read_os_caches(
-    sysfs_dir: Path = _SYSFS_CACHE, lscpu_text: str | None = None
-) -> tuple[OsCache, ...]:
-    """Data and unified caches of cpu0 from sysfs, else parsed from ``lscpu``, else ().
-
-    lscpu prints totals over instances (``L2 cache: 2 MiB (2 instances)``), so its sizes
-    are divided by the instance count to match sysfs's per-instance figure.
-    """
-    found: list[OsCache] = []
-    for index in sorted(sysfs_dir.glob("index*")):
-        try:
-            level = int((index / "level").read_text().strip())
-            kind = (index / "type").read_text().strip()
-            size = parse_size((index / "size").read_text().strip())
-        except (OSError, ValueError):
-            continue
-        if kind != "Instruction" and size:
-            found.append(OsCache(level=level, type=kind, size_bytes=size))
-    if found:
-        return tuple(sorted(found, key=lambda c: c.level))
-    if lscpu_text is None:
-        try:
-            lscpu_text = subprocess.run(
-                ["lscpu"], capture_output=True, text=True, timeout=10, check=False
-            ).stdout
-        except (OSError, subprocess.SubprocessError):
-            return ()
-    line_re = re.compile(r"^L(\d)([di]?) cache:\s*([0-9.]+\s*[KMG]?i?B?)\s*(?:\((\d+) instance)?")
-    for line in lscpu_text.splitlines():
-        match = line_re.match(line.strip())
-        if not match or match.group(2) == "i":
-            continue
-        size = parse_size(match.group(3))
-        if size:
-            size //= int(match.group(4) or 1)
-            kind = "Data" if match.group(2) == "d" else "Unified"
-            found.append(OsCache(level=int(match.group(1)), type=kind, size_bytes=size))
-    return tuple(found)
 
 
 def detect_cache_levels(

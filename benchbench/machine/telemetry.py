@@ -20,69 +20,31 @@ without a GPU, NVML is skipped silently: that is the normal case on a CPU machin
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import statistics
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import Any
 
 import psutil
 
-try:
-    import pynvml
-except ImportError:  # a declared dependency, but a CPU-only install may drop it
-    pynvml = None
-
 from benchbench.core.errors import BundleError, UsageError
+from benchbench.machine.nvml import load_nvml
+from benchbench.machine.sensors import (
+    GpuProcess,
+    NvmlReader,
+    ProcessScanner,
+    ProcessUsage,
+    cpu_freqs_mhz,
+    cpu_temperature_c,
+    throttling_reasons,
+)
 
-# Chips whose sensors are the CPU package/cores (Intel, AMD, Raspberry Pi-style SoCs).
-CPU_TEMPERATURE_CHIPS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "cpu-thermal")
 FREQUENCY_DROP_FRACTION = 0.10
 BUSY_PROCESS_CPU_PERCENT = 10.0  # mean % of one core; below this a neighbour is noise
-_REPORTED_PROCESS_CPU_PERCENT = 1.0
-
-# NVML clock event ("throttle") reason bits, from nvml.h (nvmlClocksEventReason*).
-THROTTLE_REASON_BITS: tuple[tuple[int, str], ...] = (
-    (0x001, "gpu_idle"),
-    (0x002, "applications_clocks_setting"),
-    (0x004, "sw_power_cap"),
-    (0x008, "hw_slowdown"),
-    (0x010, "sync_boost"),
-    (0x020, "sw_thermal_slowdown"),
-    (0x040, "hw_thermal_slowdown"),
-    (0x080, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-    (0x200, "board_limit"),
-    (0x400, "reliability"),
-)
-_KNOWN_REASON_BITS = sum(bit for bit, _ in THROTTLE_REASON_BITS)
-# Reasons that hold clocks below what the workload could get. The others are not throttling:
-# idle (the GPU waits for work), clocks the user set, sync boost and display clocks.
-THROTTLING_REASONS = frozenset(
-    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-     "hw_power_brake_slowdown"}
-)  # fmt: skip
-
-
-def decode_throttle_reasons(mask: int) -> tuple[str, ...]:
-    """Names of the reason bits set in an NVML clock event mask, lowest bit first.
-
-    Bits this table does not know appear as one ``unknown_0x...`` entry, never dropped.
-    """
-    names = [name for bit, name in THROTTLE_REASON_BITS if mask & bit]
-    unknown = mask & ~_KNOWN_REASON_BITS
-    if unknown:
-        names.append(f"unknown_0x{unknown:x}")
-    return tuple(names)
-
-
-def throttling_reasons(names: Iterable[str]) -> tuple[str, ...]:
-    """The subset of decoded reason names that mean the clocks were throttled."""
-    return tuple(name for name in names if name in THROTTLING_REASONS)
 
 
 @dataclass(frozen=True)
@@ -99,16 +61,6 @@ class MetricSummary:
         """Summarise a non-empty series of readings."""
         series = list(values)
         return cls(min(series), statistics.fmean(series), max(series), len(series))
-
-
-@dataclass(frozen=True)
-class ProcessUsage:
-    """Another process's CPU use during the point, in % of one core (100 = one busy core)."""
-
-    pid: int
-    name: str | None
-    cpu_percent_mean: float
-    cpu_percent_max: float
 
 
 @dataclass(frozen=True)
@@ -195,194 +147,6 @@ class Telemetry:
             ) from exc
 
 
-class _ProcessScanner:
-    """CPU use of every other process, from the delta of its CPU times between scans.
-
-    A process's first scan only primes psutil's counter (its value is meaningless), so a
-    process contributes from its second scan on.
-    """
-
-    def __init__(self, exclude_pids: frozenset[int]) -> None:
-        self._exclude = exclude_pids
-        self._procs: dict[int, psutil.Process] = {}
-        self._usage: dict[int, list[float]] = {}
-        self._names: dict[int, str | None] = {}
-
-    def scan(self) -> None:
-        try:
-            alive = set(psutil.pids()) - self._exclude
-        except (OSError, psutil.Error):
-            return  # no process table (a sandbox without /proc): no process telemetry
-        for pid in self._procs.keys() - alive:
-            del self._procs[pid]
-        for pid in alive:
-            proc = self._procs.get(pid)
-            try:
-                if proc is None:
-                    self._procs[pid] = proc = psutil.Process(pid)
-                    proc.cpu_percent(None)
-                    continue
-                percent = proc.cpu_percent(None)
-                self._usage.setdefault(pid, []).append(percent)
-                # The name costs another read, so only for processes worth reporting.
-                if percent >= _REPORTED_PROCESS_CPU_PERCENT and pid not in self._names:
-                    self._names[pid] = proc.name()
-            except psutil.Error:
-                self._procs.pop(pid, None)
-
-    def busiest(self, count: int) -> tuple[ProcessUsage, ...]:
-        usages = [
-            ProcessUsage(pid, self._names.get(pid), statistics.fmean(v), max(v))
-            for pid, v in self._usage.items()
-            if max(v) >= _REPORTED_PROCESS_CPU_PERCENT
-        ]
-        usages.sort(key=lambda u: u.cpu_percent_mean, reverse=True)
-        return tuple(usages[:count])
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    """A process other than ours with a context on GPU ``gpu`` during the point."""
-
-    gpu: int
-    pid: int
-    name: str | None
-    used_memory_bytes: int | None
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GpuProcess:
-        """Rebuild from ``vars(process)``."""
-        used = data["used_memory_bytes"]
-        name = data["name"]
-        return cls(
-            int(data["gpu"]),
-            int(data["pid"]),
-            None if name is None else str(name),
-            None if used is None else int(used),
-        )
-
-
-def _read(function: Callable[..., Any] | None, *args: Any) -> Any:
-    # NVML raises NVMLError_NotSupported for sensors a board lacks (power on some boards,
-    # clocks under MIG): that reading is absent, the others go on.
-    if function is None:
-        return None
-    try:
-        return function(*args)
-    except Exception:
-        return None
-
-
-def _process_name(pid: int) -> str | None:
-    try:
-        return psutil.Process(pid).name()
-    except psutil.Error:
-        return None  # gone already, or in another PID namespace
-
-
-class _NvmlReader:
-    """Reads one sample of every selected GPU through an (initialised) ``pynvml`` module."""
-
-    def __init__(
-        self, nvml: Any, gpu_indices: Iterable[int] | None, exclude_pids: Iterable[int]
-    ) -> None:
-        self._nvml = nvml
-        count = _read(nvml.nvmlDeviceGetCount) or 0
-        wanted = range(count) if gpu_indices is None else [i for i in gpu_indices if i < count]
-        handles = {i: _read(nvml.nvmlDeviceGetHandleByIndex, i) for i in wanted}
-        self._handles = {i: h for i, h in handles.items() if h is not None}
-        self._exclude = frozenset(exclude_pids)
-        # Newer drivers call them "clock event reasons"; older pynvml only has "throttle".
-        self._reasons_fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
-            getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
-        )
-        self._masks: dict[int, int] = {}
-        self._procs: dict[tuple[int, int], GpuProcess] = {}
-
-    def sample(self) -> dict[str, float | None]:
-        nvml, out = self._nvml, {}
-        for i, handle in self._handles.items():
-            sm = _read(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)
-            mem = _read(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_MEM)
-            power_mw = _read(nvml.nvmlDeviceGetPowerUsage, handle)
-            temp = _read(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)
-            util = _read(nvml.nvmlDeviceGetUtilizationRates, handle)
-            out[f"gpu{i}_sm_clock_mhz"] = sm
-            out[f"gpu{i}_mem_clock_mhz"] = mem
-            out[f"gpu{i}_power_w"] = None if power_mw is None else power_mw / 1000
-            out[f"gpu{i}_temp_c"] = temp
-            out[f"gpu{i}_util_percent"] = None if util is None else util.gpu
-            out[f"gpu{i}_mem_util_percent"] = None if util is None else util.memory
-            mask = _read(self._reasons_fn, handle)
-            if mask is not None:
-                self._masks[i] = self._masks.get(i, 0) | int(mask)
-        return out
-
-    def scan_processes(self) -> None:
-        nvml = self._nvml
-        for i, handle in self._handles.items():
-            for function in ("nvmlDeviceGetComputeRunningProcesses",
-                             "nvmlDeviceGetGraphicsRunningProcesses"):  # fmt: skip
-                for proc in _read(getattr(nvml, function, None), handle) or []:
-                    if proc.pid in self._exclude or (i, proc.pid) in self._procs:
-                        continue
-                    used = getattr(proc, "usedGpuMemory", None)
-                    self._procs[(i, proc.pid)] = GpuProcess(
-                        i, proc.pid, _process_name(proc.pid), None if used is None else int(used)
-                    )
-
-    def throttle_reasons(self) -> dict[int, tuple[str, ...]]:
-        """Per GPU, every reason seen in any sample (an empty tuple: read, none set)."""
-        return {i: decode_throttle_reasons(mask) for i, mask in self._masks.items()}
-
-    def processes(self) -> tuple[GpuProcess, ...]:
-        return tuple(self._procs.values())
-
-
-@functools.lru_cache(maxsize=1)
-def load_nvml() -> tuple[ModuleType | None, str]:
-    """``(pynvml, "")`` once NVML is initialised, or ``(None, why not)``.
-
-    Initialised once per process and never shut down: ``nvmlInit`` costs ~0.1-1 s on a GPU
-    machine and a worker measures many points. Any failure (no package, no driver, no GPU)
-    means "no GPU telemetry"; it is cached, so neither retried nor reported per point.
-    """
-    if pynvml is None:
-        return None, "the nvidia-ml-py package (import pynvml) is not installed"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return None, f"nvmlInit failed: {exc}"
-    return pynvml, ""
-
-
-def _cpu_freqs_mhz() -> list[float]:
-    # Per-core frequency is missing on some platforms (Apple silicon, some VMs and
-    # sandboxes), and a 0.0 reading means "not known" there: both are absent, not zero.
-    try:
-        freqs = psutil.cpu_freq(percpu=True) or []
-    except (OSError, NotImplementedError, AttributeError, RuntimeError):
-        return []
-    return [f.current for f in freqs if f.current and f.current > 0]
-
-
-def _cpu_temperature_c() -> float | None:
-    read = getattr(psutil, "sensors_temperatures", None)  # absent on macOS and Windows
-    if read is None:
-        return None
-    try:
-        chips = read()
-    except (OSError, RuntimeError):
-        return None
-    readings = [
-        sensor.current
-        for chip in CPU_TEMPERATURE_CHIPS
-        for sensor in chips.get(chip, [])
-        if sensor.current is not None and sensor.current > 0
-    ]
-    return max(readings) if readings else None
-
-
 class TelemetrySampler:
     """Samples machine telemetry in a daemon thread between :meth:`start` and :meth:`stop`.
 
@@ -419,9 +183,9 @@ class TelemetrySampler:
         self._clock = clock
         self._top = top_processes
         own = {os.getpid()} if exclude_pids is None else set(exclude_pids)
-        self._processes = _ProcessScanner(frozenset(own))
+        self._processes = ProcessScanner(frozenset(own))
         module = load_nvml()[0] if isinstance(nvml, str) and nvml == "auto" else nvml
-        self._gpu = _NvmlReader(module, gpu_indices, own) if module is not None else None
+        self._gpu = NvmlReader(module, gpu_indices, own) if module is not None else None
         self._values: dict[str, list[float]] = {}
         self._n_samples = 0
         self._last_slow: float | None = None
@@ -442,7 +206,7 @@ class TelemetrySampler:
         if slow is None:
             slow = self._last_slow is None or now - self._last_slow >= self.slow_interval_s
         self._n_samples += 1
-        freqs = _cpu_freqs_mhz()
+        freqs = cpu_freqs_mhz()
         for index, mhz in enumerate(freqs):
             self._record(f"cpu{index}_freq_mhz", mhz)
         if freqs:
@@ -455,7 +219,7 @@ class TelemetrySampler:
                 self._record(name, value)
         if slow:
             self._last_slow = now
-            self._record("cpu_temp_c", _cpu_temperature_c())
+            self._record("cpu_temp_c", cpu_temperature_c())
             self._processes.scan()
             if self._gpu is not None:
                 self._gpu.scan_processes()

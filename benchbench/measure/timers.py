@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from benchbench.machine.caches import cpu_cache_sizes
 from benchbench.measure.policy import Block
 
 #: Last-level cache assumed when the OS does not say (bytes).
@@ -146,29 +146,6 @@ def device_of(inputs: Sequence[Any], torch: Any) -> str:
         if isinstance(value, torch.Tensor):
             return str(value.device)
     return "cpu"
-
-
-def cpu_cache_sizes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict[str, int]:
-    """Cache sizes the OS reports for CPU 0, e.g. ``{"L1d": 32768, "L2": ..., "L3": ...}``."""
-    out: dict[str, int] = {}
-    for index in sorted(root.glob("index*")):
-        try:
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            size = _parse_cache_size((index / "size").read_text().strip())
-        except (OSError, ValueError):
-            continue
-        if kind == "Instruction":
-            continue
-        out[f"L{level}{'d' if kind == 'Data' else ''}"] = size
-    return out
-
-
-def _parse_cache_size(text: str) -> int:
-    units = {"K": 2**10, "M": 2**20, "G": 2**30}
-    if text and text[-1].upper() in units:
-        return int(text[:-1]) * units[text[-1].upper()]
-    return int(text)
 
 
 def last_level_cache_bytes(device: str, torch: Any) -> int:

@@ -25,11 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.store import Store
-from benchbench.store import schema as t
 
 #: Finished runs whose stored durations give the expected cost of a point.
 COST_HISTORY_RUNS = 5
@@ -112,38 +109,16 @@ def scheduler_group(environ: Mapping[str, str]) -> str | None:
 
 def cost_runs(store: Store, group_id: str) -> list[str]:
     """Runs whose durations price the points: a sibling shard's list, else recent ones."""
-    with store.engine.connect() as conn:
-        for (config,) in conn.execute(
-            sa.select(t.run.c.config)
-            .where(t.run.c.group_id == group_id)
-            .order_by(t.run.c.started_at)
-        ):
-            recorded = ((config or {}).get("shard") or {}).get("cost_runs")
-            if recorded is not None:
-                return [str(r) for r in recorded]
-        rows = conn.execute(
-            sa.select(t.run.c.id)
-            .where((t.run.c.status == "finished") & (t.run.c.group_id != group_id))
-            .order_by(t.run.c.started_at.desc(), t.run.c.id)
-            .limit(COST_HISTORY_RUNS)
-        )
-        return sorted(r[0] for r in rows)
+    for run in store.group_runs([group_id]):
+        recorded = ((run["config"] or {}).get("shard") or {}).get("cost_runs")
+        if recorded is not None:
+            return [str(r) for r in recorded]
+    return sorted(store.recent_finished_runs(COST_HISTORY_RUNS, exclude_group=group_id))
 
 
 def expected_costs(store: Store, run_ids: Sequence[str]) -> dict[str, float]:
     """Median stored ``duration_s`` per benchmark id over ``run_ids`` (ok points only)."""
-    if not run_ids:
-        return {}
-    m = t.measurement.c
-    durations: dict[str, list[float]] = {}
-    with store.engine.connect() as conn:
-        for benchmark_id, duration in conn.execute(
-            sa.select(m.benchmark_id, m.duration_s).where(
-                m.run_id.in_(list(run_ids)) & (m.status == "ok") & m.duration_s.is_not(None)
-            )
-        ):
-            durations.setdefault(benchmark_id, []).append(float(duration))
-    return {k: statistics.median(v) for k, v in durations.items()}
+    return {k: statistics.median(v) for k, v in store.ok_durations(run_ids).items()}
 
 
 def group_runs(store: Store, ref: str) -> list[dict[str, Any]]:
@@ -151,17 +126,7 @@ def group_runs(store: Store, ref: str) -> list[dict[str, Any]]:
 
     Raises NotFoundError when no run belongs to such a group.
     """
-    candidates = {ref, group_id_for(ref)}
-    with store.engine.connect() as conn:
-        condition: sa.ColumnElement[bool] = t.run.c.group_id.in_(sorted(candidates))
-        if len(ref) >= 4:
-            condition = condition | t.run.c.group_id.startswith(ref, autoescape=True)
-        rows = [
-            dict(r._mapping)
-            for r in conn.execute(
-                sa.select(t.run).where(condition).order_by(t.run.c.started_at, t.run.c.id)
-            )
-        ]
+    rows = store.group_runs([ref, group_id_for(ref)], prefix=ref)
     groups = {r["group_id"] for r in rows}
     if len(groups) > 1:
         raise NotFoundError(f"group prefix {ref!r} is ambiguous: " + ", ".join(sorted(groups)[:5]))

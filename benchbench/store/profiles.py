@@ -18,7 +18,13 @@ from benchbench.machine.hardware import Profile
 from benchbench.store import schema as t
 from benchbench.store.store import Store, now
 
-__all__ = ["latest_profile", "latest_profiles", "profile_of", "save_profile"]
+__all__ = [
+    "latest_profile",
+    "latest_profiles",
+    "profile_documents",
+    "profile_of",
+    "save_profile",
+]
 
 
 def save_profile(store: Store, env_id: str, device: str, data: Mapping[str, Any]) -> int:
@@ -54,6 +60,18 @@ def latest_profile(store: Store, env_id: str, device: str) -> dict[str, Any] | N
             if row is not None:
                 return dict(row._mapping)
     return None
+
+
+def profile_documents(store: Store, device: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(environment id, document)`` of every profile on ``device``, oldest first
+    (documents as stored; check one with :func:`profile_of`)."""
+    query = (
+        sa.select(t.profile.c.environment_id, t.profile.c.data)
+        .where(t.profile.c.device == device)
+        .order_by(t.profile.c.created_at, t.profile.c.id)
+    )
+    with store.engine.connect() as conn:
+        return [(env_id, data) for env_id, data in conn.execute(query)]
 
 
 def latest_profiles(store: Store, env_id: str | None, devices: Iterable[str]) -> dict[str, Profile]:

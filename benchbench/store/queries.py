@@ -1,8 +1,11 @@
-"""Read-side queries of the store: measurement tables for analysis, one benchmark's history.
+"""Read-side queries of measurements: tables for analysis, one benchmark's history, a run's
+points, and what sharding, the dashboard and bundles read.
 
-Both are plain parameterised SELECTs over indexed columns: ``history`` walks
-``ix_measurement_benchmark_run`` (benchmark -> its ~1,000 measurements) and joins
-each to its run by primary key, so it does not grow with the number of benchmarks.
+Functions of an :class:`~sqlalchemy.engine.Engine` (:class:`Store` exposes each as a
+method; this module does not import it). All are parameterised SELECTs over indexed
+columns: ``history`` walks ``ix_measurement_benchmark_run`` (benchmark -> its ~1,000
+measurements) and joins each to its run by primary key, so it does not grow with the
+number of benchmarks.
 """
 
 from __future__ import annotations
@@ -12,49 +15,33 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
+from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES, SPREAD
 from benchbench.core.errors import UsageError
+from benchbench.store import lookup
 from benchbench.store import schema as t
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from benchbench.store.store import Store
+#: Run columns that place a measurement in time and in the code's history.
+_RUN_CONTEXT = ("label", "kind", "started_at", "git_sha", "git_branch", "environment_id")
 
 #: Columns of :meth:`Store.dataframe`, in order (times in seconds, per call).
-DATAFRAME_COLUMNS = (
+DATAFRAME_COLUMNS: tuple[str, ...] = (
     "run_id",
-    "label",
-    "kind",
-    "started_at",
-    "git_sha",
-    "git_branch",
-    "environment_id",
+    *_RUN_CONTEXT,
     "machine",
-    "suite",
-    "workload",
-    "variant",
-    "device",
-    "dtype",
-    "size",
-    "shape",
-    "params",
+    *POINT_KEYS,
     "status",
     "reason",
-    "median_s",
-    "ci_low_s",
-    "ci_high_s",
-    "q1_s",
-    "q3_s",
-    "mean_s",
-    "min_s",
-    "max_s",
-    "stdev_s",
+    *MEDIAN_CI,
+    *QUARTILES,
+    *SPREAD,
     "n",
     "calls_per_sample",
-    "bytes_per_s",
-    "flop_per_s",
-    "items_per_s",
+    *RATES,
     "max_rel_error",
     "peak_memory_bytes",
     "threads",
@@ -65,17 +52,14 @@ DATAFRAME_COLUMNS = (
 )
 
 #: Columns of :meth:`Store.history`, oldest run first.
-HISTORY_COLUMNS = (
+HISTORY_COLUMNS: tuple[str, ...] = (
     "run_id",
     "started_at",
     "label",
     "git_sha",
     "status",
-    "median_s",
-    "ci_low_s",
-    "ci_high_s",
-    "q1_s",
-    "q3_s",
+    *MEDIAN_CI,
+    *QUARTILES,
     "n",
 )
 
@@ -107,7 +91,7 @@ def _time(name: str, value: dt.datetime | str | None) -> dt.datetime | None:
 
 
 def measurement_query(
-    store: Store,
+    engine: Engine,
     *,
     suite: Filter = None,
     workload: Filter = None,
@@ -120,7 +104,7 @@ def measurement_query(
     until: dt.datetime | str | None = None,
     samples: bool = False,
 ) -> sa.Select[Any]:
-    """The SELECT behind :meth:`Store.dataframe` (filters resolved against ``store``)."""
+    """The SELECT behind :meth:`Store.dataframe` (references resolved in ``engine``'s store)."""
     m, b, r, e = t.measurement.c, t.benchmark.c, t.run.c, t.environment.c
     columns: list[Any] = []
     for name in DATAFRAME_COLUMNS:
@@ -128,7 +112,7 @@ def measurement_query(
             columns.append(m.run_id)
         elif name == "benchmark_id":
             columns.append(m.benchmark_id)
-        elif name in ("label", "kind", "started_at", "git_sha", "git_branch", "environment_id"):
+        elif name in _RUN_CONTEXT:
             columns.append(r[name])
         elif name == "machine":
             columns.append(e.machine)
@@ -159,10 +143,10 @@ def measurement_query(
             query = query.where(column.in_(values))
     runs = _values("run", run)
     if runs is not None:
-        query = query.where(m.run_id.in_([store.resolve_run(ref)["id"] for ref in runs]))
+        query = query.where(m.run_id.in_([lookup.resolve_run(engine, ref)["id"] for ref in runs]))
     environments = _values("environment", environment)
     if environments is not None:
-        ids = [i for ref in environments for i in store.environment_ids(ref)]
+        ids = [i for ref in environments for i in lookup.environment_ids(engine, ref)]
         query = query.where(r.environment_id.in_(ids))
     start, end = _time("since", since), _time("until", until)
     if start is not None:
@@ -172,12 +156,12 @@ def measurement_query(
     return query
 
 
-def dataframe(store: Store, **filters: Any) -> pd.DataFrame:
+def dataframe(engine: Engine, **filters: Any) -> pd.DataFrame:
     """Measurements joined with benchmark, run and environment as a DataFrame."""
     import pandas as pd
 
-    query = measurement_query(store, **filters)
-    with store.engine.connect() as conn:
+    query = measurement_query(engine, **filters)
+    with engine.connect() as conn:
         result = conn.execute(query)
         frame = pd.DataFrame.from_records(
             [tuple(row) for row in result], columns=list(result.keys())
@@ -187,26 +171,81 @@ def dataframe(store: Store, **filters: Any) -> pd.DataFrame:
     return frame
 
 
-def history(store: Store, benchmark_id: str, environment_id: str) -> list[dict[str, Any]]:
+def history(engine: Engine, benchmark_id: str, environment_id: str) -> list[dict[str, Any]]:
     """One benchmark's measurements in one environment, oldest run first."""
     m, r = t.measurement.c, t.run.c
+    columns = [r[name] if name in _RUN_CONTEXT else m[name] for name in HISTORY_COLUMNS]
     query = (
-        sa.select(
-            m.run_id,
-            r.started_at,
-            r.label,
-            r.git_sha,
-            m.status,
-            m.median_s,
-            m.ci_low_s,
-            m.ci_high_s,
-            m.q1_s,
-            m.q3_s,
-            m.n,
-        )
+        sa.select(*columns)
         .select_from(t.measurement.join(t.run, r.id == m.run_id))
         .where((m.benchmark_id == benchmark_id) & (r.environment_id == environment_id))
         .order_by(r.started_at, r.id)
     )
-    with store.engine.connect() as conn:
+    with engine.connect() as conn:
         return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def measurements(engine: Engine, run_id: str) -> list[dict[str, Any]]:
+    """Every stored point of a run: the measurement row and its benchmark's columns, in
+    the order the run wrote them."""
+    b = t.benchmark.c
+    query = (
+        sa.select(t.measurement, *(b[name] for name in (*POINT_KEYS, "code_version")))
+        .select_from(t.measurement.join(t.benchmark))
+        .where(t.measurement.c.run_id == run_id)
+        .order_by(t.measurement.c.id)
+    )
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def telemetry(engine: Engine, run_id: str) -> dict[int, Any]:
+    """The telemetry documents of a run's measurements, by measurement id."""
+    query = (
+        sa.select(t.telemetry.c.measurement_id, t.telemetry.c.data)
+        .select_from(t.telemetry.join(t.measurement))
+        .where(t.measurement.c.run_id == run_id)
+    )
+    with engine.connect() as conn:
+        return {row[0]: row[1] for row in conn.execute(query)}
+
+
+def done_benchmark_ids(engine: Engine, run_id: str) -> set[str]:
+    """Ids of the benchmarks the run has a measurement of (any status): what ``--resume``
+    skips."""
+    query = sa.select(t.measurement.c.benchmark_id).where(t.measurement.c.run_id == run_id)
+    with engine.connect() as conn:
+        return {r[0] for r in conn.execute(query)}
+
+
+def ok_durations(engine: Engine, run_ids: Sequence[str]) -> dict[str, list[float]]:
+    """Stored ``duration_s`` of the ok points of ``run_ids``, by benchmark id."""
+    if not run_ids:
+        return {}
+    m = t.measurement.c
+    query = sa.select(m.benchmark_id, m.duration_s).where(
+        m.run_id.in_(list(run_ids)) & (m.status == "ok") & m.duration_s.is_not(None)
+    )
+    durations: dict[str, list[float]] = {}
+    with engine.connect() as conn:
+        for benchmark_id, duration in conn.execute(query):
+            durations.setdefault(benchmark_id, []).append(float(duration))
+    return durations
+
+
+def annotation_rows(engine: Engine) -> list[dict[str, Any]]:
+    """Every ``annotation`` row (notes on benchmarks, environments, runs, alerts), oldest first."""
+    query = sa.select(t.annotation).order_by(t.annotation.c.created_at, t.annotation.c.id)
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def counts(engine: Engine) -> dict[str, int]:
+    """Row count of every table."""
+    with engine.connect() as conn:
+        return {
+            table.name: int(
+                conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+            )
+            for table in t.metadata.sorted_tables
+        }

@@ -11,21 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from benchbench.core.columns import RATES, RESULT_FIELDS, STATISTICS, THROUGHPUTS
 from benchbench.core.stats import Stats, median_ci_ranks
 from benchbench.core.values import Result
-
-_THROUGHPUTS = (
-    ("bytes_per_call", "bytes_per_s"),
-    ("flop_per_call", "flop_per_s"),
-    ("items_per_call", "items_per_s"),
-)
 
 
 def now() -> dt.datetime:
@@ -57,40 +52,29 @@ def measurement_row_for(
     created_at: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """The ``measurement`` row of a result; ``stats`` (from :func:`summaries`) or derived."""
-    row: dict[str, Any] = {
-        "run_id": run_id,
-        "benchmark_id": benchmark_id,
-        "status": result.status,
-        "reason": result.reason,
-        "samples_s": list(result.samples_s),
-        "calls_per_sample": result.calls_per_sample,
-        "warmup": dict(result.warmup),
-        "converged": result.converged,
-        "stop_reason": result.stop_reason,
-        "cache_mode": result.cache_mode,
-        "threads": result.threads,
-        "bytes_per_call": result.bytes_per_call,
-        "flop_per_call": result.flop_per_call,
-        "items_per_call": result.items_per_call,
-        "max_rel_error": result.max_rel_error,
-        "peak_memory_bytes": result.peak_memory_bytes,
-        "warnings": list(result.warnings),
-        "extra": dict(result.extra),
-        "duration_s": result.duration_s,
-        "created_at": created_at or now(),
-    }
-    for name in Stats.fields:
+    row: dict[str, Any] = {"run_id": run_id, "benchmark_id": benchmark_id}
+    for name in RESULT_FIELDS:
+        row[name] = _plain(getattr(result, name))
+    for name in (*STATISTICS, *RATES):
         row[name] = None
-    for _, rate in _THROUGHPUTS:
-        row[rate] = None
+    row["created_at"] = created_at or now()
     if result.status == "ok" and result.samples_s:
         if stats is None:
             stats = Stats.from_samples(result.samples_s, result.calls_per_sample).summary()
         row.update(stats)
         median = row["median_s"]
-        for work, rate in _THROUGHPUTS:
+        for work, rate in THROUGHPUTS:
             row[rate] = row[work] / median if row[work] is not None and median > 0 else None
     return row
+
+
+def _plain(value: Any) -> Any:
+    """A Result attribute as a row value: tuples become lists, mappings dicts (JSON)."""
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
 
 
 def summaries(results: Sequence[Result]) -> list[dict[str, float] | None]:

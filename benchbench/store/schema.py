@@ -14,6 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
+from benchbench.core import columns
+
 SCHEMA_VERSION = 1
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
@@ -44,6 +46,24 @@ class UtcDateTime(sa.TypeDecorator[dt.datetime]):
 
 
 Timestamp = UtcDateTime()
+
+
+def _column(spec: columns.Column) -> sa.Column[Any]:
+    """The SQL column of one :mod:`benchbench.core.columns` definition."""
+    kind: Any
+    if spec.kind == "text":
+        kind = sa.String(spec.max_length) if spec.max_length else sa.Text
+    else:
+        kind = {
+            "int": sa.Integer,
+            "bigint": sa.BigInteger,
+            "float": sa.Float,
+            "bool": sa.Boolean,
+            "json": JSONType,
+            "time": Timestamp,
+        }[spec.kind]
+    return sa.Column(spec.name, kind, nullable=spec.nullable)
+
 
 metadata = sa.MetaData()
 
@@ -90,40 +110,9 @@ benchmark = sa.Table(
     "benchmark",
     metadata,
     sa.Column("id", sa.String(32), primary_key=True),
-    sa.Column("suite", sa.String(255), nullable=False),
-    sa.Column("workload", sa.String(255), nullable=False),
-    sa.Column("variant", sa.String(255), nullable=False),
-    sa.Column("device", sa.String(32), nullable=False),
-    sa.Column("dtype", sa.String(32), nullable=False),
-    sa.Column("size", sa.BigInteger, nullable=False),
-    sa.Column("shape", JSONType, nullable=False),
-    sa.Column("params", JSONType, nullable=False),
-    sa.Column("code_version", sa.Integer, nullable=False),
+    *(_column(c) for c in columns.BENCHMARK),
     sa.Index("ix_benchmark_workload", "suite", "workload"),
 )
-
-_stat_columns = [
-    sa.Column(name, sa.Float)
-    for name in (
-        "median_s",
-        "mean_s",
-        "min_s",
-        "max_s",
-        "q1_s",
-        "q3_s",
-        "stdev_s",
-        "ci_low_s",
-        "ci_high_s",
-        "bytes_per_call",
-        "flop_per_call",
-        "items_per_call",
-        "bytes_per_s",
-        "flop_per_s",
-        "items_per_s",
-        "max_rel_error",
-        "duration_s",
-    )
-]
 
 measurement = sa.Table(
     "measurement",
@@ -131,21 +120,7 @@ measurement = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(36), sa.ForeignKey("run.id"), nullable=False),
     sa.Column("benchmark_id", sa.String(32), sa.ForeignKey("benchmark.id"), nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),
-    sa.Column("reason", sa.Text),
-    sa.Column("n", sa.Integer),
-    *_stat_columns,
-    sa.Column("samples_s", JSONType, nullable=False),
-    sa.Column("calls_per_sample", sa.Integer, nullable=False),
-    sa.Column("warmup", JSONType, nullable=False),
-    sa.Column("converged", sa.Boolean),
-    sa.Column("stop_reason", sa.Text),
-    sa.Column("cache_mode", sa.String(16), nullable=False),
-    sa.Column("threads", sa.Integer),
-    sa.Column("peak_memory_bytes", sa.BigInteger),
-    sa.Column("warnings", JSONType, nullable=False),
-    sa.Column("extra", JSONType, nullable=False),
-    sa.Column("created_at", Timestamp, nullable=False),
+    *(_column(c) for c in columns.MEASUREMENT),
     sa.UniqueConstraint("run_id", "benchmark_id", name="uq_measurement_run_benchmark"),
     sa.Index("ix_measurement_benchmark_run", "benchmark_id", "run_id"),
 )

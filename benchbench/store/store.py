@@ -6,18 +6,18 @@ import datetime as dt
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchbench.core.errors import NotFoundError, StoreError
+from benchbench.core.errors import StoreError
 from benchbench.core.values import Result
 from benchbench.machine.environment import Environment
-from benchbench.store import queries
+from benchbench.store import lookup, queries
 from benchbench.store import schema as t
 from benchbench.store.rows import (
     benchmark_row_for,
@@ -154,17 +154,7 @@ class Store:
         and statistics computed in bulk: 100,000 points in seconds instead of minutes.
         A point already stored for the run is replaced. Returns the number written.
         """
-        stamp = now()
-        stats = summaries(results)
-        benchmarks: dict[str, dict[str, Any]] = {}
-        measurements: list[dict[str, Any]] = []
-        telemetry: dict[str, dict[str, Any]] = {}
-        for result, summary in zip(results, stats, strict=True):
-            b_row = benchmark_row_for(result)
-            benchmarks[b_row["id"]] = b_row
-            measurements.append(measurement_row_for(run_id, b_row["id"], result, summary, stamp))
-            if result.telemetry is not None:
-                telemetry[b_row["id"]] = dict(result.telemetry)
+        benchmarks, measurements, telemetry = _bulk_rows(run_id, results, now())
         if len({m["benchmark_id"] for m in measurements}) != len(measurements):
             raise StoreError(f"run {run_id}: write_results got the same point twice")
 
@@ -179,61 +169,53 @@ class Store:
                 )
             for start in range(0, len(measurements), chunk):
                 bulk_insert(conn, t.measurement, measurements[start : start + chunk])
-            if telemetry:
-                stored = conn.execute(
-                    sa.select(t.measurement.c.id, t.measurement.c.benchmark_id).where(
-                        t.measurement.c.run_id == run_id
-                    )
-                )
-                rows = [
-                    {"measurement_id": m_id, "data": telemetry[b_id]}
-                    for m_id, b_id in stored
-                    if b_id in telemetry
-                ]
-                conn.execute(t.telemetry.insert(), rows)
+            _insert_telemetry(conn, run_id, telemetry)
 
         self.write(write)
         return len(measurements)
 
-    # -- reading ----------------------------------------------------------------
+    def import_runs(self, runs: Sequence[RunRecord]) -> dict[str, list[str]]:
+        """Write every run not in the store yet, with its environment and points, in one
+        transaction: all of them or, on any error, none.
+
+        Returns ``{"imported": [run ids], "skipped": [run ids already present]}``. Rows are
+        built by the same code as a live run's (statistics derived from the samples); each
+        point keeps its recorded ``created_at``.
+        """
+        report: dict[str, list[str]] = {"imported": [], "skipped": []}
+
+        def write(conn: Connection) -> None:
+            report["imported"].clear()  # a retried transaction starts the report again
+            report["skipped"].clear()
+            for record in runs:
+                run_id = record.run["id"]
+                exists = conn.execute(sa.select(t.run.c.id).where(t.run.c.id == run_id)).first()
+                if exists is not None or run_id in report["imported"]:
+                    report["skipped"].append(run_id)
+                    continue
+                env = record.environment
+                conn.execute(
+                    insert_ignore(t.environment, conn.dialect.name),
+                    [{"id": env.id, "machine": env.machine, "fields": env.fields,
+                      "info": env.info, "created_at": record.run["started_at"]}],
+                )  # fmt: skip
+                conn.execute(t.run.insert(), [dict(record.run)])
+                benchmarks, measurements, telemetry = _bulk_rows(
+                    run_id, record.results, record.created_at
+                )
+                bulk_insert(conn, t.benchmark, list(benchmarks.values()), ignore=True)
+                bulk_insert(conn, t.measurement, measurements)
+                _insert_telemetry(conn, run_id, telemetry)
+                report["imported"].append(run_id)
+
+        self.write(write)
+        return report
+
+    # -- reading (each method is a query of :mod:`.lookup` or :mod:`.queries`) --
 
     def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Runs, newest first, with their point counts by status."""
-        counts = (
-            sa.select(
-                t.measurement.c.run_id,
-                sa.func.count().label("points"),
-                sa.func.sum(sa.case((t.measurement.c.status == "ok", 1), else_=0)).label("ok"),
-                sa.func.sum(sa.case((t.measurement.c.status == "error", 1), else_=0)).label(
-                    "errors"
-                ),
-                sa.func.sum(sa.case((t.measurement.c.status == "skipped", 1), else_=0)).label(
-                    "skipped"
-                ),
-            )
-            .group_by(t.measurement.c.run_id)
-            .subquery()
-        )
-        query = (
-            sa.select(
-                t.run,
-                t.environment.c.machine,
-                sa.func.coalesce(counts.c.points, 0).label("points"),
-                sa.func.coalesce(counts.c.ok, 0).label("ok"),
-                sa.func.coalesce(counts.c.errors, 0).label("errors"),
-                sa.func.coalesce(counts.c.skipped, 0).label("skipped"),
-            )
-            .select_from(
-                t.run.outerjoin(counts, counts.c.run_id == t.run.c.id).outerjoin(
-                    t.environment, t.environment.c.id == t.run.c.environment_id
-                )
-            )
-            .order_by(t.run.c.started_at.desc(), t.run.c.id)
-        )
-        if limit is not None:
-            query = query.limit(limit)
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        """Runs, newest first, with their machine and point counts by status."""
+        return lookup.runs(self.engine, limit)
 
     def resolve_run(self, ref: str, environment: str | None = None) -> dict[str, Any]:
         """A run by id, unique id prefix, label (newest with it), ``latest`` or ``latest~N``.
@@ -242,98 +224,53 @@ class Store:
         ``environment`` (an environment id, a prefix of one, or a machine label)
         restricts the candidates: ``latest`` then means the newest run there.
         """
-        runs = sa.select(t.run)
-        if environment is not None:
-            runs = runs.where(t.run.c.environment_id.in_(self.environment_ids(environment)))
-        with self.engine.connect() as conn:
-            offset = _latest_offset(ref)
-            if offset is not None:
-                row = conn.execute(
-                    runs.order_by(t.run.c.started_at.desc(), t.run.c.id).offset(offset).limit(1)
-                ).first()
-            else:
-                row = conn.execute(runs.where(t.run.c.id == ref)).first()
-                if row is None and len(ref) >= 4:
-                    rows = conn.execute(
-                        runs.where(t.run.c.id.startswith(ref, autoescape=True))
-                    ).all()
-                    if len(rows) > 1:
-                        raise NotFoundError(
-                            f"run id prefix {ref!r} is ambiguous: "
-                            + ", ".join(r.id for r in rows[:5])
-                        )
-                    row = rows[0] if rows else None
-                if row is None:
-                    row = conn.execute(
-                        runs.where(t.run.c.label == ref)
-                        .order_by(t.run.c.started_at.desc())
-                        .limit(1)
-                    ).first()
-        if row is None:
-            recent = ", ".join(
-                f"{r['id'][:8]}" + (f" ({r['label']})" if r["label"] else "")
-                for r in self.runs(limit=5)
-            )
-            where = f" in environment {environment!r}" if environment is not None else ""
-            raise NotFoundError(
-                f"no run {ref!r}{where} in store {self.url}; "
-                + (f"recent runs: {recent}" if recent else "the store has no runs yet")
-            )
-        return dict(row._mapping)
+        return lookup.resolve_run(self.engine, ref, environment)
 
     def environment_ids(self, ref: str) -> list[str]:
         """Ids of the environments ``ref`` names: an id, an id prefix or a machine label.
 
         Raises :class:`NotFoundError` listing the known machines when nothing matches.
         """
-        e = t.environment.c
-        query = sa.select(e.id).where(
-            (e.id == ref) | (e.machine == ref) | e.id.startswith(ref, autoescape=True)
-            if len(ref) >= 4
-            else (e.id == ref) | (e.machine == ref)
-        )
-        with self.engine.connect() as conn:
-            ids = [r[0] for r in conn.execute(query)]
-            if not ids:
-                machines = sorted({r[0] for r in conn.execute(sa.select(e.machine))})
-                raise NotFoundError(
-                    f"no environment or machine {ref!r} in store {self.url}; known machines: "
-                    + (", ".join(machines[:10]) or "none")
-                )
-        return ids
+        return lookup.environment_ids(self.engine, ref)
 
     def environment(self, env_id: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(t.environment).where(t.environment.c.id == env_id)).first()
-        return dict(row._mapping) if row else None
+        """The environment row ``env_id``, or None."""
+        return lookup.environment(self.engine, env_id)
+
+    def environments(self) -> list[dict[str, Any]]:
+        """Every environment row (id, machine, fields, info, created_at), oldest first."""
+        return lookup.environments(self.engine)
+
+    def group_runs(
+        self, group_ids: Sequence[str], prefix: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Runs of the groups ``group_ids`` (or whose group id starts with ``prefix``),
+        oldest first."""
+        return lookup.group_runs(self.engine, group_ids, prefix)
+
+    def recent_finished_runs(self, limit: int, exclude_group: str | None = None) -> list[str]:
+        """Ids of the ``limit`` newest finished runs not in group ``exclude_group``."""
+        return lookup.recent_finished_runs(self.engine, limit, exclude_group)
 
     def measurements(self, run_id: str) -> list[dict[str, Any]]:
         """Every stored point of a run, joined with its benchmark, in run order."""
-        query = (
-            sa.select(t.measurement, *_benchmark_columns())
-            .select_from(t.measurement.join(t.benchmark))
-            .where(t.measurement.c.run_id == run_id)
-            .order_by(t.measurement.c.id)
-        )
-        with self.engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(query)]
+        return queries.measurements(self.engine, run_id)
 
     def telemetry(self, run_id: str) -> dict[int, Any]:
         """The telemetry documents of a run's measurements, by measurement id."""
-        query = (
-            sa.select(t.telemetry.c.measurement_id, t.telemetry.c.data)
-            .select_from(t.telemetry.join(t.measurement))
-            .where(t.measurement.c.run_id == run_id)
-        )
-        with self.engine.connect() as conn:
-            return {row[0]: row[1] for row in conn.execute(query)}
+        return queries.telemetry(self.engine, run_id)
 
     def done_benchmark_ids(self, run_id: str) -> set[str]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(t.measurement.c.benchmark_id).where(t.measurement.c.run_id == run_id)
-            )
-            return {r[0] for r in rows}
+        """Benchmark ids the run has stored a point of (``--resume`` skips them)."""
+        return queries.done_benchmark_ids(self.engine, run_id)
+
+    def ok_durations(self, run_ids: Sequence[str]) -> dict[str, list[float]]:
+        """Stored ``duration_s`` of the ok points of ``run_ids``, by benchmark id."""
+        return queries.ok_durations(self.engine, run_ids)
+
+    def annotations(self) -> list[dict[str, Any]]:
+        """Every annotation row, oldest first."""
+        return queries.annotation_rows(self.engine)
 
     def dataframe(
         self,
@@ -358,7 +295,7 @@ class Store:
         (plus ``samples_s`` with ``samples=True``); times are per call, in seconds.
         """
         return queries.dataframe(
-            self,
+            self.engine,
             suite=suite,
             workload=workload,
             variant=variant,
@@ -373,17 +310,63 @@ class Store:
 
     def history(self, benchmark_id: str, environment_id: str) -> list[dict[str, Any]]:
         """One benchmark's results in one environment, oldest run first (dashboard, alerts)."""
-        return queries.history(self, benchmark_id, environment_id)
+        return queries.history(self.engine, benchmark_id, environment_id)
 
     def counts(self) -> dict[str, int]:
         """Row count of every table (used to prove a rejected write changed nothing)."""
-        with self.engine.connect() as conn:
-            return {
-                table.name: int(
-                    conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
-                )
-                for table in t.metadata.sorted_tables
-            }
+        return queries.counts(self.engine)
+
+
+class RunRecord(Protocol):
+    """A whole run to import (a validated bundle is one): the ``run`` row, its
+    environment, its results and, per result, when it was first stored."""
+
+    @property
+    def run(self) -> Mapping[str, Any]: ...
+
+    @property
+    def environment(self) -> Environment: ...
+
+    @property
+    def results(self) -> Sequence[Result]: ...
+
+    @property
+    def created_at(self) -> Sequence[dt.datetime]: ...
+
+
+def _bulk_rows(
+    run_id: str, results: Sequence[Result], created_at: dt.datetime | Sequence[dt.datetime]
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Benchmark rows by id, measurement rows, and telemetry documents by benchmark id.
+
+    ``created_at`` is one time for every row or one per result.
+    """
+    stamps = [created_at] * len(results) if isinstance(created_at, dt.datetime) else created_at
+    benchmarks: dict[str, dict[str, Any]] = {}
+    measurements: list[dict[str, Any]] = []
+    telemetry: dict[str, dict[str, Any]] = {}
+    for result, summary, stamp in zip(results, summaries(results), stamps, strict=True):
+        b_row = benchmark_row_for(result)
+        benchmarks[b_row["id"]] = b_row
+        measurements.append(measurement_row_for(run_id, b_row["id"], result, summary, stamp))
+        if result.telemetry is not None:
+            telemetry[b_row["id"]] = dict(result.telemetry)
+    return benchmarks, measurements, telemetry
+
+
+def _insert_telemetry(conn: Connection, run_id: str, telemetry: Mapping[str, Any]) -> None:
+    """Telemetry rows for the run's stored measurements, from documents by benchmark id."""
+    if not telemetry:
+        return
+    stored = conn.execute(
+        sa.select(t.measurement.c.id, t.measurement.c.benchmark_id).where(
+            t.measurement.c.run_id == run_id
+        )
+    )
+    rows = [{"measurement_id": m_id, "data": telemetry[b_id]}
+            for m_id, b_id in stored if b_id in telemetry]  # fmt: skip
+    if rows:
+        conn.execute(t.telemetry.insert(), rows)
 
 
 def _delete_measurements(conn: Connection, where: sa.ColumnElement[bool]) -> None:
@@ -391,30 +374,6 @@ def _delete_measurements(conn: Connection, where: sa.ColumnElement[bool]) -> Non
     ids = sa.select(t.measurement.c.id).where(where).scalar_subquery()
     conn.execute(t.telemetry.delete().where(t.telemetry.c.measurement_id.in_(ids)))
     conn.execute(t.measurement.delete().where(where))
-
-
-def _latest_offset(ref: str) -> int | None:
-    if ref == "latest":
-        return 0
-    head, _, tail = ref.partition("~")
-    if head == "latest" and tail.isdigit():
-        return int(tail)
-    return None
-
-
-def _benchmark_columns() -> Iterable[sa.ColumnElement[Any]]:
-    b = t.benchmark.c
-    return (
-        b.suite,
-        b.workload,
-        b.variant,
-        b.device,
-        b.dtype,
-        b.size,
-        b.shape,
-        b.params,
-        b.code_version,
-    )
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchbench.analysis.roofline import ceiling_for
+from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES
 from benchbench.core.errors import MeasurementError
 from benchbench.core.units import format_rate, format_size, format_time
 from benchbench.machine.hardware import Profile
@@ -18,28 +19,16 @@ from benchbench.machine.hardware import Profile
 NO_PROFILE_NOTE = "% of peak: no hardware profile for this environment; run `benchbench probe`"
 
 #: Keys of every result in ``--json`` output (seconds as floats).
-RESULT_KEYS = (
-    "suite",
-    "workload",
-    "variant",
-    "device",
-    "dtype",
-    "size",
-    "shape",
-    "params",
+RESULT_KEYS: tuple[str, ...] = (
+    *POINT_KEYS,
     "status",
     "reason",
-    "median_s",
-    "ci_low_s",
-    "ci_high_s",
-    "q1_s",
-    "q3_s",
+    *MEDIAN_CI,
+    *QUARTILES,
     "n",
     "samples",
     "calls_per_sample",
-    "bytes_per_s",
-    "flop_per_s",
-    "items_per_s",
+    *RATES,
     "percent_of_peak",
     "ceiling",
     "max_rel_error",

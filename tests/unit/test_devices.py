@@ -2,14 +2,9 @@
 
 from types import SimpleNamespace
 
+from benchbench.machine.caches import cpu_cache_sizes, parse_size
 from benchbench.measure.policy import Block
-from benchbench.measure.timers import (
-    CudaTimer,
-    MpsTimer,
-    _parse_cache_size,
-    cpu_cache_sizes,
-    unavailable_reason,
-)
+from benchbench.measure.timers import CudaTimer, MpsTimer, unavailable_reason
 
 
 class FakeCuda:
@@ -110,4 +105,5 @@ def test_cache_sizes_from_sysfs(tmp_path):
         (d / "type").write_text(kind + "\n")
         (d / "size").write_text(size + "\n")
     assert cpu_cache_sizes(tmp_path) == {"L1d": 32 * 1024, "L2": 1024 * 1024, "L3": 36608 * 1024}
-    assert _parse_cache_size("2M") == 2 * 2**20
+    assert parse_size("2M") == 2 * 2**20
+    assert cpu_cache_sizes(tmp_path / "missing") == {}

@@ -19,6 +19,7 @@ import torch
 
 from benchbench.analysis.roofline import bandwidth_at, ceiling_for
 from benchbench.core.errors import MeasurementError, StoreError, UsageError
+from benchbench.machine.caches import parse_size, read_os_caches
 from benchbench.machine.probe import (
     PROFILE_VERSION,
     CacheLevel,
@@ -26,8 +27,6 @@ from benchbench.machine.probe import (
     Profile,
     detect_cache_levels,
     disturbed_points,
-    parse_size,
-    read_os_caches,
     run_probe,
 )
 from benchbench.machine.probe_cuda import best_seconds_per_call, measure_cuda_extras

@@ -1,4 +1,5 @@
-"""Bulk statistics and export statistics agree with the reference implementations."""
+"""Rows and bulk statistics: their columns are the column list's, and bulk statistics and
+export statistics agree with the reference implementations."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import random
 import pytest
 from pytest_benchmark.stats import Stats as PytestBenchmarkStats
 
+from benchbench.core import columns
 from benchbench.core.stats import Stats
 from benchbench.core.values import Point, Result
 from benchbench.interchange.exports import pytest_benchmark_stats
-from benchbench.store.rows import summaries
+from benchbench.store import schema as t
+from benchbench.store.rows import benchmark_row_for, measurement_row_for, summaries
 
 
 def _result(n: int, seed: int, calls: int = 3, status: str = "ok") -> Result:
@@ -51,3 +54,40 @@ def test_pytest_benchmark_stats_match_pytest_benchmarks_own(n):
             assert ours[field] == pytest.approx(expected, rel=1e-12), field
         else:
             assert ours[field] == expected, field
+
+
+def test_rows_have_exactly_the_columns_of_their_tables():
+    result = Result(
+        point=Point("s", "w", "v", 8, (2, 4), "float32", "cpu", (("dim", 1),)),
+        status="ok",
+        samples_s=(4.0, 2.0, 6.0),
+        calls_per_sample=2,
+        warmup={"calls": 3},
+        bytes_per_call=64.0,
+        flop_per_call=8.0,
+        warnings=("slow",),
+    )
+    b_row = benchmark_row_for(result)
+    m_row = measurement_row_for("run", b_row["id"], result)
+    assert list(b_row) == list(t.benchmark.columns.keys())
+    assert set(m_row) == set(t.measurement.columns.keys()) - {"id"}
+    assert (b_row["shape"], b_row["params"]) == ([2, 4], {"dim": 1})
+    assert (m_row["median_s"], m_row["n"]) == (2.0, 3)
+    assert (m_row["bytes_per_s"], m_row["flop_per_s"], m_row["items_per_s"]) == (32.0, 4.0, None)
+    assert (m_row["warnings"], m_row["warmup"]) == (["slow"], {"calls": 3})
+
+
+def test_the_column_list_defines_the_measurement_table_and_the_statistics():
+    stored = [c.name for c in t.measurement.columns if c.name != "id"]
+    assert stored == ["run_id", "benchmark_id", *(c.name for c in columns.MEASUREMENT)]
+    assert Stats.fields == columns.STATISTICS
+    shown = (*columns.MEDIAN_CI, *columns.QUARTILES, *columns.SPREAD, "n")
+    assert sorted(shown) == sorted(columns.STATISTICS)  # every statistic has one place
+    assert columns.THROUGHPUTS == (
+        ("bytes_per_call", "bytes_per_s"),
+        ("flop_per_call", "flop_per_s"),
+        ("items_per_call", "items_per_s"),
+    )
+    assert t.measurement.c.peak_memory_bytes.type.__class__.__name__ == "BigInteger"
+    assert t.measurement.c.cache_mode.type.length == 16
+    assert not t.measurement.c.samples_s.nullable and t.measurement.c.reason.nullable

@@ -14,14 +14,12 @@ import pynvml
 import pytest
 
 from benchbench.core.errors import BundleError, UsageError
+from benchbench.machine.sensors import THROTTLE_REASON_BITS, GpuProcess, decode_throttle_reasons
 from benchbench.machine.telemetry import (
-    THROTTLE_REASON_BITS,
-    GpuProcess,
     MetricSummary,
     ProcessUsage,
     Telemetry,
     TelemetrySampler,
-    decode_throttle_reasons,
     warnings,
 )
 
