@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchbench.analysis import compare
+from benchbench.analysis import compare, verdict
 
 
 def _samples(median: float, n: int = 40, spread: float = 0.02, seed: int = 0) -> list[float]:
@@ -40,6 +40,19 @@ def test_a_significant_change_below_the_minimum_effect_is_same():
 def test_identical_distributions_are_not_significant():
     out = compare.compare_samples(_samples(1e-3, seed=3), _samples(1e-3, seed=4))
     assert out.mark == compare.NOT_SIGNIFICANT and out.p_value > 0.05
+
+
+def test_compare_gives_the_one_verdict_on_unpaired_samples():
+    base, contender = _samples(1e-3, spread=0.05), _samples(0.95e-3, spread=0.05, seed=5)
+    out = compare.compare_samples(base, contender)
+    found = verdict.estimate(base, contender, paired=False)
+    assert (out.ratio, out.ci_low, out.ci_high, out.p_value) == (
+        found.ratio,
+        found.ci_low,
+        found.ci_high,
+        found.p_value,
+    )
+    assert out.mark == verdict.mark(found)
 
 
 def _row(bid: str, median: float | None, status: str = "ok", workload: str = "sqrt", seed=0):
