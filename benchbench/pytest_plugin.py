@@ -22,9 +22,9 @@ Options:
 - ``--benchbench-baseline RUN`` compares each call with the same benchmark in
   stored run RUN (store from ``--benchbench-store``, else the default store) and
   puts a verdict on the result: ``r.verdict.status`` is ``better``, ``worse``,
-  ``not significant`` or ``new``. The check here is deliberately minimal (ratio of
-  medians beyond a 5 % minimum effect and a two-sided Mann-Whitney U test at 5 %);
-  ``benchbench compare`` is the full analysis.
+  ``same``, ``not significant`` or ``new``, by the verdict ``benchbench compare``
+  gives (:mod:`benchbench.analysis.verdict`: ratio of medians beyond a 5 % minimum
+  effect, significant at 5 %).
 - ``--benchbench-budget SECONDS`` caps the sampling time per call (default 0.5).
 
 Importing this module imports neither torch nor the store: the plugin costs
@@ -58,7 +58,7 @@ MIN_EFFECT = 0.05
 class Verdict:
     """How a measurement compares with the same benchmark in a baseline run."""
 
-    status: str  # "better" | "worse" | "not significant" | "new"
+    status: str  # "better" | "worse" | "same" | "not significant" | "new"
     baseline_run: str
     ratio: float | None = None  # median now / median in the baseline
     p_value: float | None = None
@@ -109,18 +109,18 @@ class BenchResult:
 def verdict_for(
     now: Stats, baseline: Stats | None, baseline_run: str, min_effect: float = MIN_EFFECT
 ) -> Verdict:
-    """``compare``'s verdict on per-call times (ratio of medians, Mann-Whitney U, minimum
-    effect): ``worse``, ``better``, ``same`` or ``not significant``; ``new`` without a
-    baseline."""
+    """benchbench's one verdict (:mod:`benchbench.analysis.verdict`) on per-call times:
+    ``worse``, ``better``, ``same`` or ``not significant``; ``new`` without a baseline."""
     if baseline is None:
         return Verdict("new", baseline_run)
-    # Imported here: benchbench.analysis.compare loads scipy.stats (~2.7 s), and this plugin is
-    # loaded by every pytest session that has benchbench installed.
-    from benchbench.analysis.compare import FASTER, SLOWER, compare_samples
+    # Imported here: the verdict loads numpy, and this plugin is loaded by every pytest
+    # session that has benchbench installed.
+    from benchbench.analysis.verdict import FASTER, SLOWER, estimate, mark
 
-    result = compare_samples(baseline.per_call_s, now.per_call_s, min_effect=min_effect)
-    status = {SLOWER: "worse", FASTER: "better"}.get(result.mark, result.mark)
-    return Verdict(status, baseline_run, result.ratio, result.p_value)
+    found = estimate(baseline.per_call_s, now.per_call_s, paired=False)
+    result = mark(found, min_effect)
+    status = {SLOWER: "worse", FASTER: "better"}.get(result, result)
+    return Verdict(status, baseline_run, found.ratio, found.p_value)
 
 
 @dataclass

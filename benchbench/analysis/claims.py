@@ -14,9 +14,10 @@ interval and a verdict. Verdicts are computed from the store, never written by h
 - ``not measured``: the run holds no such points; the reason names the suite and
   tag to run.
 
-Ratios of medians carry a conservative interval built from the two medians' own
-95 % intervals: ``[lo_a / hi_b, hi_a / lo_b]``. It is wider than a bootstrap of the
-ratio, so a ``holds`` is never an artefact of an optimistic interval.
+Ratios of medians and their 95 % interval are benchbench's one estimate
+(:func:`benchbench.analysis.verdict.estimate` on the two rows' per-call samples, not
+paired): the figure a claim shows is the one ``benchbench compare`` would give for the
+same two points. Only the band check against the published band is the claims' own.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from benchbench.analysis.compare import per_call
+from benchbench.analysis.verdict import estimate
 
 if TYPE_CHECKING:
     from benchbench.store import Store
@@ -146,11 +150,10 @@ def _field(row: Row, params: Mapping[str, Any], key: str) -> Any:
 
 
 def ratio_of_medians(slow: Row, fast: Row) -> tuple[float, tuple[float, float]]:
-    """median(slow) / median(fast) with the conservative interval from both CIs."""
-    ratio = slow["median_s"] / fast["median_s"]
-    low = slow["ci_low_s"] / fast["ci_high_s"]
-    high = slow["ci_high_s"] / fast["ci_low_s"]
-    return ratio, (low, high)
+    """median(slow) / median(fast) of the rows' per-call samples, with its 95 % bootstrap
+    interval (:func:`benchbench.analysis.verdict.estimate`)."""
+    found = estimate(per_call(fast), per_call(slow), paired=False)
+    return found.ratio, (found.ci_low, found.ci_high)
 
 
 def band_verdict(ci: tuple[float, float], low: float, high: float = math.inf) -> str:

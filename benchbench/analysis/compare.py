@@ -1,25 +1,16 @@
-"""Compare two runs point by point: ratio of medians, its CI, Mann-Whitney U, a verdict.
+"""Compare two runs point by point: ratio of medians, its CI and p-value, a mark.
 
 Pure functions over stored rows (measurement joined with benchmark, as
 :meth:`Store.measurements` returns them), so that ``benchbench compare``, the
 dashboard's comparison page and any later command share one analysis.
 
-Per point (matched by benchmark id), on the per-call times (raw sample / calls):
-
-- **ratio** = median(contender) / median(base): above 1 the contender is slower;
-- **its 95 % CI** by bootstrap: both sides are resampled with replacement
-  (``resamples`` times, generator seeded with ``seed`` so the same runs always give
-  the same interval) and the 2.5th and 97.5th percentiles of the resampled ratios
-  are taken. A ratio of the two medians' own CIs would be too wide (it adds two
-  95 % intervals) and has no coverage guarantee;
-- **p**: two-sided Mann-Whitney U test (scipy) that the two sets of samples come
-  from the same distribution; it assumes nothing about their shape, which suits
-  skewed, heavy-tailed timings;
-- **mark**: ``not significant`` when p >= ``alpha`` (or a side has fewer than 3
-  samples); else ``slower`` when ratio >= 1 + ``min_effect``, ``faster`` when
-  ratio <= 1 - ``min_effect``, and ``same`` in between (a real but negligible
-  difference). ``new``: measured in the contender only (absent or not ok in the base);
-  ``gone``: absent or skipped in the contender; ``failing``: an error in the contender.
+Per point (matched by benchmark id), on the per-call times (raw sample / calls), the
+ratio ``median(contender) / median(base)`` (above 1 the contender is slower), its CI,
+p-value and mark come from :mod:`benchbench.analysis.verdict` (the one verdict of
+benchbench; the samples of two runs are not paired). Marks beyond that verdict's
+``slower`` / ``faster`` / ``same`` / ``not significant``: ``new``, measured in the
+contender only (absent or not ok in the base); ``gone``, absent or skipped in the
+contender; ``failing``, an error in the contender.
 
 A point **regressed** when it is ``slower``, or ``failing`` where the base measured
 it. The geometric mean of the ratios is given per workload and overall over the
@@ -34,25 +25,43 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from scipy import stats as _scipy_stats
-
+from benchbench.analysis.verdict import (
+    ALPHA,
+    FAILING,
+    FASTER,
+    GONE,
+    MARKS,
+    MIN_EFFECT,
+    NEW,
+    NOT_SIGNIFICANT,
+    SAME,
+    SEED,
+    SLOWER,
+    estimate,
+    mark,
+)
 from benchbench.core.values import Point
 
-FASTER, SLOWER, SAME = "faster", "slower", "same"
-NOT_SIGNIFICANT, NEW, GONE, FAILING = "not significant", "new", "gone", "failing"
-MARKS = (SLOWER, FAILING, FASTER, SAME, NOT_SIGNIFICANT, NEW, GONE)
-
-#: Default minimum effect: a 5 % change in the median is what we call a change.
-MIN_EFFECT = 0.05
-#: Significance level of the Mann-Whitney test.
-ALPHA = 0.05
-#: Bootstrap resamples: 2,000 put the 2.5/97.5 % percentiles within ~1 % of their
-#: limit values (Efron & Tibshirani recommend >= 1,000 for percentile intervals).
-RESAMPLES = 2000
-SEED = 20261122
-#: Below 3 samples a side, Mann-Whitney cannot reach p < 0.05 at all.
-MIN_SAMPLES = 3
+__all__ = [
+    "ALPHA",
+    "FAILING",
+    "FASTER",
+    "GONE",
+    "MARKS",
+    "MIN_EFFECT",
+    "NEW",
+    "NOT_SIGNIFICANT",
+    "SAME",
+    "SLOWER",
+    "Comparison",
+    "PointComparison",
+    "SampleComparison",
+    "compare_point",
+    "compare_rows",
+    "compare_samples",
+    "environment_diff",
+    "geometric_mean",
+]
 
 Row = Mapping[str, Any]
 
@@ -166,60 +175,24 @@ def geometric_mean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def bootstrap_ratio_ci(
-    base: np.ndarray,
-    contender: np.ndarray,
-    *,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-    confidence: float = 0.95,
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(contender) / median(base)."""
-    rng = np.random.default_rng(seed)
-    ratios = np.empty(resamples)
-    # Chunks keep the index matrices under ~8 MB whatever the sample counts.
-    chunk = max(1, min(resamples, 1_000_000 // max(len(base), len(contender))))
-    for start in range(0, resamples, chunk):
-        count = min(chunk, resamples - start)
-        b = np.median(base[rng.integers(0, len(base), (count, len(base)))], axis=1)
-        c = np.median(contender[rng.integers(0, len(contender), (count, len(contender)))], axis=1)
-        ratios[start : start + count] = c / b
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(ratios, [tail, 100.0 - tail])
-    return float(low), float(high)
-
-
 def compare_samples(
     base_s: Sequence[float],
     contender_s: Sequence[float],
     *,
     min_effect: float = MIN_EFFECT,
     alpha: float = ALPHA,
-    resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> SampleComparison:
-    """Ratio, its bootstrap CI, Mann-Whitney p and the mark for two sets of per-call times."""
-    if min(len(base_s), len(contender_s)) < 1:
-        raise ValueError("compare_samples needs at least one sample on each side")
-    base = np.asarray(base_s, dtype=np.float64)
-    contender = np.asarray(contender_s, dtype=np.float64)
-    ratio = float(np.median(contender) / np.median(base))
-    low, high = bootstrap_ratio_ci(base, contender, resamples=resamples, seed=seed)
-    if min(len(base), len(contender)) < MIN_SAMPLES:
-        return SampleComparison(ratio, low, high, 1.0, NOT_SIGNIFICANT)
-    p = float(_scipy_stats.mannwhitneyu(base, contender, alternative="two-sided").pvalue)
-    if not p < alpha:
-        mark = NOT_SIGNIFICANT
-    elif ratio >= 1.0 + min_effect:
-        mark = SLOWER
-    elif ratio <= 1.0 - min_effect:
-        mark = FASTER
-    else:
-        mark = SAME
-    return SampleComparison(ratio, low, high, p, mark)
+    """Ratio, CI, p-value and mark of two runs' per-call times (unpaired samples), by
+    :func:`benchbench.analysis.verdict.estimate` and :func:`~benchbench.analysis.verdict.mark`."""
+    found = estimate(base_s, contender_s, paired=False, alpha=alpha, seed=seed)
+    return SampleComparison(
+        found.ratio, found.ci_low, found.ci_high, found.p_value, mark(found, min_effect)
+    )
 
 
 def per_call(row: Row) -> list[float]:
+    """A stored row's samples as per-call seconds (raw sample / calls per sample)."""
     calls = int(row["calls_per_sample"])
     return [float(s) / calls for s in row["samples_s"]]
 

@@ -10,11 +10,13 @@ proportional and fit alike, a matmul's time follows its n³ FLOPs, not its n² b
 
 A **crossover** is a size at which two curves of the same workload, dtype and params
 that differ only in their variant, or only in their device, swap order. It is found on
-the measured medians (:func:`benchbench.analysis.fit.measured_crossovers`), after dropping the
-sizes where the two are within ``min_effect`` (5 %) of each other: there the order is
-noise, and on our shared machine two equal variants would otherwise "cross" at random.
-The model crossover (where the two fits predict equal times) is given beside it when
-both fits use the same work unit.
+the measured medians by :func:`benchbench.analysis.crossover.crossings`, anchored on the
+sizes where the two differ by at least the verdict's minimum effect (5 %,
+:func:`benchbench.analysis.verdict.decisive`): below it the order is noise, and on our
+shared machine two equal variants would otherwise "cross" at random. The model
+crossover (where the two fits predict equal times,
+:func:`benchbench.analysis.crossover.model_crossover`) is given beside it when both fits
+use the same work unit.
 
 Pure functions: nothing here reads the store or a clock.
 """
@@ -32,7 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchbench.analysis.fit import Fit, crossover, fit_curve, measured_crossovers
+from benchbench.analysis.crossover import crossings, model_crossover
+from benchbench.analysis.fit import Fit, fit_curve
+from benchbench.analysis.verdict import MIN_EFFECT, decisive
 from benchbench.core.errors import MeasurementError
 
 __all__ = [
@@ -238,21 +242,12 @@ def fit_of_curve(curve: Curve) -> CurveFit:
     return CurveFit(curve.key, best)
 
 
-def _decisive(a: Curve, b: Curve, min_effect: float) -> tuple[list[int], list[float], list[float]]:
-    """Common sizes at which ``a`` and ``b`` differ by more than ``min_effect``."""
-    ta = dict(zip(a.sizes, a.medians_s, strict=True))
-    tb = dict(zip(b.sizes, b.medians_s, strict=True))
-    threshold = math.log1p(min_effect)
-    sizes = [s for s in sorted(set(ta) & set(tb)) if abs(math.log(ta[s] / tb[s])) >= threshold]
-    return sizes, [ta[s] for s in sizes], [tb[s] for s in sizes]
-
-
 def _model_crossover(a: Curve, fa: Fit | None, fb: Fit | None) -> float | None:
     if fa is None or fb is None or fa.work_unit != fb.work_unit:
         return None
     work = [p.work(fa.work_unit) or 0.0 for p in a.points]
     try:
-        at = crossover(fa, fb, (min(work), max(work)))
+        at = model_crossover(fa, fb, (min(work), max(work)))
     except MeasurementError:
         return None
     if at is None:
@@ -262,7 +257,7 @@ def _model_crossover(a: Curve, fa: Fit | None, fb: Fit | None) -> float | None:
 
 
 def find_crossovers(
-    curves: Sequence[Curve], fits: Sequence[CurveFit] = (), *, min_effect: float = 0.05
+    curves: Sequence[Curve], fits: Sequence[CurveFit] = (), *, min_effect: float = MIN_EFFECT
 ) -> list[Crossover]:
     """Crossovers between every pair of curves differing only in variant or in device."""
     fit_by_key = {f.key: f.fit for f in fits}
@@ -271,10 +266,11 @@ def find_crossovers(
         differs = a.key.differs_only_in(b.key)
         if differs is None:
             continue
-        sizes, ta, tb = _decisive(a, b, min_effect)
-        if len(sizes) < 2:
-            continue
-        at = measured_crossovers(sizes, ta, sizes, tb)
+        ta = dict(zip(a.sizes, a.medians_s, strict=True))
+        tb = dict(zip(b.sizes, b.medians_s, strict=True))
+        sizes = sorted(set(ta) & set(tb))
+        ratios = [ta[s] / tb[s] for s in sizes]
+        at = crossings(sizes, ratios, [decisive(r, min_effect) for r in ratios])
         if not at:
             continue
         found.append(
@@ -282,8 +278,8 @@ def find_crossovers(
                 a=a.key,
                 b=b.key,
                 differs=differs,
-                size=at[0],
-                faster_below=a.key if ta[0] < tb[0] else b.key,
+                size=at[0].size,
+                faster_below=a.key if at[0].below < 0 else b.key,
                 more=len(at) - 1,
                 model_size=_model_crossover(a, fit_by_key.get(a.key), fit_by_key.get(b.key)),
             )
@@ -291,7 +287,7 @@ def find_crossovers(
     return found
 
 
-def analyze(rows: Iterable[Mapping[str, Any]], *, min_effect: float = 0.05) -> Analysis:
+def analyze(rows: Iterable[Mapping[str, Any]], *, min_effect: float = MIN_EFFECT) -> Analysis:
     """Curves, fits and crossovers of stored rows (tag them with :func:`with_run` first)."""
     curves = curves_from_rows(rows)
     fits = [fit_of_curve(c) for c in curves]
@@ -313,7 +309,7 @@ def _key_columns(key: CurveKey) -> dict[str, Any]:
     }
 
 
-def fit_run(rows: Iterable[Mapping[str, Any]], *, min_effect: float = 0.05) -> pd.DataFrame:
+def fit_run(rows: Iterable[Mapping[str, Any]], *, min_effect: float = MIN_EFFECT) -> pd.DataFrame:
     """One row per curve: its key, ``points``, ``work_unit``, ``t0_s``, ``rate_per_s``
     (work units per second), ``r2``, ``rel_rms``, ``min_size``, ``max_size``, ``note``
     (why there is no fit) and ``crossovers`` (how many involve it).
@@ -359,7 +355,7 @@ def fit_run(rows: Iterable[Mapping[str, Any]], *, min_effect: float = 0.05) -> p
 
 
 def crossovers_frame(
-    rows: Iterable[Mapping[str, Any]], *, min_effect: float = 0.05
+    rows: Iterable[Mapping[str, Any]], *, min_effect: float = MIN_EFFECT
 ) -> pd.DataFrame:
     """One row per crossover: workload, dtype, what ``differs``, the two sides, the
     measured ``size`` (elements), which is ``faster_below`` / ``faster_above`` it, further

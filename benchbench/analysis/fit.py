@@ -1,4 +1,4 @@
-"""Fixed-overhead plus asymptotic-rate model of a time-versus-work curve, and crossovers.
+"""Fixed-overhead plus asymptotic-rate model of a time-versus-work curve.
 
 Every benchmark curve is summarised by ``time_s = t0_s + work / rate_per_s``: ``t0_s`` is
 the fixed cost of one call (dispatch, launch, allocation) and ``rate_per_s`` the rate the
@@ -12,18 +12,12 @@ small errors equals the relative error and weighs a 5 % miss the same at every s
 ``soft_l1`` loss whose scale is 5 % keeps one disturbed point (a preempted sample on
 our shared machine is often 2x slow) from bending the curve.
 
-Crossovers: two curves swap order where their times are equal. :func:`crossover_measured`
-finds it from the measured points (interpolating in log-log space between adjacent sizes
-where the sign of the time difference changes); :func:`crossover` finds it from two fitted
-models. **Views show the measured crossover** (it is what was observed, with no model
-assumption) and report the model crossover beside it: the model one exists also when the
-curves were measured at different sizes, and it is trustworthy where both fits have
-``r2`` close to 1; outside the measured range it is an extrapolation.
+Where two such curves cross (measured, or where two fits predict equal times) is
+:mod:`benchbench.analysis.crossover`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -33,7 +27,7 @@ from scipy.optimize import least_squares, nnls
 
 from benchbench.core.errors import MeasurementError
 
-__all__ = ["Fit", "crossover", "crossover_measured", "fit_curve", "measured_crossovers"]
+__all__ = ["Fit", "fit_curve"]
 
 # Scale of the robust loss, in log-ratio units: residuals under ~5 % count quadratically,
 # larger ones linearly, so a 2x-slow outlier weighs ~14x less than in plain least squares.
@@ -155,86 +149,3 @@ def fit_curve(
     return Fit(
         t0_s=t0, rate_per_s=rate, r2=r2, n_points=int(w.size), work_unit=work_unit, rel_rms=rel_rms
     )
-
-
-def crossover(fit_a: Fit, fit_b: Fit, work_range: tuple[float, float]) -> float | None:
-    """Work at which the models of curves ``a`` and ``b`` predict equal times.
-
-    Two lines ``t0 + work/rate`` cross at most once. Returns that work if it lies within
-    ``work_range`` (inclusive), else ``None``; also ``None`` when the curves are parallel
-    (same rate) and never meet. Raises :class:`MeasurementError` for fits in different
-    work units or an empty range.
-    """
-    if fit_a.work_unit != fit_b.work_unit:
-        raise MeasurementError(
-            f"crossover: fits are in different work units ({fit_a.work_unit!r} vs "
-            f"{fit_b.work_unit!r}); compare curves of the same work model"
-        )
-    lo, hi = work_range
-    if not (0 <= lo <= hi and math.isfinite(hi)):
-        raise MeasurementError(
-            f"crossover: work_range must be finite with 0 <= low <= high, got {work_range!r}"
-        )
-    slope = 1.0 / fit_a.rate_per_s - 1.0 / fit_b.rate_per_s
-    if slope == 0.0:
-        return None
-    work = (fit_b.t0_s - fit_a.t0_s) / slope
-    return work if lo <= work <= hi else None
-
-
-def _medians_by_work(work: ArrayLike, time_s: ArrayLike) -> dict[float, float]:
-    w = np.asarray(work, dtype=np.float64).ravel()
-    t = np.asarray(time_s, dtype=np.float64).ravel()
-    if w.shape != t.shape:
-        raise MeasurementError(
-            f"crossover: work and time_s must have the same length, got {w.size} and {t.size}"
-        )
-    ok = np.isfinite(w) & np.isfinite(t) & (w > 0) & (t > 0)
-    if not np.all(ok):
-        raise MeasurementError(
-            f"crossover: work and time_s must be finite and > 0, got work={w[~ok][:1]} "
-            f"time_s={t[~ok][:1]}; drop failed or skipped points first"
-        )
-    return {float(x): float(np.median(t[w == x])) for x in np.unique(w)}
-
-
-def measured_crossovers(
-    work_a: ArrayLike, time_a: ArrayLike, work_b: ArrayLike, time_b: ArrayLike
-) -> list[float]:
-    """Every work at which measured curves ``a`` and ``b`` swap order, ascending.
-
-    Only the sizes measured on both curves are used (repeated sizes are reduced to their
-    median). Between two adjacent common sizes where ``log(time_a / time_b)`` changes
-    sign, the crossing is interpolated linearly in ``log(work)``; a size where the times
-    are exactly equal and the order differs on either side is itself the crossing. Noise
-    around equal times can give several crossings, hence the list.
-    """
-    ma, mb = _medians_by_work(work_a, time_a), _medians_by_work(work_b, time_b)
-    common = sorted(set(ma) & set(mb))
-    logw = [math.log(x) for x in common]
-    ratio = [math.log(ma[x] / mb[x]) for x in common]
-    nonzero = [i for i, r in enumerate(ratio) if r != 0.0]
-    found: list[float] = []
-    for i, j in itertools.pairwise(nonzero):
-        if (ratio[i] > 0) == (ratio[j] > 0):
-            continue
-        if j == i + 1:
-            frac = ratio[i] / (ratio[i] - ratio[j])
-            found.append(math.exp(logw[i] + frac * (logw[j] - logw[i])))
-        else:  # equal times at the sizes in between: the first of them is the crossing
-            found.append(common[i + 1])
-    return found
-
-
-def crossover_measured(
-    work_a: ArrayLike, time_a: ArrayLike, work_b: ArrayLike, time_b: ArrayLike
-) -> float | None:
-    """The first work at which measured curves ``a`` and ``b`` swap order, or ``None``.
-
-    See :func:`measured_crossovers` for the method; this returns its smallest crossing
-    (the size from which the curve that was slower for small work starts winning), or
-    ``None`` when the order is the same at every common size or fewer than two sizes are
-    common to both curves.
-    """
-    found = measured_crossovers(work_a, time_a, work_b, time_b)
-    return found[0] if found else None

@@ -1,7 +1,9 @@
 """Regressions over history: change points per (benchmark, environment) series.
 
-Pure functions over :class:`HistoryPoint` sequences (oldest first); the store
-loads and saves, the CLI lists. The detector is :mod:`benchbench.analysis.changepoint`
+:func:`analyze_series` is a pure function over :class:`HistoryPoint` sequences
+(oldest first); :func:`detect` runs it on every series of a store and saves the new
+alerts, through :mod:`benchbench.store.history` (which only reads and writes); the
+CLI lists. The detector is :mod:`benchbench.analysis.changepoint`
 (E-divisive means with a Student t-test, as in Hunter / Apache Otava). A series
 too noisy to judge (per-point relative noise above 10 %) is reported as
 ``unstable`` and raises no alert. Each worsening change point becomes an alert with
@@ -12,13 +14,26 @@ first bad run on are judged afterwards.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from benchbench.analysis.changepoint import analyze, regressions
+from benchbench.store.history import Alert, HistoryPoint, baselines, load_series, save_alerts
+
+if TYPE_CHECKING:
+    from benchbench.store import Store
+
+__all__ = [
+    "SEVERITIES",
+    "Alert",
+    "HistoryPoint",
+    "SeriesReport",
+    "analyze_series",
+    "detect",
+    "severity",
+]
 
 #: |relative change| at or above each bound gets that severity.
 SEVERITIES = (("critical", 0.25), ("major", 0.10), ("minor", 0.0))
@@ -27,29 +42,6 @@ SEVERITIES = (("critical", 0.25), ("major", 0.10), ("minor", 0.0))
 def severity(rel_change: float) -> str:
     size = abs(rel_change)
     return next(name for name, bound in SEVERITIES if size >= bound)
-
-
-@dataclass(frozen=True)
-class HistoryPoint:
-    """One run's result for a series: ``median_s`` is None when the point failed."""
-
-    run_id: str
-    started_at: dt.datetime
-    git_sha: str | None
-    median_s: float | None
-
-
-@dataclass(frozen=True)
-class Alert:
-    """A regression in one series, with the runs (and commits) around it."""
-
-    benchmark_id: str
-    environment_id: str
-    last_good_run_id: str | None
-    first_bad_run_id: str
-    rel_change: float
-    severity: str
-    detail: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,3 +118,17 @@ def _last_ok_before(history: Sequence[HistoryPoint], index: int) -> HistoryPoint
         if point.median_s is not None:
             return point
     return None
+
+
+def detect(store: Store, *, min_effect: float = 0.05) -> tuple[list[SeriesReport], int]:
+    """Analyze every series of ``store``, store the new alerts; returns the reports and
+    how many alerts were new (an alert already stored keeps its status)."""
+    bases = baselines(store)
+    reports = [
+        analyze_series(
+            bench, env, history, min_effect=min_effect, baseline_run_id=bases.get((bench, env))
+        )
+        for (bench, env), history in load_series(store).items()
+    ]
+    new = save_alerts(store, [alert for report in reports for alert in report.alerts])
+    return reports, new

@@ -9,87 +9,29 @@ the pure logic both share; measuring itself is in :mod:`benchbench.measure.varia
 own process).
 
 The ratio of a variant to the reference at a point is ``median(variant) /
-median(reference)`` of the per-call times (below 1: the variant is faster). Its 95 %
-confidence interval is a percentile bootstrap; when both sides have one sample per
-round (interleaved), rounds are resampled as pairs, so what drifted within a round
-cancels in the ratio. The verdict, with ``min_effect`` m (default 5 %):
-
-- ``faster``: the CI lies entirely below 1 and the ratio is below 1 / (1 + m);
-- ``slower``: the CI lies entirely above 1 and the ratio is above 1 + m;
-- ``same``: otherwise (the CI includes 1, or the difference is smaller than m).
+median(reference)`` of the per-call times (below 1: the variant is faster); its CI,
+p-value and verdict (``faster`` / ``slower`` / ``same`` / ``not significant``, with
+``min_effect`` m, default 5 %) are benchbench's one verdict,
+:mod:`benchbench.analysis.verdict`. When both sides have one sample per round
+(interleaved, so as many samples), rounds are resampled as pairs, so what drifted
+within a round cancels in the ratio. A crossover is where the verdict flips from
+``faster`` to ``slower`` (or back) across sizes, placed by
+:func:`benchbench.analysis.crossover.crossings`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-import numpy as np
-
-from benchbench.core.stats import CONFIDENCE, Stats
+from benchbench.analysis.crossover import crossings
+from benchbench.analysis.verdict import FASTER, MIN_EFFECT, SLOWER, estimate, mark
+from benchbench.core.stats import Stats
 from benchbench.core.values import Result
 
-#: Smallest relative difference reported as faster or slower.
-MIN_EFFECT = 0.05
-#: Bootstrap resamples of a ratio's CI: 2000 puts the 2.5 % and 97.5 % percentiles
-#: within ~0.3 % of their converged values for the sample counts a point yields.
-BOOTSTRAP_RESAMPLES = 2000
-VERDICTS = ("faster", "slower", "same")
-
-
-@dataclass(frozen=True)
-class RatioEstimate:
-    """``median(variant) / median(reference)`` and its confidence interval."""
-
-    ratio: float
-    ci_low: float
-    ci_high: float
-    paired: bool
-
-
-def ratio_of_medians(
-    reference_s: Sequence[float],
-    variant_s: Sequence[float],
-    *,
-    paired: bool | None = None,
-    confidence: float = CONFIDENCE,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
-) -> RatioEstimate:
-    """Ratio of medians of per-call times with a percentile-bootstrap CI.
-
-    ``paired`` (default: when both have as many samples, as interleaving gives)
-    resamples rounds, keeping each round's two samples together; otherwise the two
-    sides are resampled independently. Seeded: the same samples give the same CI.
-    """
-    ref = np.asarray(reference_s, dtype=np.float64)
-    var = np.asarray(variant_s, dtype=np.float64)
-    if ref.size < 2 or var.size < 2:
-        raise ValueError(f"a ratio CI needs >= 2 samples a side, got {ref.size} and {var.size}")
-    if paired is None:
-        paired = ref.size == var.size
-    if paired and ref.size != var.size:
-        raise ValueError(f"paired samples need equal counts, got {ref.size} and {var.size}")
-    rng = np.random.default_rng(seed)
-    ref_idx = rng.integers(0, ref.size, size=(resamples, ref.size))
-    var_idx = ref_idx if paired else rng.integers(0, var.size, size=(resamples, var.size))
-    ratios = np.median(var[var_idx], axis=1) / np.median(ref[ref_idx], axis=1)
-    alpha = 1.0 - confidence
-    low, high = np.quantile(ratios, [alpha / 2.0, 1.0 - alpha / 2.0])
-    ratio = float(np.median(var) / np.median(ref))
-    return RatioEstimate(ratio, min(float(low), ratio), max(float(high), ratio), paired)
-
-
-def verdict(estimate: RatioEstimate, min_effect: float = MIN_EFFECT) -> str:
-    """``faster``, ``slower`` or ``same`` (see the module docstring for the rule)."""
-    if estimate.ci_high < 1.0 and estimate.ratio < 1.0 / (1.0 + min_effect):
-        return "faster"
-    if estimate.ci_low > 1.0 and estimate.ratio > 1.0 + min_effect:
-        return "slower"
-    return "same"
+__all__ = ["MIN_EFFECT", "Crossover", "Row", "find_crossovers", "rows_from_results"]
 
 
 @dataclass(frozen=True)
@@ -111,35 +53,6 @@ class Crossover:
             f"{self.below} below ~{self.size:,.0f} elements (2^{math.log2(self.size):.1f}), "
             f"{self.above} above"
         )
-
-
-def crossover_sizes(
-    sizes: Sequence[int], ratios: Sequence[float], verdicts: Sequence[str]
-) -> list[tuple[float, str, str, tuple[int, int]]]:
-    """Sizes where the ratio crosses 1 with significance on both sides.
-
-    Between two sizes with opposite significant verdicts (faster then slower, or the
-    reverse; ``same`` sizes between them are passed over), the crossing is where
-    log(ratio) changes sign, interpolated linearly in log(size) between the two
-    adjacent sizes around it. Returns (size, verdict below, verdict above, (size of
-    the last significant verdict below, of the first above)).
-    """
-    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
-    xs = [math.log(sizes[i]) for i in order]
-    ys = [math.log(ratios[i]) for i in order]
-    vs = [verdicts[i] for i in order]
-    significant = [k for k, v in enumerate(vs) if v in ("faster", "slower")]
-    out: list[tuple[float, str, str, tuple[int, int]]] = []
-    for a, b in itertools.pairwise(significant):
-        if vs[a] == vs[b]:
-            continue
-        for k in range(a, b):
-            if ys[k] == 0.0 or (ys[k] < 0.0) != (ys[k + 1] < 0.0):
-                t = ys[k] / (ys[k] - ys[k + 1]) if ys[k] != ys[k + 1] else 0.0
-                size = math.exp(xs[k] + t * (xs[k + 1] - xs[k]))
-                out.append((size, vs[a], vs[b], (sizes[order[a]], sizes[order[b]])))
-                break
-    return out
 
 
 # -- result rows ----------------------------------------------------------------------
@@ -166,7 +79,8 @@ class Row:
     ratio: float | None = None
     ratio_ci_low: float | None = None
     ratio_ci_high: float | None = None
-    verdict: str | None = None  # faster / slower / same; "reference" on the reference
+    verdict: str | None = None  # a verdict.VERDICTS mark; "reference" on the reference
+    p_value: float | None = None
     max_rel_error: float | None = None
     warnings: tuple[str, ...] = ()
 
@@ -236,32 +150,40 @@ def rows_from_results(
         ref = refs.get((p.device, p.dtype, p.size))
         if p.variant == reference:
             base.update(ratio=1.0, verdict="reference")
-        elif ref is not None and len(result.samples_s) >= 2:
-            estimate = ratio_of_medians(_per_call(ref), _per_call(result))
+        elif ref is not None:
+            ref_s, var_s = _per_call(ref), _per_call(result)
+            # Interleaved rounds give one sample of each variant per round: paired.
+            found = estimate(ref_s, var_s, paired=len(ref_s) == len(var_s))
             base.update(
-                ratio=estimate.ratio,
-                ratio_ci_low=estimate.ci_low,
-                ratio_ci_high=estimate.ci_high,
-                verdict=verdict(estimate, min_effect),
+                ratio=found.ratio,
+                ratio_ci_low=found.ci_low,
+                ratio_ci_high=found.ci_high,
+                verdict=mark(found, min_effect),
+                p_value=found.p_value,
             )
         rows.append(Row(**base))
     return rows
 
 
 def find_crossovers(rows: Iterable[Row]) -> list[Crossover]:
-    """Every crossover of every variant against the reference, per device and dtype."""
+    """Every crossover of every variant against the reference, per device and dtype: where
+    the verdict flips between ``faster`` and ``slower`` (sizes with another verdict in
+    between are passed over, and locate the flip; see
+    :func:`benchbench.analysis.crossover.crossings`)."""
     series: dict[tuple[str, str, str, str], list[Row]] = {}
     for row in rows:
-        if row.ratio is not None and row.verdict in VERDICTS and row.ratio > 0:
+        if row.ratio is not None and row.ratio > 0 and row.verdict not in (None, "reference"):
             key = (row.variant, row.reference, row.device, row.dtype)
             series.setdefault(key, []).append(row)
     out: list[Crossover] = []
     for (variant, reference, device, dtype), group in series.items():
-        found = crossover_sizes(
+        found = crossings(
             [r.size for r in group],
             [r.ratio for r in group if r.ratio is not None],
-            [r.verdict or "same" for r in group],
+            [r.verdict in (FASTER, SLOWER) for r in group],
         )
-        for size, below, above, between in found:
-            out.append(Crossover(variant, reference, device, dtype, size, below, above, between))
+        for c in found:
+            below, above = (FASTER, SLOWER) if c.below < 0 else (SLOWER, FASTER)
+            between = (int(c.between[0]), int(c.between[1]))
+            out.append(Crossover(variant, reference, device, dtype, c.size, below, above, between))
     return out

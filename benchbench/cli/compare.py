@@ -6,10 +6,12 @@ label) makes them pick among that environment's runs only, e.g.
 ``benchbench compare latest~1 latest --environment gpu-box-3``.
 
 Per point, on the per-call times of the raw samples: the ratio of medians
-(contender / base, above 1 is slower) with a 95 % bootstrap CI, the two-sided
-Mann-Whitney U p-value, and a mark: slower / faster beyond --min-effect with
-p < --alpha, same (significant but smaller than --min-effect), not significant,
-new, gone, failing. Geometric means of the ratios per workload and overall follow.
+(contender / base, above 1 is slower) with its bootstrap CI at 1 - --alpha, the
+bootstrap p-value, and a mark by benchbench's one verdict
+(:mod:`benchbench.analysis.verdict`): slower (p < --alpha and ratio >= 1 + m),
+faster (p < --alpha and ratio <= 1 / (1 + m)), same (significant but inside those
+bounds), not significant; m is --min-effect. Points without a verdict are new, gone
+or failing. Geometric means of the ratios per workload and overall follow.
 
 Exit codes: 3 when a point is slower or newly failing (regressed), unless
 --no-fail-on-regression; 0 otherwise; 1 error; 2 usage. Runs from different
@@ -60,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=compare.ALPHA,
         metavar="P",
-        help="significance level of the Mann-Whitney test (default %(default)s)",
+        help="significance level; the CI is at 1 - P (default %(default)s)",
     )
     parser.add_argument(
         "--fail-on-regression",
@@ -127,7 +129,7 @@ def _print(result: compare.Comparison, base: dict, contender: dict) -> None:
         ("base", "right"),
         ("contender", "right"),
         ("ratio", "right"),
-        ("95% CI", "right"),
+        (f"{1 - result.alpha:.0%} CI", "right"),
         ("p", "right"),
         ("mark", "left"),
     ):

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from benchbench.analysis.regressions import detect
 from benchbench.cli import flags
 from benchbench.dashboard import build_site
 from benchbench.dashboard.from_store import changepoints, fit, load
 from benchbench.dashboard.serve import serve
 from benchbench.store import Store
-from benchbench.store.history import detect
 
 HELP = "build or serve the static dashboard"
 DEFAULT_DIR = Path("dashboards") / "latest"

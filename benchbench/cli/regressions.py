@@ -17,10 +17,11 @@ import datetime as dt
 
 from rich.table import Table
 
+from benchbench.analysis.regressions import detect
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_size, format_time
-from benchbench.store.history import detect, list_alerts
+from benchbench.store.history import list_alerts
 from benchbench.views.results import _iso
 
 HELP = "detect regressions over history and list alerts"

@@ -11,9 +11,10 @@ costs one point.
 
 The table gives per size each statement's median time and its ratio to the
 reference (median time over the reference's: below 1 is faster) with a 95 %
-confidence interval and a verdict: faster or slower when the interval excludes 1
-and the ratio differs from 1 by more than --min-effect, else same. It ends with the
-sizes where a verdict flips (crossovers).
+confidence interval and benchbench's one verdict (:mod:`benchbench.analysis.verdict`):
+slower / faster when significant and the ratio is beyond 1 + m / 1 / (1 + m), same
+when significant but inside, not significant otherwise (m is --min-effect). It ends
+with the sizes where a verdict flips between faster and slower (crossovers).
 
 Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**22
 
@@ -85,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=MIN_EFFECT,
         metavar="FRACTION",
-        help="smaller differences are reported as 'same' (default %(default)s)",
+        help="smaller significant differences are reported as 'same' (default %(default)s)",
     )
     parser.add_argument(
         "--plot", metavar="FILE", help="write throughput versus size (png, svg, pdf)"
@@ -215,7 +216,7 @@ def document(config: TimeConfig, outcome: TimeOutcome, elapsed_s: float) -> dict
     }
 
 
-_VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim"}
+_VERDICT_STYLE = {"faster": "green", "slower": "red", "same": "dim", "not significant": "dim"}
 
 
 def _time_cell(row: Row | None) -> Text:

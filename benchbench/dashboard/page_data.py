@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbench.analysis.crossover import model_crossover
+from benchbench.analysis.fit import Fit
 from benchbench.dashboard.payload import (
     ChangepointFn,
     FitFn,
@@ -129,8 +131,8 @@ def workload_payload(
 def crossovers(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Sizes where one fitted line overtakes another (same environment and unit, one axis apart).
 
-    With t = t0 + n / rate, two lines meet where t0a + n/ra = t0b + n/rb, i.e.
-    n = (t0b - t0a) / (1/ra - 1/rb); kept only inside the measured size range, as
+    The model crossover of :func:`benchbench.analysis.crossover.model_crossover` on the
+    ``t = t0 + n / rate`` fits over size, kept only inside the measured size range, as
     beyond it the model is extrapolating.
     """
     out = []
@@ -143,16 +145,27 @@ def crossovers(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
             # "which device", "which dtype"); all pairs of 12 lines would be 66 markers.
             if sum(a[k] != b[k] for k in ("variant", "dtype", "device", "params")) != 1:
                 continue
-            slope = 1 / a["fit"]["rate"] - 1 / b["fit"]["rate"]
-            if slope == 0:
-                continue
-            n = (b["fit"]["t0_s"] - a["fit"]["t0_s"]) / slope
             xs = [v for v in a["x"] + b["x"] if v is not None]
-            if xs and min(xs) <= n <= max(xs):
-                # Beyond n the line with the higher rate (smaller 1/rate) is faster.
-                faster = i if slope < 0 else j
+            if not xs:
+                continue
+            n = model_crossover(_size_fit(a), _size_fit(b), (min(xs), max(xs)))
+            if n is not None:
+                # Beyond n the line with the higher rate is faster.
+                faster = i if a["fit"]["rate"] > b["fit"]["rate"] else j
                 out.append({"a": i, "b": j, "size": compact([n])[0], "faster_above": faster})
     return out
+
+
+def _size_fit(line: dict[str, Any]) -> Fit:
+    """A series' fit over size (elements) as a :class:`Fit`."""
+    fit = line["fit"]
+    return Fit(
+        t0_s=fit["t0_s"],
+        rate_per_s=fit["rate"],
+        r2=math.nan,
+        n_points=len(line["x"]),
+        work_unit="items",
+    )
 
 
 def ceilings(

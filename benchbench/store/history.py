@@ -1,14 +1,20 @@
-"""History queries for regression detection: series, alerts and annotations."""
+"""History in the store: series to judge, alerts and annotations (reads and writes only).
+
+What a series means, and which alerts it raises, is decided above the store, by
+:func:`benchbench.analysis.regressions.detect`; the values both sides exchange
+(:class:`HistoryPoint` read, :class:`Alert` written) are defined here, with the
+tables they come from and go to.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 
-from benchbench.analysis.regressions import Alert, HistoryPoint, SeriesReport, analyze_series
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.store import schema as t
 from benchbench.store.store import Store, now
@@ -17,6 +23,29 @@ from benchbench.store.store import Store, now
 ANNOTATION_STATUS = {"acknowledge": "acknowledged", "ignore": "ignored", "expected": "expected"}
 
 SeriesKey = tuple[str, str]  # (benchmark_id, environment_id)
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One run's result for a series: ``median_s`` is None when the point failed."""
+
+    run_id: str
+    started_at: dt.datetime
+    git_sha: str | None
+    median_s: float | None
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A regression in one series, with the runs (and commits) around it."""
+
+    benchmark_id: str
+    environment_id: str
+    last_good_run_id: str | None
+    first_bad_run_id: str
+    rel_change: float
+    severity: str
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 def load_series(store: Store) -> dict[SeriesKey, list[HistoryPoint]]:
@@ -146,16 +175,3 @@ def annotate(store: Store, alert_id: int, kind: str, text: str = "") -> None:
         )
 
     store.write(write)
-
-
-def detect(store: Store, *, min_effect: float = 0.05) -> tuple[list[SeriesReport], int]:
-    """Analyze every series, store new alerts; returns the reports and the new alert count."""
-    bases = baselines(store)
-    reports = [
-        analyze_series(
-            bench, env, history, min_effect=min_effect, baseline_run_id=bases.get((bench, env))
-        )
-        for (bench, env), history in load_series(store).items()
-    ]
-    new = save_alerts(store, [alert for report in reports for alert in report.alerts])
-    return reports, new

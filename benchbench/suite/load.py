@@ -20,7 +20,7 @@ _BUILTIN_PACKAGE = "benchbench.builtin_suites"
 
 def builtin_dir() -> Path:
     """Folder of the built-in suites: ``suites/`` in a checkout, installed as a package."""
-    checkout = Path(__file__).resolve().parent.parent / "suites"
+    checkout = Path(__file__).resolve().parents[2] / "suites"  # benchbench/suite/load.py
     if checkout.is_dir():
         return checkout
     spec = importlib.util.find_spec(_BUILTIN_PACKAGE)

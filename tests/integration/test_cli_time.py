@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchbench.analysis.verdict import VERDICTS
 from benchbench.cli import main
 from benchbench.store import open_store
 from tests.integration.cli import benchbench, json_of
@@ -27,6 +28,7 @@ ROW_KEYS = {
     "ratio_ci_low",
     "ratio_ci_high",
     "verdict",
+    "p_value",
     "max_rel_error",
     "warnings",
 }
@@ -68,7 +70,8 @@ def test_json_store_and_plot(tmp_path):
         assert row["items_per_s"] == pytest.approx(row["size"] / row["median_s"])
     for row in results[1::2]:
         assert row["ratio_ci_low"] <= row["ratio"] <= row["ratio_ci_high"]
-        assert row["verdict"] in ("faster", "slower", "same")
+        assert row["verdict"] in VERDICTS
+        assert (row["p_value"] < 0.05) == (row["verdict"] != "not significant")
         assert row["max_rel_error"] < 1e-4
     assert all(r["verdict"] == "reference" and r["ratio"] == 1.0 for r in results[::2])
     assert isinstance(doc["crossovers"], list)

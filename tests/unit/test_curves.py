@@ -145,6 +145,19 @@ def test_differences_within_min_effect_are_not_crossovers() -> None:
     assert len(analyze(base + wobble, min_effect=0.01).crossovers) == 1
 
 
+def test_sizes_within_min_effect_locate_the_crossing_between_adjacent_sizes() -> None:
+    sizes = [2**10, 2**11, 2**12, 2**13, 2**14]
+    ratios = [0.5, 0.8, 0.98, 1.03, 2.0]  # b / a: anchors at 0.5, 0.8 and 2.0
+    rows = [row(n, 1e-6, variant="a") for n in sizes]
+    rows += [row(n, 1e-6 * r, variant="b") for n, r in zip(sizes, ratios, strict=True)]
+    (x,) = analyze(rows).crossovers
+    # Where log(ratio) changes sign, between 2^12 and 2^13 — not anywhere between the
+    # anchors 2^11 and 2^14, as interpolating between decisive sizes only would put it.
+    t = math.log(0.98) / (math.log(0.98) - math.log(1.03))
+    assert x.size == pytest.approx(2**12 * 2**t)
+    assert x.faster_below.variant == "b" and x.more == 0
+
+
 def test_curves_of_different_runs_stay_apart() -> None:
     rows = with_run({"id": "r1", "environment_id": "e1"}, curve_rows(1e-6, 1e9))
     rows += with_run({"id": "r2", "environment_id": "e1"}, curve_rows(1e-6, 2e9))

@@ -1,19 +1,11 @@
-"""The t0 + work/rate fit and crossovers, on synthetic curves with known parameters."""
+"""The t0 + work/rate fit, on synthetic curves with known parameters."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
 
-from benchbench.analysis.fit import (
-    Fit,
-    crossover,
-    crossover_measured,
-    fit_curve,
-    measured_crossovers,
-)
+from benchbench.analysis.fit import fit_curve
 from benchbench.core.errors import BenchbenchError
 
 SIZES = np.geomspace(2**10, 2**28, 19)  # bytes: 1 KiB .. 256 MiB, like a real sweep
@@ -106,73 +98,3 @@ def test_bad_weights_raise() -> None:
         fit_curve([1, 2, 3], [1, 2, 3], [1, -1, 1])
     with pytest.raises(BenchbenchError, match="one entry per point"):
         fit_curve([1, 2, 3], [1, 2, 3], [1, 1])
-
-
-# Two known curves: a GPU-like one (20 µs launch, 500 GB/s) and a CPU-like one
-# (1 µs, 10 GB/s). Equal at w: 20e-6 + w/5e11 = 1e-6 + w/1e10 -> w = 19e-6 / (1e-10 - 2e-12).
-GPU = Fit(t0_s=20e-6, rate_per_s=5e11, r2=1.0, n_points=10, work_unit="bytes")
-CPU = Fit(t0_s=1e-6, rate_per_s=1e10, r2=1.0, n_points=10, work_unit="bytes")
-EXPECTED = 19e-6 / (1 / 1e10 - 1 / 5e11)
-
-
-def test_model_crossover_at_the_right_place() -> None:
-    w = crossover(GPU, CPU, (1.0, 1e12))
-    assert w == pytest.approx(EXPECTED, rel=1e-9)
-    assert float(GPU.predict(w)) == pytest.approx(float(CPU.predict(w)), rel=1e-9)
-    assert crossover(CPU, GPU, (1.0, 1e12)) == pytest.approx(EXPECTED, rel=1e-9)  # symmetric
-
-
-def test_model_crossover_outside_range_or_parallel_is_none() -> None:
-    assert crossover(GPU, CPU, (1.0, EXPECTED / 2)) is None
-    assert crossover(GPU, CPU, (EXPECTED * 2, 1e12)) is None
-    parallel = Fit(t0_s=5e-6, rate_per_s=1e10, r2=1.0, n_points=3, work_unit="bytes")
-    assert crossover(CPU, parallel, (1.0, 1e12)) is None
-
-
-def test_model_crossover_rejects_mixed_units_and_bad_range() -> None:
-    flops = Fit(t0_s=1e-6, rate_per_s=1e9, r2=1.0, n_points=3, work_unit="flop")
-    with pytest.raises(BenchbenchError, match="different work units"):
-        crossover(CPU, flops, (1.0, 10.0))
-    with pytest.raises(BenchbenchError, match="work_range"):
-        crossover(CPU, GPU, (10.0, 1.0))
-
-
-def test_measured_crossover_interpolates_in_log_space() -> None:
-    sizes = np.geomspace(2**10, 2**30, 21)
-    w = crossover_measured(sizes, GPU.predict(sizes), sizes, CPU.predict(sizes))
-    assert w is not None
-    # Between adjacent measured sizes (2x apart), log-log interpolation of near-straight
-    # curves lands within a few percent of the exact crossing.
-    assert w == pytest.approx(EXPECTED, rel=0.05)
-    lower = sizes[sizes < EXPECTED].max()
-    assert lower < w < 2 * lower
-
-
-def test_measured_crossover_none_when_order_never_changes() -> None:
-    sizes = np.geomspace(2**10, 2**16, 7)  # all below the crossing: CPU faster throughout
-    assert crossover_measured(sizes, GPU.predict(sizes), sizes, CPU.predict(sizes)) is None
-
-
-def test_measured_crossover_uses_common_sizes_and_medians() -> None:
-    wa = [1, 1, 1, 2, 4, 8, 16]
-    ta = [9, 1, 1, 2, 4, 8, 16]  # median at size 1 is 1
-    wb = [1, 2, 3, 4, 8, 16]
-    tb = [2, 3, 100, 3, 6, 12]  # size 3 is not on curve a and must be ignored
-    # log(ta/tb): 1: -, 2: -, 4: +, 8: +, 16: + -> one crossing between 2 and 4
-    found = measured_crossovers(wa, ta, wb, tb)
-    assert len(found) == 1
-    ra, rb = math.log(2 / 3), math.log(4 / 3)
-    assert found[0] == pytest.approx(math.exp(math.log(2) + ra / (ra - rb) * math.log(2)))
-
-
-def test_measured_crossover_exact_tie_and_multiple_crossings() -> None:
-    w = [1, 2, 4, 8, 16]
-    assert measured_crossovers(w, [1, 2, 4, 8, 16], w, [2, 2, 2, 2, 2]) == [2.0]
-    noisy = measured_crossovers(w, [1.0, 1.1, 0.9, 1.1, 0.9], w, [1.0] * 5)
-    assert len(noisy) == 3
-    assert crossover_measured(w, [1.0, 1.1, 0.9, 1.1, 0.9], w, [1.0] * 5) == noisy[0]
-
-
-def test_measured_crossover_rejects_non_positive_times() -> None:
-    with pytest.raises(BenchbenchError, match="finite and > 0"):
-        crossover_measured([1, 2], [1, 0], [1, 2], [1, 1])

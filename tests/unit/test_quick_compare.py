@@ -10,6 +10,7 @@ import torch
 from matplotlib.figure import Figure
 
 import benchbench
+from benchbench.analysis.verdict import VERDICTS
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Point
 from benchbench.measure.policy import Policy
@@ -115,7 +116,7 @@ def test_compare_variants_returns_a_dataframe_whose_plot_is_a_figure():
     assert set(frame["variant"]) == {"rsqrt", "1/sqrt", "wrong"}
     ok = frame[frame["variant"] == "1/sqrt"]
     assert (ok["status"] == "ok").all() and ok["ratio"].notna().all()
-    assert set(ok["verdict"]) <= {"faster", "slower", "same"}
+    assert set(ok["verdict"]) <= set(VERDICTS)
     assert (frame[frame["variant"] == "rsqrt"]["verdict"] == "reference").all()
     wrong = frame[frame["variant"] == "wrong"]
     assert wrong["reason"].str.startswith("wrong result").all()

@@ -1,7 +1,10 @@
 import datetime as dt
 import random
 
-from benchbench.analysis.regressions import HistoryPoint, analyze_series, severity
+from benchbench.analysis.regressions import analyze_series, detect, severity
+from benchbench.store import open_store
+from benchbench.store.history import HistoryPoint, annotate, list_alerts
+from tests.synthetic import point, write_history
 
 
 def _history(values):
@@ -60,3 +63,23 @@ def test_severity_bands():
     assert severity(0.06) == "minor"
     assert severity(0.15) == "major"
     assert severity(-0.3) == "critical"
+
+
+def test_detect_judges_every_stored_series_and_saves_each_alert_once(tmp_path):
+    store = open_store(str(tmp_path / "h.db"))
+    rng = random.Random(2)
+    step = [1e-3 * (1 + rng.gauss(0, 0.01)) for _ in range(20)] + [
+        1.3e-3 * (1 + rng.gauss(0, 0.01)) for _ in range(10)
+    ]
+    flat = [2e-3 * (1 + rng.gauss(0, 0.01)) for _ in range(30)]
+    runs = write_history(store, {point("step"): step, point("flat"): flat})
+    reports, new = detect(store)
+    assert len(reports) == 2 and new == 1
+    (alert,) = [a for r in reports for a in r.alerts]
+    assert alert.first_bad_run_id == runs[20] and alert.severity == "critical"
+    assert detect(store)[1] == 0  # already stored: not new again
+    (stored,) = list_alerts(store)
+    # An expected change resets the baseline: the series is judged from its bad run on.
+    annotate(store, stored["id"], "expected")
+    reports, new = detect(store)
+    assert new == 0 and not [a for r in reports for a in r.alerts]

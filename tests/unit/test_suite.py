@@ -1,9 +1,11 @@
+from pathlib import Path
+
 import pytest
 import torch
 
 from benchbench import Suite, Variant, geometric, pow2
 from benchbench.core.errors import SuiteError
-from benchbench.suite.load import Selection, select_points
+from benchbench.suite.load import Selection, builtin_dir, select_points
 
 
 def _suite() -> Suite:
@@ -101,3 +103,7 @@ def test_size_helpers():
     assert geometric(1, 1000, 4) == [1, 10, 100, 1000]
     with pytest.raises(SuiteError):
         pow2(5, 2)
+
+
+def test_in_a_checkout_the_builtin_suites_are_the_checkouts_own():
+    assert builtin_dir() == Path(__file__).resolve().parents[2] / "suites"
