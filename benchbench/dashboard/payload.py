@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbench.analysis.verdict import MIN_EFFECT
 from benchbench.dashboard.contract import DashboardData
 
 FitFn = Callable[[Sequence[float], Sequence[float]], "tuple[float, float] | None"]
@@ -222,6 +223,8 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
         "workloads": workloads,
         "benchmarks": benchmarks,
         "alerts": alerts_payload(data.alerts, keys),
+        # The compare page marks points with the CLI's rule and minimum effect.
+        "verdict": {"min_effect": MIN_EFFECT},
     }
 
 

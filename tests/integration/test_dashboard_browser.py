@@ -224,6 +224,11 @@ def test_failures_change_points_alerts_and_commit_links(site: Path, tab: Page) -
     page = tab.open((site / "compare.html").as_uri() + f"#a={runs[0]}&b={runs[-1]}")
     failing = page.locator("table.compare tr.failing")
     assert failing.count() == 1 and "out of memory" in failing.inner_text()
+    # The CLI's words, with "not significant" kept apart from "same".
+    summary = page.locator("p.summary").inner_text()
+    assert "slower" in summary and "not significant" in summary and "worse" not in summary
+    marks = set(page.locator("table.compare tr td:nth-child(6)").all_inner_texts())
+    assert marks <= {"slower", "faster", "same", "not significant", "failing", "new", "gone"}
     page = tab.open((site / "workload.html").as_uri() + "#workload=sum")
     assert "out of memory" in page.locator("main").inner_text()
     assert "Crossovers" in page.locator("main").inner_text()

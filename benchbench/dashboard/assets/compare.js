@@ -1,13 +1,16 @@
 /* Compare: two runs (or the latest runs of two environments) point by point.
- * ratio = median(B) / median(A): above 1 B is slower. A point is "worse" when the
- * ratio exceeds 1.05 (the 5 % minimum effect) and the CIs do not overlap, "better"
- * in the mirror case, else "same"; failures, new and missing points are marked.
+ * ratio = median(B) / median(A): above 1 B is slower. The marks are the CLI's
+ * (analysis/verdict.py; its minimum effect m comes with the index): "slower" when the
+ * difference is significant and ratio >= 1 + m, "faster" when significant and
+ * ratio <= 1 / (1 + m), "same" when significant but smaller, "not significant"
+ * otherwise. The page holds each run's median CI, not its samples, so significance
+ * here is the conservative one: the interval from the two medians' CIs
+ * (lo(B) / hi(A) to hi(B) / lo(A)) excludes 1. `benchbench compare` has the exact test.
  * With one run only, the page lists every point of it with its status and reason. */
 "use strict";
 (function () {
   const BB = window.BB, el = BB.el;
-  const MIN_EFFECT = 1.05;
-  const ORDER = { failing: 0, worse: 1, missing: 2, new: 3, better: 4, same: 5, skipped: 6 };
+  const ORDER = { failing: 0, slower: 1, gone: 2, new: 3, faster: 4, same: 5, "not significant": 6, skipped: 7 };
 
   function runPicker(name, current, st) {
     const ix = BB.index();
@@ -72,14 +75,15 @@
         const okA = i !== undefined && da.s[i] === 0 && da.m[i], okB = j !== undefined && db.s[j] === 0 && db.m[j];
         let mark, ratio = null, lo = null, hi = null;
         if (j !== undefined && db.s[j] === 2) mark = "failing";
-        else if (j === undefined) mark = "missing";
+        else if (j === undefined) mark = "gone";
         else if (db.s[j] === 1) mark = "skipped";
         else if (!okA) mark = "new";
         else {
           ratio = db.m[j] / da.m[i];
           lo = db.lo[j] !== null && da.hi[i] ? db.lo[j] / da.hi[i] : null;
           hi = db.hi[j] !== null && da.lo[i] ? db.hi[j] / da.lo[i] : null;
-          mark = ratio > MIN_EFFECT && (lo === null || lo > 1) ? "worse" : ratio < 1 / MIN_EFFECT && (hi === null || hi < 1) ? "better" : "same";
+          const m = ix.verdict.min_effect, significant = (lo !== null && lo > 1) || (hi !== null && hi < 1);
+          mark = !significant ? "not significant" : ratio >= 1 + m ? "slower" : ratio <= 1 / (1 + m) ? "faster" : "same";
           logSum += Math.log(ratio); n++;
         }
         const why = j !== undefined ? [db.reason[String(j)], ...(db.warn[String(j)] || [])].filter(Boolean).join("; ") : "";
@@ -90,13 +94,14 @@
       main.appendChild(BB.section("B versus A",
         el("p", { class: "summary" }, "geometric mean of time ratios B/A over " + n + " points: ",
           el("strong", { class: "geomean" }, n ? (Math.exp(logSum / n)).toFixed(3) : "–"),
-          " · " + count("worse") + " worse, " + count("better") + " better, " + count("same") + " same, " +
-          count("failing") + " failing, " + count("new") + " new, " + count("missing") + " missing"),
+          " · " + count("slower") + " slower, " + count("faster") + " faster, " + count("same") + " same, " +
+          count("not significant") + " not significant, " + count("failing") + " failing, " + count("new") + " new, " +
+          count("gone") + " gone"),
         el("div", { class: "side" },
           el("div", {}, el("strong", {}, "A: "), a.label, " · ", BB.envName(a.env), " · ", BB.date(a.t), " · ", BB.commit(a)),
           el("div", {}, el("strong", {}, "B: "), b.label, " · ", BB.envName(b.env), " · ", BB.date(b.t), " · ", BB.commit(b))),
         BB.table(["point", "A median", "B median", "B/A", "CI of B/A", "verdict", "reason / warnings"], out.map((o) => ({
-          cls: o.mark, cells: [BB.benchLabel(o.k), BB.seconds(o.ma), BB.seconds(o.mb), o.ratio === null ? "–" : o.ratio.toFixed(3),
+          cls: o.mark.replace(" ", "-"), cells: [BB.benchLabel(o.k), BB.seconds(o.ma), BB.seconds(o.mb), o.ratio === null ? "–" : o.ratio.toFixed(3),
             o.lo === null || o.hi === null ? "–" : o.lo.toFixed(3) + " – " + o.hi.toFixed(3), o.mark, o.why] })), "compare")));
       window.BB_READY = performance.now();
     },

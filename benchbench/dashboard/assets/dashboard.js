@@ -8,7 +8,7 @@
 (function () {
   const BB = (window.BB = {});
   BB.DATA = () => window.BB_DATA || {};
-  BB.index = () => BB.DATA().index || { runs: [], envs: [], workloads: [], benchmarks: [], alerts: [] };
+  BB.index = () => BB.DATA().index || { runs: [], envs: [], workloads: [], benchmarks: [], alerts: [], verdict: { min_effect: 0.05 } };
 
   /* el("a", {class: "x", href: "..."}, "text", node, ...) -> Element; strings become text nodes. */
   BB.el = function (tag, attrs, ...children) {
