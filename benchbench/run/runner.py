@@ -7,7 +7,7 @@ point it held is recorded as an error with the reason, and a fresh worker takes
 the rest. Each point is written to the store in its own transaction as soon as it
 is done, so a killed run keeps everything it finished and ``resume`` completes it.
 
-A :class:`~benchbench.run.worker.StopRequest` (set by the CLI's SIGINT/SIGTERM
+A :class:`~benchbench.run.workers.StopRequest` (set by the CLI's SIGINT/SIGTERM
 handlers) stops the run after the current sample: the point cut short is not
 stored, every finished one is, and the run is marked ``interrupted``.
 """
@@ -29,7 +29,7 @@ from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.run import sharding
-from benchbench.run.worker import StopRequest, Worker, WorkerFailure, launcher
+from benchbench.run.workers import StopRequest, Worker, WorkerFailure, launcher
 from benchbench.store import Store
 from benchbench.store.store import now
 from benchbench.suite.declare import Workload

@@ -35,7 +35,7 @@ from benchbench.measure.statements import (
     check_names,
     parse_statements,
 )
-from benchbench.run.worker import Spawner, Worker, WorkerFailure, Zygote, launcher
+from benchbench.run.workers import Spawner, Worker, WorkerFailure, Zygote, launcher
 from benchbench.store import Store
 from benchbench.store.store import now
 
