@@ -46,7 +46,7 @@ def comparison_frame_class() -> type[pd.DataFrame]:
     class ComparisonFrame(pandas.DataFrame):  # type: ignore[misc, unused-ignore]
         """The rows of :func:`compare_variants`: a DataFrame, one row per variant and point.
 
-        Columns are the fields of :class:`benchbench.run.statements.Row` (``ratio`` is the
+        Columns are the fields of :class:`benchbench.analysis.variants.Row` (``ratio`` is the
         variant's median time over the reference's; ``verdict`` faster / slower /
         same). ``.plot()`` draws throughput versus size and returns a matplotlib
         Figure; ``.crossovers()`` lists the sizes where a variant's verdict flips.
