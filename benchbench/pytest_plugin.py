@@ -8,10 +8,11 @@ Loaded through the ``pytest11`` entry point when benchbench is installed (or wit
         r = bench(torch.sqrt, x)
         assert r.median_s < 5e-3
 
-measures ``torch.sqrt(x)`` with the same engine as ``benchbench run``: the clock of
-the device the inputs live on (``devices.timer_for``: host clock on the CPU, CUDA
-events, MPS sync), warm-up, calibration to >= 1 ms samples and adaptive stopping on
-the median's confidence interval. It runs in the test's own process (no worker
+measures ``torch.sqrt(x)`` through the same steps as ``benchbench run``
+(:mod:`benchbench.measure.pipeline`): the clock of the device the inputs live on
+(host clock on the CPU, CUDA events with one sync per 10 rounds, MPS sync), warm-up,
+calibration to >= 1 ms samples and adaptive stopping on the median's confidence
+interval. It runs in the test's own process (no worker
 isolation: a crash fails the test run, as any crash in a test does).
 
 Options:
