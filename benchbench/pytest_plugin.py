@@ -8,10 +8,11 @@ Loaded through the ``pytest11`` entry point when benchbench is installed (or wit
         r = bench(torch.sqrt, x)
         assert r.median_s < 5e-3
 
-measures ``torch.sqrt(x)`` with the same engine as ``benchbench run``: the clock of
-the device the inputs live on (``devices.timer_for``: host clock on the CPU, CUDA
-events, MPS sync), warm-up, calibration to >= 1 ms samples and adaptive stopping on
-the median's confidence interval. It runs in the test's own process (no worker
+measures ``torch.sqrt(x)`` through the same steps as ``benchbench run``
+(:mod:`benchbench.measure.pipeline`): the clock of the device the inputs live on
+(host clock on the CPU, CUDA events with one sync per 10 rounds, MPS sync), warm-up,
+calibration to >= 1 ms samples and adaptive stopping on the median's confidence
+interval. It runs in the test's own process (no worker
 isolation: a crash fails the test run, as any crash in a test does).
 
 Options:
@@ -48,7 +49,8 @@ from benchbench.core.version import __version__
 
 if TYPE_CHECKING:  # imported when used: the engine pulls in scipy (~1 s)
     from benchbench.core.stats import Stats
-    from benchbench.measure.policy import Measured, Policy
+    from benchbench.core.values import Point
+    from benchbench.measure.policy import Policy
 
 #: Smallest relative change of the median reported as better or worse.
 MIN_EFFECT = 0.05
@@ -267,26 +269,26 @@ class Bench:
         import torch
 
         from benchbench.measure import timers as devices
-        from benchbench.measure.policy import Policy, Subject, make_loop, measure, warnings_for
+        from benchbench.measure.pipeline import ok_result, time_subjects
+        from benchbench.measure.policy import Policy, Subject, make_loop
 
         where = device or devices.device_of(args, torch)
         if policy is None:
             budget = self._state.budget_s
             policy = Policy(max_time_s=budget) if budget is not None else Policy()
         label = name or getattr(fn, "__name__", None) or repr(fn)
-        (measured,) = measure(
-            [Subject(label, make_loop(fn, args))], devices.timer_for(where, torch), policy
-        )
+        point = self._point(torch, label, where, args)
+        used, (measured,) = time_subjects(point, [Subject(label, make_loop(fn, args))], policy)
+        stored = ok_result(point, measured, used)
         result = BenchResult(
             name=label,
             device=where,
-            samples_s=measured.samples_s,
-            calls_per_sample=measured.calls_per_sample,
-            converged=measured.converged,
-            stop_reason=measured.stop_reason,
-            warnings=tuple(warnings_for(measured, policy)),
+            samples_s=stored.samples_s,
+            calls_per_sample=stored.calls_per_sample,
+            converged=bool(stored.converged),
+            stop_reason=stored.stop_reason or "",
+            warnings=stored.warnings,
         )
-        stored = self._as_stored_result(torch, result, measured, args)
         benchmark_id = stored.point.benchmark_id(stored.code_version)
         verdict = None
         if self._state.baseline_ref is not None:
@@ -299,33 +301,21 @@ class Bench:
         self._state.results.append((self._test_id, result))
         return result
 
-    def _as_stored_result(
-        self, torch: Any, result: BenchResult, measured: Measured, args: tuple[object, ...]
-    ) -> Any:
-        from benchbench.core.values import Point, Result
+    def _point(self, torch: Any, label: str, device: str, args: tuple[object, ...]) -> Point:
+        """The stored point: suite ``pytest``, this test, the first tensor's shape and dtype."""
+        from benchbench.core.values import Point
 
         tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
         shape = tuple(tensor.shape) if tensor is not None and tensor.dim() > 0 else (1,)
         dtype = str(tensor.dtype).removeprefix("torch.") if tensor is not None else "float32"
-        point = Point(
+        return Point(
             suite="pytest",
             workload=self._test_id[:255],
-            variant=result.name[:255],
+            variant=label[:255],
             size=int(tensor.numel()) if tensor is not None else 1,
             shape=shape,
             dtype=dtype,
-            device=result.device,
-        )
-        return Result(
-            point=point,
-            status="ok",
-            samples_s=result.samples_s,
-            calls_per_sample=result.calls_per_sample,
-            warmup=measured.warmup,
-            converged=result.converged,
-            stop_reason=result.stop_reason,
-            warnings=result.warnings,
-            threads=torch.get_num_threads(),
+            device=device,
         )
 
 

@@ -34,7 +34,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from benchbench.analysis.variants import MIN_EFFECT, Row
+from benchbench.analysis.variants import (
+    MIN_EFFECT,
+    Crossover,
+    Row,
+    find_crossovers,
+    rows_from_results,
+)
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import SIZE_FORMS, format_size, format_time, parse_sizes
@@ -158,16 +164,19 @@ def run(args: argparse.Namespace) -> int:
 
         outcome = time_statements(config, store, on_event)
     elapsed = time.monotonic() - started
+    min_effect = MIN_EFFECT if config.min_effect is None else config.min_effect
+    rows = rows_from_results(outcome.results, config.reference_text, min_effect)
+    crossovers = find_crossovers(rows)
     if args.plot:
-        figure = _plot(outcome, config)
+        figure = _plot(rows, config)
         figure.savefig(args.plot)
     if args.json:
-        flags.print_json(document(config, outcome, elapsed))
+        flags.print_json(document(config, outcome, rows, crossovers, elapsed))
     else:
         out = flags.stdout()
-        for table in tables(config, outcome.rows):
+        for table in tables(config, rows):
             out.print(table)
-        for crossover in outcome.crossovers:
+        for crossover in crossovers:
             out.print(f"crossover: {crossover.describe()}")
     statuses = [r.status for r in outcome.results]
     stored = f"; run {outcome.run_id} stored in {store.url}" if store and outcome.run_id else ""
@@ -183,13 +192,19 @@ def run(args: argparse.Namespace) -> int:
     return 1 if "error" in statuses else 0
 
 
-def _plot(outcome: TimeOutcome, config: TimeConfig) -> Any:
+def _plot(rows: Sequence[Row], config: TimeConfig) -> Any:
     from benchbench.views.variants import plot_rows
 
-    return plot_rows(outcome.rows, title=" vs ".join(config.statements))
+    return plot_rows(rows, title=" vs ".join(config.statements))
 
 
-def document(config: TimeConfig, outcome: TimeOutcome, elapsed_s: float) -> dict[str, Any]:
+def document(
+    config: TimeConfig,
+    outcome: TimeOutcome,
+    rows: Sequence[Row],
+    crossovers: Sequence[Crossover],
+    elapsed_s: float,
+) -> dict[str, Any]:
     """The ``--json`` document: statements, one result per statement and point, crossovers."""
     return {
         "run_id": outcome.run_id,
@@ -199,7 +214,7 @@ def document(config: TimeConfig, outcome: TimeOutcome, elapsed_s: float) -> dict
         "setup": config.setup,
         "min_effect": config.min_effect,
         "elapsed_s": elapsed_s,
-        "results": [row.to_dict() for row in outcome.rows],
+        "results": [row.to_dict() for row in rows],
         "crossovers": [
             {
                 "variant": c.variant,
@@ -211,7 +226,7 @@ def document(config: TimeConfig, outcome: TimeOutcome, elapsed_s: float) -> dict
                 "above": c.above,
                 "between": list(c.between),
             }
-            for c in outcome.crossovers
+            for c in crossovers
         ],
     }
 

@@ -1,2 +1,4 @@
 """Measuring one point: the policy (warm-up, calibration, stopping), a clock per device,
-the reference check, and the point pipeline that runs them inside a worker."""
+the reference check, the steps every measurement shares (``pipeline``), and the point
+pipelines built on them: suite workloads (``point``), variants (``variants``), plus the
+profiler trace of a point (``trace``)."""

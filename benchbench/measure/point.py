@@ -7,12 +7,10 @@ that point only.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,16 +22,9 @@ from benchbench.core.values import Point, Result
 from benchbench.machine.telemetry import TelemetrySampler
 from benchbench.machine.telemetry import warnings as telemetry_warnings
 from benchbench.measure import timers as devices
-from benchbench.measure.accuracy import compare
-from benchbench.measure.policy import (
-    Measured,
-    Policy,
-    Subject,
-    make_loop,
-    make_rotating_loop,
-    warnings_for,
-)
-from benchbench.measure.policy import measure as engine_measure
+from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
+from benchbench.measure.policy import Measured, Policy, Subject, make_loop, make_rotating_loop
+from benchbench.measure.trace import profile_point, quiet_native_output
 from benchbench.suite.declare import Skip, Variant, Workload
 from benchbench.suite.inputs import SetupContext
 
@@ -164,47 +155,40 @@ def _measure_inputs(
         # recorded on its own, never in the samples nor hidden in the check.
         started = time.perf_counter()
         fn(*(_fresh(call_inputs) if variant.inplace else call_inputs))
-        _sync(point.device)
+        sync(point.device)
         extra["compile_s"] = time.perf_counter() - started
     check = workload.check_mode(variant)
     if check:
         output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
-        _sync(point.device)
-        reference = _reference_output(workload, inputs)
-        accuracy = compare(output, reference, point.dtype, workload.rtol)
+        sync(point.device)
+        wrong, accuracy = check_output(
+            output, _reference_output(workload, inputs), point.dtype, workload.rtol
+        )
+        if accuracy is None:
+            # A suite's reference is float64 tensors: an output or reference that is not
+            # a tensor, array or number cannot be checked, which is the suite's bug.
+            reason = wrong or "cannot check the result: the reference returns no tensor or array"
+            return _error(point, reason, extra=extra, **base)
         max_rel_error = accuracy.max_rel_error
         extra["max_abs_error"] = accuracy.max_abs_error
         extra["nonfinite"] = accuracy.nonfinite
         extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
         if check == "record":
             extra["check"] = "record"
-            if not accuracy.ok:
+            if wrong is not None:
                 warnings.append(
                     f"accuracy recorded, not enforced: max rel error "
                     f"{accuracy.max_rel_error:.3g}, {accuracy.mismatched_nonfinite} NaN/Inf "
                     "not in the reference"
                 )
-        elif not accuracy.ok:
-            detail = f"max rel error {accuracy.max_rel_error:.3g}"
-            if accuracy.mismatched_nonfinite:
-                detail += f", {accuracy.mismatched_nonfinite} NaN/Inf not in the reference"
-            return _error(
-                point,
-                f"wrong result: {detail} (tolerance {accuracy.tolerance:g} for {point.dtype})",
-                max_rel_error=max_rel_error,
-                extra=extra,
-                **base,
-            )
+        elif wrong is not None:
+            return _error(point, wrong, max_rel_error=max_rel_error, extra=extra, **base)
         if accuracy.nonfinite:
             warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
 
-    policy = _policy_for(workload, point, options)
     subjects = _subjects(variant, fn, call_inputs, point, base["cache_mode"])
-    measured = engine_measure(
-        subjects,
-        devices.timer_for(point.device, torch),
-        policy,
-        should_stop=options.should_stop or (lambda: False),
+    policy, measured = time_subjects(
+        point, subjects, _policy_for(workload, options), options.should_stop
     )
     main = measured[0]
     if variant.inplace:
@@ -225,30 +209,24 @@ def _measure_inputs(
                 f"restore copy is {note['fraction_of_total']:.0%} of each timed call: "
                 "the in-place figure is a difference of two larger times"
             )
-    warnings = [*warnings_for(main, policy), *warnings]
     peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
     if options.profile_dir is not None:
-        extra["profile"] = profile_point(
-            fn, call_inputs, point, variant.inplace, options.profile_dir
-        )
+        args = _fresh(call_inputs) if variant.inplace else call_inputs
+        extra["profile"] = profile_point(fn, args, point, options.profile_dir)
     work = {
         name: _work(getattr(workload, name), point, warnings)
         for name in ("bytes", "flops", "items")
     }
-    return Result(
-        point=point,
-        status="ok",
-        samples_s=main.samples_s,
-        calls_per_sample=main.calls_per_sample,
-        warmup=main.warmup,
-        converged=main.converged,
-        stop_reason=main.stop_reason,
+    return ok_result(
+        point,
+        main,
+        policy,
+        warnings,
         bytes_per_call=work["bytes"],
         flop_per_call=work["flops"],
         items_per_call=work["items"],
         max_rel_error=max_rel_error,
         peak_memory_bytes=peak,
-        warnings=tuple(warnings),
         extra=extra,
         **base,
     )
@@ -306,23 +284,14 @@ def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
     return first.fn(*(_fresh(args) if first.inplace else args))
 
 
-def _sync(device: str) -> None:
-    kind = device.partition(":")[0]
-    if kind == "cuda":
-        torch.cuda.synchronize()
-    elif kind == "mps":
-        torch.mps.synchronize()
-
-
-def _policy_for(workload: Workload, point: Point, options: Options) -> Policy:
+def _policy_for(workload: Workload, options: Options) -> Policy:
+    """The run's policy with the workload's budget; cold cache: one call per sample."""
     policy = options.policy
     if workload.budget_s is not None:
         policy = replace(policy, max_time_s=workload.budget_s)
     if (workload.cache or options.cache) == "cold":
         policy = replace(policy, fixed_calls=1)
-    if point.device.startswith("cuda"):
-        policy = replace(policy, rounds_per_batch=10)
-    return replace(policy, seed=point.input_seed())
+    return policy
 
 
 def _subjects(
@@ -424,7 +393,7 @@ def _cpu_peak_memory(fn: Callable[..., Any], args: tuple[Any, ...]) -> int | Non
     # at the call's high-water mark. The profiler's native start/stop lines are
     # silenced; its first use in a process costs ~2 s, later ones ~6 ms.
     with (
-        _quiet_native_output(),
+        quiet_native_output(),
         profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
     ):
         out = fn(*args)
@@ -436,78 +405,3 @@ def _cpu_peak_memory(fn: Callable[..., Any], args: tuple[Any, ...]) -> int | Non
         running += event.self_cpu_memory_usage
         peak = max(peak, running)
     return int(peak)
-
-
-@contextlib.contextmanager
-def _quiet_native_output() -> Iterator[None]:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, devnull):
-            os.close(fd)
-
-
-#: A profile covers at least this many calls of the point, or this much time.
-PROFILE_MIN_CALLS = 10
-PROFILE_MIN_S = 0.2
-PROFILE_TOP = 10
-
-
-def profile_point(
-    fn: Callable[..., Any],
-    inputs: tuple[Any, ...],
-    point: Point,
-    inplace: bool,
-    folder: str,
-) -> dict[str, Any]:
-    """Profile calls of ``fn`` with ``torch.profiler``, after the timed measurement.
-
-    Writes a Chrome trace (``chrome://tracing``, Perfetto) to ``folder/<label>.json``
-    and returns its path with the top operators by self time. On CUDA the profiler
-    also records device activity and the device is synchronized before the profile
-    closes: CPU-side times of asynchronous CUDA calls measure the launch, not the
-    kernel (the kernel's time is ``self_device_s``).
-    """
-    kind = point.device.partition(":")[0]
-    activities = [ProfilerActivity.CPU]
-    if kind == "cuda":
-        activities.append(ProfilerActivity.CUDA)
-    args = _fresh(inputs) if inplace else inputs
-    calls = 0
-    with _quiet_native_output(), profile(activities=activities) as prof:
-        started = time.perf_counter()
-        while calls < PROFILE_MIN_CALLS or time.perf_counter() - started < PROFILE_MIN_S:
-            fn(*args)
-            calls += 1
-            if calls >= 10_000:
-                break
-        _sync(point.device)
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, profile_file_name(point))
-    prof.export_chrome_trace(path)
-    averages = list(prof.key_averages())
-    averages.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
-    top = [
-        {
-            "name": e.key,
-            "calls": int(e.count),
-            "self_cpu_s": e.self_cpu_time_total * 1e-6,
-            "self_device_s": getattr(e, "self_device_time_total", 0.0) * 1e-6,
-        }
-        for e in averages[:PROFILE_TOP]
-    ]
-    return {"trace": os.path.abspath(path), "calls": calls, "top": top}
-
-
-def profile_file_name(point: Point) -> str:
-    """A file name for the point's trace: its label with unsafe characters replaced."""
-    safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in point.label)
-    return f"{safe[:150]}-{point.benchmark_id()[:8]}.json"

@@ -15,21 +15,17 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from benchbench.core.values import Point, Result
 from benchbench.measure import timers as device_support
-from benchbench.measure.accuracy import as_float64, compare
-from benchbench.measure.policy import Policy, Subject, make_loop, warnings_for
-from benchbench.measure.policy import measure as engine_measure
+from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
+from benchbench.measure.policy import Policy, Subject, make_loop
 from benchbench.measure.statements import Statement, statement_function, statement_names
 from benchbench.suite.inputs import SetupContext
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)
@@ -52,35 +48,6 @@ def _failed(point: Point, exc: BaseException, where: str | None = None) -> Resul
     return Result(point=point, status="error", reason=reason, extra=extra)
 
 
-def _sync(device: str) -> None:
-    kind = device.partition(":")[0]
-    if kind == "cuda":
-        torch.cuda.synchronize()
-    elif kind == "mps":
-        torch.mps.synchronize()
-
-
-def _check(output: Any, reference: Any, reference_name: str, dtype: str) -> tuple[str | None, Any]:
-    """(reason it is wrong or None, Accuracy or None) of ``output`` against the reference."""
-    try:
-        as_float64(reference)
-    except TypeError:
-        return None, None  # nothing to compare against: reported as a warning
-    try:
-        accuracy = compare(output, reference, dtype, {})
-    except TypeError:
-        return f"wrong result: returns {type(output).__name__}, {reference_name!r} does not", None
-    if accuracy.ok:
-        return None, accuracy
-    detail = f"max rel error {accuracy.max_rel_error:.3g}"
-    if accuracy.mismatched_nonfinite:
-        detail += f", {accuracy.mismatched_nonfinite} NaN/Inf not in the reference's"
-    return (
-        f"wrong result: {detail} against {reference_name!r} "
-        f"(tolerance {accuracy.tolerance:g} for {dtype})"
-    ), accuracy
-
-
 def measure_variants(
     point: Point,
     candidates: Sequence[Candidate],
@@ -100,7 +67,7 @@ def measure_variants(
     for i, candidate in enumerate(candidates):
         try:
             outputs[i] = candidate.fn(*candidate.args)
-            _sync(point.device)
+            sync(point.device)
         except Exception as exc:  # the candidate's own failure, reported for it alone
             outcome[i] = _failed(points[i], exc)
     ref_name = candidates[reference].name
@@ -112,7 +79,9 @@ def measure_variants(
         if reference not in outputs:
             notes[i].append(f"result not checked: {ref_name!r} failed")
             continue
-        wrong, accuracy = _check(outputs[i], outputs[reference], ref_name, point.dtype)
+        wrong, accuracy = check_output(
+            outputs[i], outputs[reference], point.dtype, reference_name=ref_name
+        )
         if accuracy is None and wrong is None:
             notes[i].append(f"result not checked: {ref_name!r} returns no tensor or array")
         if accuracy is not None:
@@ -130,25 +99,17 @@ def measure_variants(
     subjects = [
         Subject(candidates[i].name, make_loop(candidates[i].fn, candidates[i].args)) for i in timed
     ]
-    if point.device.startswith("cuda"):
-        policy = replace(policy, rounds_per_batch=10)  # one synchronize per 10 rounds
-    policy = replace(policy, seed=point.input_seed())
-    measured = engine_measure(subjects, device_support.timer_for(point.device, torch), policy)
-    threads = torch.get_num_threads()
+    policy, measured = time_subjects(point, subjects, policy)
+    interleaved = [candidates[j].name for j in timed]
     for i, m in zip(timed, measured, strict=True):
-        outcome[i] = Result(
-            point=points[i],
-            status="ok",
-            samples_s=m.samples_s,
-            calls_per_sample=m.calls_per_sample,
-            warmup=m.warmup,
-            converged=m.converged,
-            stop_reason=m.stop_reason,
-            threads=threads,
+        outcome[i] = ok_result(
+            points[i],
+            m,
+            policy,
+            notes[i],
             items_per_call=float(point.size),
             max_rel_error=errors.get(i),
-            warnings=(*warnings_for(m, policy), *notes[i]),
-            extra={"reference": ref_name, "interleaved_with": [candidates[j].name for j in timed]},
+            extra={"reference": ref_name, "interleaved_with": interleaved},
         )
     return [outcome[i] for i in range(len(candidates))]
 

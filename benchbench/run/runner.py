@@ -1,37 +1,39 @@
-"""The runner: plans the points, feeds them to worker processes, stores each result.
+"""``benchbench run``: plans the points of suites, one job per point, and measures them.
 
-Workers are forked from a zygote that imported torch once (see
-:mod:`benchbench.run.worker`), so replacing one costs ~30 ms, not a torch import. When
-a worker crashes, hangs past the per-point timeout or is killed for memory, the
-point it held is recorded as an error with the reason, and a fresh worker takes
-the rest. Each point is written to the store in its own transaction as soon as it
-is done, so a killed run keeps everything it finished and ``resume`` completes it.
-
-A :class:`~benchbench.run.worker.StopRequest` (set by the CLI's SIGINT/SIGTERM
-handlers) stops the run after the current sample: the point cut short is not
-stored, every finished one is, and the run is marked ``interrupted``.
+Planning is here (suites, selection, ``--shard``, ``--resume``); measuring is the
+one runner loop, :func:`benchbench.run.jobs.measure_jobs`: workers forked from a
+zygote that imported torch once (:mod:`benchbench.run.worker`), a crash, hang or
+out-of-memory kill recorded as that point's error, each point written to the store
+in its own transaction as soon as it is done (a killed run keeps everything it
+finished and ``resume`` completes it), and a
+:class:`~benchbench.run.workers.StopRequest` (set by the CLI's SIGINT/SIGTERM
+handlers) stopping the run after the current sample, marked ``interrupted``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbench.core.errors import BenchbenchError, MeasurementError, UsageError
-from benchbench.core.values import CACHE_MODES, Point, Result
-from benchbench.core.version import __version__
+from benchbench.core.errors import UsageError
+from benchbench.core.values import CACHE_MODES, Point
 from benchbench.machine.environment import Environment
-from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.run import sharding
-from benchbench.run.worker import StopRequest, Worker, WorkerFailure, launcher
+from benchbench.run.jobs import (
+    Job,
+    ProgressFn,
+    RunRecord,
+    RunSummary,
+    WorkerPool,
+    measure_jobs,
+    run_row,
+)
+from benchbench.run.workers import StopRequest, WorkerFailure, launcher
 from benchbench.store import Store
-from benchbench.store.store import now
 from benchbench.suite.declare import Workload
 from benchbench.suite.load import Selection, file_hash, load_suite, select_points
 
@@ -82,24 +84,6 @@ class RunConfig:
             raise UsageError(f"--threads must be >= 1, got {self.threads}")
         if self.shard_by not in ("cost", "count"):
             raise UsageError(f"--shard-by must be cost or count, got {self.shard_by!r}")
-
-
-@dataclass
-class RunSummary:
-    """What a run did; ``results`` in the order they were measured."""
-
-    run_id: str
-    results: list[Result] = field(default_factory=list)
-    status: str = "running"
-    environment: Environment | None = None
-    stop_signal: int | None = None  # the signal that interrupted the run
-    planned: int = 0  # points this invocation set out to measure
-
-    def count(self, status: str) -> int:
-        return sum(1 for r in self.results if r.status == status)
-
-
-ProgressFn = Callable[[str, dict[str, Any]], None]
 
 
 def plan(config: RunConfig) -> list[tuple[Path, Workload, Point]]:
@@ -207,85 +191,42 @@ def run(
     label) before each point and ``result`` (result) after it. ``stop`` (set by a
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
-    notify = progress or (lambda _e, _d: None)
-    stop = stop or StopRequest()
     # Started first: the zygote imports torch while the suites load here.
-    workers = launcher(config.memory_limit_bytes, config.fork)
-    try:
+    with WorkerPool(launcher(config.memory_limit_bytes, config.fork)) as pool:
         run_id, group_id, points, shard_doc = _plan_run(config, store)
-    except BaseException:
-        workers.close()
-        raise
-    summary = RunSummary(run_id=run_id, planned=len(points))
-    worker: Worker | None = None
-    created = False
-    try:
-        try:
-            worker = workers.worker()
-            env_msg = worker.request(
-                {"op": "environment", "threads": config.threads}, ("environment",), 120.0
-            )
-        except WorkerFailure as failure:
-            raise MeasurementError(f"the first worker failed before measuring: {failure}") from None
-        env = Environment(fields=env_msg["fields"], info=env_msg["info"])
-        summary.environment = env
-        store.save_environment(env)
-        if config.resume:
-            store.update_run(run_id, status="running", finished_at=None)
-        else:
-            store.create_run(_run_row(run_id, group_id, config, env, shard_doc))
-        created = True
-        notify("start", {"total": len(points), "run_id": run_id})
-        for index, (path, workload, point) in enumerate(points):
-            if stop.requested:
-                break
-            notify("point", {"index": index, "label": point.label})
-            try:
-                message = worker.request(
-                    {
-                        "op": "measure",
-                        "suite_path": str(path),
-                        "workload": workload.name,
-                        "point": point.to_dict(),
-                        "policy": dataclasses.asdict(config.policy),
-                        "cache": config.cache,
-                        "threads": config.threads,
-                        "profile_dir": (
-                            str(config.profile_dir / run_id) if config.profile_dir else None
-                        ),
-                    },
-                    ("result", "interrupted"),
-                    config.timeout_s,
-                    stop,
-                )
-            except WorkerFailure as failure:
-                if stop.requested:
-                    break  # it died of the stop (SIGTERM to the group, a second Ctrl-C)
-                result = Result(
-                    point=point, status="error", reason=str(failure), code_version=workload.version
-                )
-                worker.close()
-                worker = workers.worker()
-            else:
-                if message["event"] == "interrupted":
-                    break  # cut short: not a finished point, left for --resume
-                result = Result.from_dict(message["result"])
-            store.write_result(run_id, result)
-            summary.results.append(result)
-            notify("result", {"index": index, "result": result})
-        summary.status = "interrupted" if stop.requested else "finished"
-        summary.stop_signal = stop.signum
-    except BaseException:
-        summary.status = "interrupted"
-        raise
-    finally:
-        if worker is not None:
-            worker.close()
-        workers.close()
-        if created:
-            with contextlib.suppress(BenchbenchError):
-                store.update_run(run_id, status=summary.status, finished_at=now())
-    return summary
+        profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
+        jobs = [
+            _job(config, path, workload, point, profile_dir) for path, workload, point in points
+        ]
+
+        def new_row(env: Environment) -> dict[str, Any]:
+            return _run_row(run_id, group_id, config, env, shard_doc)
+
+        return measure_jobs(
+            jobs,
+            pool,
+            RunRecord(run_id, store, None if config.resume else new_row),
+            timeout_s=config.timeout_s,
+            threads=config.threads,
+            stop=stop,
+            progress=progress,
+        )
+
+
+def _job(
+    config: RunConfig, path: Path, workload: Workload, point: Point, profile_dir: str | None
+) -> Job:
+    request = {
+        "op": "measure",
+        "suite_path": str(path),
+        "workload": workload.name,
+        "point": point.to_dict(),
+        "policy": dataclasses.asdict(config.policy),
+        "cache": config.cache,
+        "threads": config.threads,
+        "profile_dir": profile_dir,
+    }
+    return Job(request, (point,), point.label, code_version=workload.version)
 
 
 def _run_row(
@@ -299,22 +240,16 @@ def _run_row(
     for path in config.suites:
         suite = load_suite(path)
         suites.append({"name": suite.name, "path": str(path), "hash": file_hash(path)})
-    git = git_state(config.repo or Path.cwd())
-    return {
-        "id": run_id,
-        "group_id": group_id,
-        "kind": config.kind,
-        "label": config.label,
-        "status": "running",
-        "started_at": now(),
-        "finished_at": None,
-        "suites": suites,
-        "harness_version": __version__,
-        "git_sha": git.sha,
-        "git_branch": git.branch,
-        "git_dirty": git.dirty,
-        "tags": list(config.tags),
-        "config": {
+    return run_row(
+        run_id,
+        env,
+        kind=config.kind,
+        label=config.label,
+        suites=suites,
+        tags=config.tags,
+        group_id=group_id,
+        repo=config.repo,
+        config={
             "policy": dataclasses.asdict(config.policy),
             "cache": config.cache,
             "threads": config.threads,
@@ -324,5 +259,4 @@ def _run_row(
             "group": config.group,
             "shard": shard_doc,
         },
-        "environment_id": env.id,
-    }
+    )

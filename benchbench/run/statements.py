@@ -2,31 +2,23 @@
 
 The statements are parsed and name-checked here (:mod:`benchbench.measure.statements`),
 then every statement is evaluated once at the first point in the worker before
-anything is timed, then each point is measured (:mod:`benchbench.measure.variants`).
+anything is timed, then each point is one job of the runner loop
+(:func:`benchbench.run.jobs.measure_jobs`), measured in the worker by
+:mod:`benchbench.measure.variants`. Ratios, verdicts and crossovers are the caller's
+(:mod:`benchbench.analysis.variants`): this module stores and returns results only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from benchbench.analysis.variants import (
-    MIN_EFFECT,
-    Crossover,
-    Row,
-    find_crossovers,
-    rows_from_results,
-)
-from benchbench.core.errors import BenchbenchError, MeasurementError, UsageError
+from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result, short_hash
-from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
-from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.measure.statements import (
     DEFAULT_SETUP,
@@ -35,9 +27,9 @@ from benchbench.measure.statements import (
     check_names,
     parse_statements,
 )
-from benchbench.run.worker import Spawner, Worker, WorkerFailure, Zygote, launcher
+from benchbench.run.jobs import Job, ProgressFn, RunRecord, WorkerPool, measure_jobs, run_row
+from benchbench.run.workers import WorkerFailure, launcher
 from benchbench.store import Store
-from benchbench.store.store import now
 
 #: Sampling cap per point of ``benchbench time``: 13 sizes x 2 statements answer in
 #: <= 30 s with the worker's start (BENCHMARKS.md, "benchbench time (issue 8)").
@@ -58,7 +50,8 @@ class TimeConfig:
     dtypes: tuple[str, ...] = ("float32",)
     reference: int = 0
     policy: Policy = field(default_factory=Policy)
-    min_effect: float = MIN_EFFECT
+    #: ``--min-effect``, stored with the run for the verdict (None: the analysis' default).
+    min_effect: float | None = None
     label: str | None = None
     timeout_s: float = 60.0
 
@@ -100,6 +93,15 @@ class TimeConfig:
             "check_only": check_only,
         }
 
+    def job(self, point: Point) -> Job:
+        """One point: every statement measured there, one result each, in order."""
+        return Job(
+            self.request(point),
+            tuple(replace(point, variant=s) for s in self.statements),
+            f"{point.dtype}, {point.device}, n={point.size}",
+            answer="timed",
+        )
+
     def default_label(self) -> str:
         return (self.label or "time: " + " vs ".join(self.statements))[:255]
 
@@ -110,11 +112,6 @@ class TimeOutcome:
 
     run_id: str | None
     results: list[Result]
-    rows: list[Row]
-    crossovers: list[Crossover]
-
-
-ProgressFn = Callable[[str, dict[str, Any]], None]
 
 
 def _statement_bug(config: TimeConfig, checked: Sequence[Result]) -> UsageError | None:
@@ -139,7 +136,6 @@ def time_statements(
     recorded as an error) and a fresh worker takes the rest. With a ``store``, the
     results are written as an ``adhoc`` run of suite ``time`` as they come.
     """
-    notify = progress or (lambda _e, _d: None)
     statements = parse_statements(config.statements)
     check_names(statements, config.setup)
     points = [
@@ -148,107 +144,51 @@ def time_statements(
         for dtype in config.dtypes
         for size in sorted(config.sizes)
     ]
-    worker: Worker | None = None
-    run_id: str | None = None
-    status = "interrupted"
-    results: list[Result] = []
-    workers = launcher()
-    try:
-        worker = _start_worker(workers)
+    run_id = str(uuid.uuid4())
+    with WorkerPool(launcher()) as pool:
         try:
-            checked = worker.request(
+            checked = pool.request(
                 config.request(points[0], check_only=True), ("timed",), config.timeout_s
             )
         except WorkerFailure:
             # A statement that crashes the process costs each point it crashes, like
             # any point of a run: the points below record it.
-            worker.close()
-            worker = None
+            pass
         else:
             bug = _statement_bug(config, [Result.from_dict(r) for r in checked["results"]])
             if bug is not None:
                 raise bug
-        if store is not None:
-            worker = worker or _start_worker(workers)
-            run_id = _create_run(config, store, worker)
-        notify("start", {"total": len(points), "run_id": run_id})
-        for index, point in enumerate(points):
-            label = f"{point.dtype}, {point.device}, n={point.size}"
-            notify("point", {"index": index, "label": label})
-            # A replacement is forked only when a point needs it.
-            worker = worker or _start_worker(workers)
-            try:
-                message = worker.request(config.request(point), ("timed",), config.timeout_s)
-                measured = [Result.from_dict(r) for r in message["results"]]
-            except WorkerFailure as failure:
-                measured = [
-                    Result(point=replace(point, variant=s), status="error", reason=str(failure))
-                    for s in config.statements
-                ]
-                worker.close()
-                worker = None
-            for result in measured:
-                if store is not None and run_id is not None:
-                    store.write_result(run_id, result)
-            results.extend(measured)
-            notify("result", {"index": index, "results": measured})
-        status = "finished"
-    finally:
-        if worker is not None:
-            worker.close()
-        workers.close()
-        if store is not None and run_id is not None:
-            with contextlib.suppress(BenchbenchError):
-                store.update_run(run_id, status=status, finished_at=now())
-    rows = rows_from_results(results, config.reference_text, config.min_effect)
-    return TimeOutcome(run_id, results, rows, find_crossovers(rows))
+
+        def new_row(env: Environment) -> dict[str, Any]:
+            return _run_row(run_id, config, env)
+
+        summary = measure_jobs(
+            [config.job(point) for point in points],
+            pool,
+            RunRecord(run_id, store, new_row),
+            timeout_s=config.timeout_s,
+            progress=progress,
+        )
+    return TimeOutcome(run_id if store is not None else None, summary.results)
 
 
-def _start_worker(workers: Zygote | Spawner) -> Worker:
-    try:
-        return workers.worker()
-    except WorkerFailure as failure:
-        raise MeasurementError(f"the worker process did not start: {failure}") from None
-
-
-def _create_run(config: TimeConfig, store: Store, worker: Worker) -> str:
-    message = worker.request({"op": "environment", "threads": None}, ("environment",), 120.0)
-    env = Environment(fields=message["fields"], info=message["info"])
-    store.save_environment(env)
-    run_id = str(uuid.uuid4())
-    git = git_state(Path.cwd())
-    store.create_run(
-        {
-            "id": run_id,
-            "group_id": run_id,
-            "kind": "adhoc",
-            "label": config.default_label(),
-            "status": "running",
-            "started_at": now(),
-            "finished_at": None,
-            "suites": [
-                {
-                    "name": "time",
-                    "path": None,
-                    "hash": short_hash([config.statements, config.setup]),
-                }
-            ],
-            "harness_version": __version__,
-            "git_sha": git.sha,
-            "git_branch": git.branch,
-            "git_dirty": git.dirty,
-            "tags": [],
-            "config": {
-                "statements": list(config.statements),
-                "setup": config.setup or DEFAULT_SETUP,
-                "reference": config.reference_text,
-                "sizes": list(config.sizes),
-                "devices": list(config.devices),
-                "dtypes": list(config.dtypes),
-                "policy": dataclasses.asdict(config.policy),
-                "min_effect": config.min_effect,
-            },
-            "environment_id": env.id,
-        }
+def _run_row(run_id: str, config: TimeConfig, env: Environment) -> dict[str, Any]:
+    return run_row(
+        run_id,
+        env,
+        kind="adhoc",
+        label=config.default_label(),
+        suites=[
+            {"name": "time", "path": None, "hash": short_hash([config.statements, config.setup])}
+        ],
+        config={
+            "statements": list(config.statements),
+            "setup": config.setup or DEFAULT_SETUP,
+            "reference": config.reference_text,
+            "sizes": list(config.sizes),
+            "devices": list(config.devices),
+            "dtypes": list(config.dtypes),
+            "policy": dataclasses.asdict(config.policy),
+            "min_effect": config.min_effect,
+        },
     )
-    return run_id

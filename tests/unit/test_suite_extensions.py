@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from benchbench.core.errors import SuiteError
-from benchbench.measure.point import Options, measure_point, profile_file_name
+from benchbench.measure.point import Options, measure_point
 from benchbench.measure.policy import Policy
+from benchbench.measure.trace import profile_file_name
 from benchbench.suite.declare import Skip, Suite, Variant
 
 # Short enough that each measured point costs well under a second here.

@@ -1,0 +1,133 @@
+"""The steps every measurement of a point shares, whoever asks for it.
+
+Three callers measure: :func:`benchbench.measure.point.measure_point` (a suite's
+point, in a worker), :func:`benchbench.measure.variants.measure_variants`
+(``benchbench time`` in a worker, ``benchbench.compare_variants`` in-process) and the
+pytest ``bench`` fixture (in-process). Each makes its own inputs and subjects; the
+rest is here, once:
+
+- :func:`sync` waits for the point's device;
+- :func:`check_output` compares an output with its reference: (reason it is wrong,
+  accuracy);
+- :func:`time_subjects` runs the engine with the point's clock and the policy
+  adjusted for its device (:func:`policy_for_device`);
+- :func:`ok_result` turns what the engine measured into a
+  :class:`~benchbench.core.values.Result`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from benchbench.core.values import Point, Result
+from benchbench.measure import timers
+from benchbench.measure.accuracy import Accuracy, as_float64, compare
+from benchbench.measure.policy import Measured, Policy, Subject, warnings_for
+from benchbench.measure.policy import measure as engine_measure
+
+#: Samples per synchronize on CUDA: a ``cuda.synchronize()`` costs ~10-20 µs of host
+#: time and drains the launch queue; one per 10 rounds keeps kernels back to back.
+CUDA_ROUNDS_PER_BATCH = 10
+
+
+def sync(device: str) -> None:
+    """Wait for all work queued on ``device`` (CUDA, MPS); nothing to wait for on the CPU."""
+    kind = device.partition(":")[0]
+    if kind == "cuda":
+        torch.cuda.synchronize()
+    elif kind == "mps":
+        torch.mps.synchronize()
+
+
+def policy_for_device(policy: Policy, point: Point) -> Policy:
+    """``policy`` as used at ``point``: batched syncs on CUDA, the shuffle seeded by the point."""
+    if point.device.startswith("cuda"):
+        policy = replace(policy, rounds_per_batch=CUDA_ROUNDS_PER_BATCH)
+    return replace(policy, seed=point.input_seed())
+
+
+def check_output(
+    output: Any,
+    reference: Any,
+    dtype: str,
+    rtol: Mapping[str, float] | None = None,
+    reference_name: str | None = None,
+) -> tuple[str | None, Accuracy | None]:
+    """(why ``output`` is wrong or None, its :class:`Accuracy` or None).
+
+    The tolerance is :mod:`benchbench.measure.accuracy`'s for ``dtype`` unless ``rtol``
+    names one. The accuracy is None when nothing was compared: the reference is not a
+    tensor, array or number (reason None: unchecked), or the output is not one while
+    the reference is (a wrong result). ``reference_name`` names the reference in the
+    reason (a variant compared with another).
+    """
+    against = f" against {reference_name!r}" if reference_name else ""
+    try:
+        as_float64(reference)
+    except TypeError:
+        return None, None
+    try:
+        accuracy = compare(output, reference, dtype, rtol or {})
+    except TypeError:
+        what = repr(reference_name) if reference_name else "the reference"
+        return f"wrong result: returns {type(output).__name__}, {what} does not", None
+    if accuracy.ok:
+        return None, accuracy
+    detail = f"max rel error {accuracy.max_rel_error:.3g}"
+    if accuracy.mismatched_nonfinite:
+        detail += f", {accuracy.mismatched_nonfinite} NaN/Inf not in the reference"
+    return (
+        f"wrong result: {detail}{against} (tolerance {accuracy.tolerance:g} for {dtype})",
+        accuracy,
+    )
+
+
+def time_subjects(
+    point: Point,
+    subjects: Sequence[Subject],
+    policy: Policy,
+    should_stop: Callable[[], bool] | None = None,
+) -> tuple[Policy, list[Measured]]:
+    """Measure ``subjects`` interleaved with the clock of ``point``'s device.
+
+    Returns the policy as adjusted for the device (pass it to :func:`ok_result`) and
+    one :class:`Measured` per subject. ``should_stop`` is the engine's cancellation hook.
+    """
+    policy = policy_for_device(policy, point)
+    timer = timers.timer_for(point.device, torch)
+    measured = engine_measure(subjects, timer, policy, should_stop=should_stop or _never)
+    return policy, measured
+
+
+def _never() -> bool:
+    return False
+
+
+def ok_result(
+    point: Point,
+    measured: Measured,
+    policy: Policy,
+    warnings: Sequence[str] = (),
+    **fields: Any,
+) -> Result:
+    """The ``ok`` result of ``point`` from what the engine measured.
+
+    The engine's warnings (not converged, noisy, short samples) come first, then
+    ``warnings``; ``threads`` is torch's thread count unless ``fields`` gives it; any
+    other :class:`Result` field (work model, accuracy, extra) comes in ``fields``.
+    """
+    return Result(
+        point=point,
+        status="ok",
+        samples_s=measured.samples_s,
+        calls_per_sample=measured.calls_per_sample,
+        warmup=measured.warmup,
+        converged=measured.converged,
+        stop_reason=measured.stop_reason,
+        warnings=(*warnings_for(measured, policy), *warnings),
+        **{"threads": torch.get_num_threads(), **fields},
+    )

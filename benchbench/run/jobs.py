@@ -1,0 +1,269 @@
+"""The one runner loop: measure jobs with worker processes, write each result as it comes.
+
+``benchbench run`` and ``benchbench time`` differ only in how they plan their
+:class:`Job` s and what their run row holds; both hand them to :func:`measure_jobs`,
+which owns the lifecycle:
+
+1. the first worker describes the environment, and the run row is created (or, for
+   ``--resume``, set back to ``running``);
+2. each job is one request to the current worker; its answer is one result per
+   point of the job, written to the store in its own transaction at once;
+3. a worker that crashes, hangs past the timeout or is killed for memory costs that
+   job only: its points are recorded as errors with the reason (:meth:`Job.failed`)
+   and the next job gets a fresh worker from the :class:`WorkerPool`;
+4. a :class:`~benchbench.run.workers.StopRequest` stops the loop after the current
+   sample: the job cut short is not stored (``--resume`` measures it), and the run
+   is marked ``interrupted``; otherwise ``finished``.
+
+How jobs meet processes is decided here and nowhere else: today every job goes to
+the current worker in plan order; measuring each point in several fresh processes in
+shuffled rounds changes the ``for`` loop of :func:`measure_jobs` alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from benchbench.core.errors import BenchbenchError, MeasurementError
+from benchbench.core.values import Point, Result
+from benchbench.core.version import __version__
+from benchbench.machine.environment import Environment
+from benchbench.machine.vcs import git_state
+from benchbench.run.workers import Spawner, StopRequest, Worker, WorkerFailure, Zygote
+from benchbench.store import Store
+from benchbench.store.store import now
+
+ProgressFn = Callable[[str, dict[str, Any]], None]
+
+#: Seconds the first worker may take to describe the environment (it may be the first
+#: process to touch the GPU driver: ~10 s on a cold machine).
+ENVIRONMENT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One worker request and the points its answer covers, in the answer's order.
+
+    ``answer`` is the event carrying the results (``result``: one, ``timed``: a list);
+    a worker failure turns into an error result per point, with ``code_version``.
+    """
+
+    request: dict[str, Any]
+    points: tuple[Point, ...]
+    label: str
+    answer: str = "result"
+    code_version: int = 1
+
+    def results(self, message: dict[str, Any]) -> list[Result]:
+        """The results an ``answer`` event carries."""
+        if "result" in message:
+            return [Result.from_dict(message["result"])]
+        return [Result.from_dict(r) for r in message["results"]]
+
+    def failed(self, reason: str) -> list[Result]:
+        """Every point of the job recorded as an error: the worker died or hung on it."""
+        return [
+            Result(point=p, status="error", reason=reason, code_version=self.code_version)
+            for p in self.points
+        ]
+
+
+class WorkerPool:
+    """The current worker of a run, forked (or spawned) when a request needs one.
+
+    Use as a context manager: leaving it ends the worker and the launcher. A worker
+    that failed is discarded, so the next request starts a fresh one.
+    """
+
+    def __init__(self, launcher: Zygote | Spawner) -> None:
+        self._launcher = launcher
+        self._worker: Worker | None = None
+
+    def request(
+        self,
+        payload: dict[str, Any],
+        events: tuple[str, ...],
+        timeout_s: float,
+        stop: StopRequest | None = None,
+    ) -> dict[str, Any]:
+        """Send ``payload`` to the current worker and return its answer.
+
+        :class:`WorkerFailure` when the worker dies, hangs or breaks the protocol (it
+        is discarded); :class:`MeasurementError` when no worker can be started.
+        """
+        if self._worker is None:
+            try:
+                self._worker = self._launcher.worker()
+            except WorkerFailure as failure:
+                raise MeasurementError(f"the worker process did not start: {failure}") from None
+        try:
+            return self._worker.request(payload, events, timeout_s, stop)
+        except WorkerFailure:
+            self._worker.close()
+            self._worker = None
+            raise
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+        self._launcher.close()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Where results go: run ``run_id`` in ``store`` (None: they are not stored).
+
+    ``new_row(environment)`` builds the row of a new run (see :func:`run_row`); None
+    when the run exists already (``--resume``).
+    """
+
+    run_id: str
+    store: Store | None
+    new_row: Callable[[Environment], dict[str, Any]] | None = None
+
+
+@dataclass
+class RunSummary:
+    """What a run did; ``results`` in the order they were measured."""
+
+    run_id: str
+    results: list[Result] = field(default_factory=list)
+    status: str = "running"
+    environment: Environment | None = None
+    stop_signal: int | None = None  # the signal that interrupted the run
+    planned: int = 0  # jobs this invocation set out to measure
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+
+def measure_jobs(
+    jobs: Sequence[Job],
+    pool: WorkerPool,
+    record: RunRecord,
+    *,
+    timeout_s: float,
+    threads: int | None = None,
+    stop: StopRequest | None = None,
+    progress: ProgressFn | None = None,
+) -> RunSummary:
+    """Measure ``jobs`` with ``pool``'s workers, writing each result to ``record``'s store.
+
+    ``timeout_s`` bounds each job; ``threads`` is torch's thread count in the workers
+    (None: torch's default). ``progress(event, data)`` is called with ``start``
+    (total, run_id), ``point`` (index, label) before each job and ``result`` (index,
+    results, result: the first) after it. Without a store in ``record`` nothing is
+    stored and the environment is not asked for.
+    """
+    notify = progress or (lambda _e, _d: None)
+    stop = stop or StopRequest()
+    store = record.store
+    summary = RunSummary(run_id=record.run_id, planned=len(jobs))
+    opened = False
+    try:
+        if store is not None:
+            summary.environment = _environment(pool, threads)
+            _open_run(store, record, summary.environment)
+            opened = True
+        notify("start", {"total": len(jobs), "run_id": summary.run_id})
+        for index, job in enumerate(jobs):
+            if stop.requested:
+                break
+            notify("point", {"index": index, "label": job.label})
+            try:
+                message = pool.request(job.request, (job.answer, "interrupted"), timeout_s, stop)
+            except WorkerFailure as failure:
+                if stop.requested:
+                    break  # it died of the stop (SIGTERM to the group, a second Ctrl-C)
+                results = job.failed(str(failure))
+            else:
+                if message["event"] == "interrupted":
+                    break  # cut short: not a finished point, left for --resume
+                results = job.results(message)
+            for result in results:
+                if store is not None:
+                    store.write_result(record.run_id, result)
+            summary.results.extend(results)
+            notify("result", {"index": index, "results": results, "result": results[0]})
+        summary.status = "interrupted" if stop.requested else "finished"
+        summary.stop_signal = stop.signum
+    except BaseException:
+        summary.status = "interrupted"
+        raise
+    finally:
+        if opened and store is not None:
+            with contextlib.suppress(BenchbenchError):
+                store.update_run(record.run_id, status=summary.status, finished_at=now())
+    return summary
+
+
+def _environment(pool: WorkerPool, threads: int | None) -> Environment:
+    try:
+        message = pool.request(
+            {"op": "environment", "threads": threads}, ("environment",), ENVIRONMENT_TIMEOUT_S
+        )
+    except WorkerFailure as failure:
+        raise MeasurementError(f"the first worker failed before measuring: {failure}") from None
+    return Environment(fields=message["fields"], info=message["info"])
+
+
+def _open_run(store: Store, record: RunRecord, env: Environment) -> None:
+    store.save_environment(env)
+    if record.new_row is None:
+        store.update_run(record.run_id, status="running", finished_at=None)
+    else:
+        store.create_run(record.new_row(env))
+
+
+def run_row(
+    run_id: str,
+    env: Environment,
+    *,
+    kind: str,
+    label: str | None,
+    suites: list[dict[str, Any]],
+    config: dict[str, Any],
+    tags: Sequence[str] = (),
+    group_id: str | None = None,
+    repo: Path | None = None,
+) -> dict[str, Any]:
+    """The row of a new run: what every run records, plus its own ``config``.
+
+    ``group_id`` defaults to the run's id; git state is read from ``repo`` (default:
+    the current directory).
+    """
+    git = git_state(repo or Path.cwd())
+    return {
+        "id": run_id,
+        "group_id": group_id or run_id,
+        "kind": kind,
+        "label": label,
+        "status": "running",
+        "started_at": now(),
+        "finished_at": None,
+        "suites": suites,
+        "harness_version": __version__,
+        "git_sha": git.sha,
+        "git_branch": git.branch,
+        "git_dirty": git.dirty,
+        "tags": list(tags),
+        "config": config,
+        "environment_id": env.id,
+    }

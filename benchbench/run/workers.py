@@ -1,0 +1,289 @@
+"""The runner's side of the worker processes: launchers, handles, failures, stop requests.
+
+:func:`launcher` starts a :class:`Zygote` on Linux (a process that imported torch
+once and forks a fresh worker in ~30 ms) or a :class:`Spawner` elsewhere (a fresh
+interpreter per worker); both hand out :class:`Worker` handles. The requests and
+events a worker understands, and the zygote's own messages, are documented once, in
+:mod:`benchbench.run.worker` (the child side).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from benchbench.core.errors import MeasurementError
+
+
+class WorkerFailure(Exception):
+    """The worker died or hung; the message is the point's error reason."""
+
+
+class StopRequest:
+    """Signals received by the runner: stop after the current sample; a second one: now.
+
+    A signal handler calls :meth:`request`; the runner and :meth:`Worker.expect`
+    poll :attr:`requested` (every 0.1 s while waiting on a worker).
+    """
+
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+
+    def request(self, signum: int) -> None:
+        self.signals.append(signum)
+
+    @property
+    def requested(self) -> bool:
+        return bool(self.signals)
+
+    @property
+    def forced(self) -> bool:
+        return len(self.signals) >= 2
+
+    @property
+    def signum(self) -> int | None:
+        return self.signals[0] if self.signals else None
+
+
+class Worker:
+    """The runner's handle on one worker process: its pid and its two pipes."""
+
+    def __init__(
+        self, pid: int, requests: IO[str], events_fd: int, reap: Callable[[float], int]
+    ) -> None:
+        self.pid = pid
+        self._requests = requests
+        self._events_fd = events_fd
+        self._reap = reap
+        self._exit_code: int | None = None
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(events_fd, selectors.EVENT_READ)
+        self._buffer = ""
+        self._told_to_stop = False
+
+    def expect(
+        self, events: tuple[str, ...], timeout_s: float, stop: StopRequest | None = None
+    ) -> dict[str, Any]:
+        """Wait for the next event; WorkerFailure on death, hang or protocol error.
+
+        When ``stop`` is requested the worker is sent SIGINT once (it finishes its
+        current sample and answers ``interrupted``); when it is forced, the worker
+        is killed.
+        """
+        deadline = time.monotonic() + timeout_s
+        while "\n" not in self._buffer:
+            if stop is not None and stop.requested:
+                if stop.forced:
+                    self.kill()
+                    raise WorkerFailure("stopped by a second interrupt")
+                if not self._told_to_stop:
+                    self._told_to_stop = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(self.pid, signal.SIGINT)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise WorkerFailure(f"timed out after {timeout_s:g} s")
+            if not self._selector.select(timeout=min(remaining, 0.1)):
+                continue
+            chunk = os.read(self._events_fd, 1 << 20).decode()
+            if not chunk:
+                raise WorkerFailure(self._death_reason())
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split("\n", 1)
+        message: dict[str, Any] = json.loads(line)
+        if message.get("event") not in events:
+            raise WorkerFailure(f"worker protocol error: expected {events[0]!r}, got {line[:200]}")
+        return message
+
+    def request(
+        self,
+        payload: dict[str, Any],
+        events: tuple[str, ...],
+        timeout_s: float,
+        stop: StopRequest | None = None,
+    ) -> dict[str, Any]:
+        try:
+            self._requests.write(json.dumps(payload) + "\n")
+            self._requests.flush()
+        except OSError:
+            raise WorkerFailure(self._death_reason()) from None
+        return self.expect(events, timeout_s, stop)
+
+    def exit_code(self, timeout_s: float = 10.0) -> int:
+        """Wait for the process to end (killing it after ``timeout_s``); its exit code."""
+        if self._exit_code is None:
+            self._exit_code = self._reap(timeout_s)
+        return self._exit_code
+
+    def _death_reason(self) -> str:
+        code = self.exit_code()
+        if code < 0:
+            name = signal.Signals(-code).name
+            if name == "SIGKILL":
+                return "crashed: SIGKILL (killed, often by the kernel's out-of-memory killer)"
+            return f"crashed: {name}"
+        return f"worker exited with code {code}"
+
+    def kill(self) -> None:
+        if self._exit_code is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self.exit_code()
+
+    def close(self) -> None:
+        if self._exit_code is None:
+            with contextlib.suppress(OSError):
+                self._requests.write(json.dumps({"op": "exit"}) + "\n")
+                self._requests.flush()
+            self.exit_code()
+        with contextlib.suppress(OSError):
+            self._requests.close()
+        self._selector.close()
+        with contextlib.suppress(OSError):
+            os.close(self._events_fd)
+
+
+class Zygote:
+    """Linux launcher: one process that imported torch, forking a worker per call.
+
+    Constructing it starts the zygote and returns at once, so that its torch import
+    overlaps the runner's own work (loading the suites imports torch there too);
+    the first :meth:`worker` call waits for it.
+    """
+
+    def __init__(self, memory_limit_bytes: int = 0, start_timeout_s: float = 300.0) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchbench.run.worker",
+                "zygote",
+                str(theirs.fileno()),
+                str(memory_limit_bytes),
+            ],
+            stdin=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),),
+        )
+        theirs.close()
+        self._sock = ours
+        self._start_timeout_s = start_timeout_s
+        self._ready = False
+
+    def _wait_ready(self) -> None:
+        """Wait for the zygote's ``ready`` (it imports torch meanwhile: ~3-15 s)."""
+        self._sock.settimeout(self._start_timeout_s)
+        try:
+            ready = self._sock.recv(4096)
+        except TimeoutError:
+            self.close()
+            raise MeasurementError(
+                f"the worker zygote did not start within {self._start_timeout_s:g} s"
+            ) from None
+        if not ready:
+            code = self.proc.wait()
+            raise MeasurementError(
+                f"the worker zygote exited with code {code} while importing torch; "
+                "run `python -c 'import torch'` to see why"
+            )
+        self._sock.settimeout(120.0)
+        self._ready = True
+
+    def _call(self, request: dict[str, Any], fds: tuple[int, ...] = ()) -> dict[str, Any]:
+        try:
+            socket.send_fds(self._sock, [json.dumps(request).encode()], list(fds))
+            reply = self._sock.recv(4096)
+        except OSError as exc:
+            raise WorkerFailure(f"the worker zygote stopped answering: {exc}") from None
+        if not reply:
+            raise WorkerFailure(f"the worker zygote exited with code {self.proc.wait()}")
+        answer: dict[str, Any] = json.loads(reply)
+        return answer
+
+    def worker(self) -> Worker:
+        """A fresh worker forked from the zygote (~30 ms), after its ``hello``."""
+        if not self._ready:
+            self._wait_ready()
+        requests_r, requests_w = os.pipe()
+        events_r, events_w = os.pipe()
+        try:
+            pid = int(self._call({"op": "fork"}, (requests_r, events_w))["pid"])
+        finally:
+            os.close(requests_r)
+            os.close(events_w)
+        handle = Worker(
+            pid,
+            os.fdopen(requests_w, "w"),
+            events_r,
+            lambda timeout_s: int(
+                self._call({"op": "wait", "pid": pid, "timeout_s": timeout_s})["code"]
+            ),
+        )
+        handle.expect(("hello",), timeout_s=120.0)
+        return handle
+
+    def close(self) -> None:
+        self._sock.close()  # the zygote exits on end of input
+        if not self._ready:
+            self.proc.kill()  # still importing torch: nothing to finish
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Spawner:
+    """Launcher where fork is unsafe: every worker is a fresh interpreter."""
+
+    def __init__(self, memory_limit_bytes: int = 0) -> None:
+        self.memory_limit_bytes = memory_limit_bytes
+
+    def worker(self) -> Worker:
+        events_r, events_w = os.pipe()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchbench.run.worker",
+                "serve",
+                str(events_w),
+                str(self.memory_limit_bytes),
+            ],
+            stdin=subprocess.PIPE,
+            pass_fds=(events_w,),
+            text=True,
+        )
+        os.close(events_w)
+
+        def reap(timeout_s: float) -> int:
+            try:
+                return proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                return proc.wait()
+
+        assert proc.stdin is not None  # stdin=PIPE
+        handle = Worker(proc.pid, proc.stdin, events_r, reap)
+        handle.expect(("hello",), timeout_s=120.0)
+        return handle
+
+    def close(self) -> None:
+        pass
+
+
+def launcher(memory_limit_bytes: int = 0, fork: bool | None = None) -> Zygote | Spawner:
+    """The zygote on Linux (cheap restarts), a spawner elsewhere or when ``fork=False``."""
+    if fork is None:
+        fork = sys.platform.startswith("linux")
+    return Zygote(memory_limit_bytes) if fork else Spawner(memory_limit_bytes)

@@ -1,0 +1,238 @@
+"""The runner loop on its own: measure_jobs with a scripted worker pool and a real store."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchbench.core.errors import MeasurementError
+from benchbench.core.values import Point, Result
+from benchbench.run.jobs import Job, RunRecord, WorkerPool, measure_jobs, run_row
+from benchbench.run.workers import StopRequest, WorkerFailure
+from benchbench.store import open_store
+
+ENV = {"event": "environment", "fields": {"machine": "test"}, "info": {}}
+
+
+def _point(size: int, variant: str = "v") -> Point:
+    return Point("s", "w", variant, size, (size,), "float32", "cpu")
+
+
+def _job(size: int) -> Job:
+    return Job({"op": "measure", "size": size}, (_point(size),), f"n={size}", code_version=7)
+
+
+def _ok(payload: dict[str, Any]) -> dict[str, Any]:
+    result = Result(_point(payload["size"]), "ok", samples_s=(1e-3,) * 3)
+    return {"event": "result", "result": result.to_dict()}
+
+
+Answer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ScriptedPool:
+    """Answers requests with ``answers[op]`` or, for ``measure``, ``by_size[size]``."""
+
+    def __init__(self, by_size: dict[int, Answer] | None = None) -> None:
+        self.by_size = by_size or {}
+        self.requests: list[dict[str, Any]] = []
+
+    def request(self, payload, events, timeout_s, stop=None):
+        self.requests.append(payload)
+        if payload["op"] == "environment":
+            return ENV
+        return self.by_size.get(payload["size"], _ok)(payload)
+
+
+def _fail(reason: str) -> Answer:
+    def answer(_payload: dict[str, Any]) -> dict[str, Any]:
+        raise WorkerFailure(reason)
+
+    return answer
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    return open_store(str(tmp_path / "store.db"))
+
+
+def _record(store, run_id: str = "run-1") -> RunRecord:
+    def new_row(env):
+        return run_row(run_id, env, kind="adhoc", label="t", suites=[], config={"k": 1})
+
+    return RunRecord(run_id, store, new_row)
+
+
+def test_a_failed_job_is_an_error_for_each_of_its_points_and_the_run_goes_on(store):
+    pool = ScriptedPool({2: _fail("crashed: SIGSEGV")})
+    events: list[tuple[str, dict[str, Any]]] = []
+    summary = measure_jobs(
+        [_job(1), _job(2), _job(3)],
+        pool,
+        _record(store),
+        timeout_s=5,
+        progress=lambda e, d: events.append((e, d)),
+    )
+    assert summary.status == "finished" and summary.planned == 3
+    assert [(r.point.size, r.status) for r in summary.results] == [
+        (1, "ok"),
+        (2, "error"),
+        (3, "ok"),
+    ]
+    failed = summary.results[1]
+    assert (failed.reason, failed.code_version) == ("crashed: SIGSEGV", 7)
+    assert [p["op"] for p in pool.requests] == ["environment", "measure", "measure", "measure"]
+    run = store.resolve_run("run-1")
+    assert run["status"] == "finished" and run["config"] == {"k": 1}
+    stored = store.measurements("run-1")
+    assert sorted((r["size"], r["status"]) for r in stored) == [(1, "ok"), (2, "error"), (3, "ok")]
+    assert [e for e, _ in events] == ["start"] + ["point", "result"] * 3
+    assert events[0][1] == {"total": 3, "run_id": "run-1"}
+
+
+def test_a_point_cut_short_by_a_stop_is_not_stored_and_the_run_is_interrupted(store):
+    stop = StopRequest()
+
+    def interrupted(_payload: dict[str, Any]) -> dict[str, Any]:
+        stop.request(signal.SIGTERM)
+        return {"event": "interrupted", "signal": signal.SIGTERM}
+
+    pool = ScriptedPool({2: interrupted})
+    summary = measure_jobs(
+        [_job(1), _job(2), _job(3)],
+        pool,
+        _record(store),
+        timeout_s=5,
+        stop=stop,
+    )
+    assert summary.status == "interrupted" and summary.stop_signal == signal.SIGTERM
+    assert [r.point.size for r in summary.results] == [1]
+    assert [p.get("size") for p in pool.requests] == [None, 1, 2]  # job 3 never sent
+    assert store.resolve_run("run-1")["status"] == "interrupted"
+    assert [r["size"] for r in store.measurements("run-1")] == [1]
+
+
+def test_a_worker_killed_by_the_stop_is_not_an_error_result(store):
+    stop = StopRequest()
+
+    def killed(_payload: dict[str, Any]) -> dict[str, Any]:
+        stop.request(signal.SIGINT)
+        stop.request(signal.SIGINT)
+        raise WorkerFailure("stopped by a second interrupt")
+
+    summary = measure_jobs(
+        [_job(1), _job(2)],
+        ScriptedPool({1: killed}),
+        _record(store),
+        timeout_s=5,
+        stop=stop,
+    )
+    assert summary.results == [] and summary.status == "interrupted"
+
+
+def test_an_exception_in_the_loop_marks_the_run_interrupted_and_propagates(store):
+    def boom(_payload: dict[str, Any]) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        measure_jobs(
+            [_job(1), _job(2)],
+            ScriptedPool({2: boom}),
+            _record(store),
+            timeout_s=5,
+        )
+    assert store.resolve_run("run-1")["status"] == "interrupted"
+    assert [r["size"] for r in store.measurements("run-1")] == [1]
+
+
+def test_resuming_reopens_the_existing_run_and_adds_to_it(store):
+    measure_jobs([_job(1)], ScriptedPool(), _record(store), timeout_s=5)
+    summary = measure_jobs(
+        [_job(2)],
+        ScriptedPool(),
+        RunRecord("run-1", store, None),
+        timeout_s=5,
+    )
+    assert summary.status == "finished"
+    assert sorted(r["size"] for r in store.measurements("run-1")) == [1, 2]
+    assert len(store.runs()) == 1
+
+
+def test_without_a_store_nothing_asks_for_the_environment():
+    pool = ScriptedPool()
+    summary = measure_jobs(
+        [_job(1)],
+        pool,
+        RunRecord("unstored", None),
+        timeout_s=5,
+    )
+    assert [r.status for r in summary.results] == ["ok"] and summary.environment is None
+    assert [p["op"] for p in pool.requests] == ["measure"]
+
+
+def test_a_job_answered_with_a_list_returns_every_result_in_order():
+    points = (_point(4, "a"), _point(4, "b"))
+    job = Job({"op": "time"}, points, "n=4", answer="timed")
+    message = {"results": [Result(p, "ok").to_dict() for p in points]}
+    assert [r.point.variant for r in job.results(message)] == ["a", "b"]
+    assert [(r.point.variant, r.status) for r in job.failed("hung")] == [
+        ("a", "error"),
+        ("b", "error"),
+    ]
+
+
+class FakeWorker:
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.closed = False
+
+    def request(self, payload, events, timeout_s, stop=None):
+        return self.answer(payload)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeLauncher:
+    def __init__(self, *answers: Answer) -> None:
+        self.answers = list(answers)
+        self.started: list[FakeWorker] = []
+        self.closed = False
+
+    def worker(self) -> FakeWorker:
+        if not self.answers:
+            raise WorkerFailure("the worker zygote exited with code 1")
+        self.started.append(FakeWorker(self.answers.pop(0)))
+        return self.started[-1]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_pool_keeps_a_worker_until_it_fails_then_starts_a_fresh_one():
+    launcher = FakeLauncher(_ok, _ok)
+    with WorkerPool(launcher) as pool:
+        pool.request({"size": 1}, ("result",), 5)
+        pool.request({"size": 2}, ("result",), 5)
+        assert len(launcher.started) == 1
+        launcher.started[0].answer = _fail("timed out after 5 s")
+        with pytest.raises(WorkerFailure, match="timed out"):
+            pool.request({"size": 3}, ("result",), 5)
+        assert launcher.started[0].closed
+        pool.request({"size": 4}, ("result",), 5)
+        assert len(launcher.started) == 2
+    assert launcher.started[1].closed and launcher.closed
+
+
+def test_a_worker_that_cannot_start_is_a_measurement_error():
+    with (
+        WorkerPool(FakeLauncher()) as pool,
+        pytest.raises(
+            MeasurementError, match=r"^the worker process did not start: the worker zygote exited"
+        ),
+    ):
+        pool.request({"size": 1}, ("result",), 5)
