@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from benchbench.core.errors import UsageError
-from benchbench.core.version import __version__
 
 if TYPE_CHECKING:  # imported when used: the engine pulls in scipy (~1 s)
     from benchbench.core.stats import Stats
@@ -155,32 +154,23 @@ class _Session:
 
     def record(self, torch: Any, result: Any) -> None:
         from benchbench.machine import environment
-        from benchbench.machine.vcs import git_state
-        from benchbench.store.store import now
+        from benchbench.run.jobs import run_row
 
         if self.run_id is None:
             env = environment.collect(torch)
             self.store.save_environment(env)
             self.run_id = str(uuid.uuid4())
-            git = git_state(self.rootdir)
             self.store.create_run(
-                {
-                    "id": self.run_id,
-                    "group_id": self.run_id,
-                    "kind": "ci",
-                    "label": None,
-                    "status": "running",
-                    "started_at": now(),
-                    "finished_at": None,
-                    "suites": [{"name": "pytest", "path": str(self.rootdir), "hash": None}],
-                    "harness_version": __version__,
-                    "git_sha": git.sha,
-                    "git_branch": git.branch,
-                    "git_dirty": git.dirty,
-                    "tags": ["pytest"],
-                    "config": {"pytest_plugin": True, "budget_s": self.budget_s},
-                    "environment_id": env.id,
-                }
+                run_row(
+                    self.run_id,
+                    env,
+                    kind="ci",
+                    label=None,
+                    suites=[{"name": "pytest", "path": str(self.rootdir), "hash": None}],
+                    config={"pytest_plugin": True, "budget_s": self.budget_s},
+                    tags=["pytest"],
+                    repo=self.rootdir,
+                )
             )
         self.store.write_result(self.run_id, result)
 
