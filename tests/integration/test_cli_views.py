@@ -34,8 +34,10 @@ def test_show_without_a_profile_has_null_peak_and_says_how_to_get_one(measured) 
     assert fits[("sum", "torch.sum")]["note"] == "needs 3 sizes to fit, has 1"
     for c in doc["crossovers"]:  # timing decides whether there is one; its shape is fixed
         sizes = [r["size"] for r in doc["results"] if r["workload"] == c["workload"]]
-        assert min(sizes) <= c["size"] <= max(sizes) and c["a"] != c["b"]
-        assert {c["faster_below"], c["faster_above"]} == {c["a"], c["b"]}
+        assert min(sizes) <= c["size"] <= max(sizes) and c["differs"] == "variant"
+        sides = {f["variant"] for f in doc["fits"] if f["workload"] == c["workload"]}
+        assert c["faster_below"] != c["faster_above"]
+        assert {c["faster_below"], c["faster_above"]} <= sides
     table = benchbench("show", label, "--store", str(db), cwd=db.parent)
     assert table.returncode == 0, table.stderr
     assert "run `benchbench probe`" in table.stdout
