@@ -20,7 +20,7 @@ def add_store(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         metavar="URL",
-        help="results store: an SQLite path or URL, or postgresql://... "
+        help="results store: an SQLite file path or sqlite:///PATH, or postgresql://... "
         "(default: $BENCHBENCH_STORE, else results/benchbench.db)",
     )
 
@@ -80,8 +80,14 @@ def suite_paths(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(resolve_suite(name) for name in args.suites)
 
 
-def store_from(args: argparse.Namespace) -> Store:
-    return open_store(args.store)
+def store_from(args: argparse.Namespace, *, create: bool = False) -> Store:
+    """The store ``--store`` names; only commands that write pass ``create=True``.
+
+    A command that reads (runs, show, compare, plot, export, regressions, claims, the
+    dashboard, annotate) refuses a store that does not exist, so a mistyped path is an
+    error naming it rather than a new empty store.
+    """
+    return open_store(args.store, create=create)
 
 
 def stdout() -> Console:

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     bundles = [read_bundle(Path(name)) for name in args.files]
-    store = flags.store_from(args)
+    store = flags.store_from(args, create=True)
     report = import_bundles(store, bundles)
     if args.json:
         flags.print_json({"store": store.url, **report})

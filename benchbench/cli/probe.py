@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         if args.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
-    store = flags.store_from(args)  # open first: a bad --store fails before 30 s of probing
+    # Open first: a bad --store fails before 30 s of probing.
+    store = flags.store_from(args, create=True)
     err = flags.stderr()
     started = time.perf_counter()
 

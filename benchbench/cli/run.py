@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
     if args.target is not None and not 0 < args.target < 1:
         raise UsageError(f"--target must be a fraction between 0 and 1, got {args.target}")
-    store = flags.store_from(args)
+    store = flags.store_from(args, create=True)
     config = _resumed_config(args, store) if args.resume else _fresh_config(args)
     if args.profile:
         config = dataclasses.replace(

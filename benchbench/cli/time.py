@@ -133,7 +133,7 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
-    store = None if args.no_store else flags.store_from(args)
+    store = None if args.no_store else flags.store_from(args, create=True)
     err = flags.stderr()
     started = time.monotonic()
     with Progress(

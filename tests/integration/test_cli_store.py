@@ -161,6 +161,11 @@ def test_passwords_never_printed_wrong_password_unreachable_and_runs(
         gone = benchbench("runs", "--store", f"postgresql://u:{wrong}@127.0.0.1:1/x", cwd=tmp_path)
         assert gone.returncode == 1 and "cannot open store" in gone.stderr
         assert wrong not in gone.stderr + gone.stdout
+        # `runs` reads only, so the store is created first (as its user, as `run` would).
+        empty = benchbench("runs", "--store", base.format(right), cwd=tmp_path)
+        assert empty.returncode == 1 and "no store at postgresql+psycopg://" in empty.stderr
+        assert right not in empty.stderr + empty.stdout
+        open_store(base.format(right)).engine.dispose()
         listed = benchbench("runs", "--store", base.format(right), "--json", cwd=tmp_path)
         assert listed.returncode == 0, listed.stderr
         assert right not in listed.stdout + listed.stderr
@@ -176,3 +181,33 @@ def test_passwords_never_printed_wrong_password_unreachable_and_runs(
             conn.execute(sa.text(f'ALTER DATABASE "{database}" OWNER TO postgres'))
             conn.execute(sa.text(f"DROP ROLE {user}"))
         admin.dispose()
+
+
+def test_an_unsupported_store_url_exits_2_naming_the_engines(tmp_path):
+    done = benchbench("runs", "--store", "mysql://bench:hunter2@db/bench", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "hunter2" not in done.stderr
+    assert "engine 'mysql' is not supported" in done.stderr
+    assert "sqlite:///PATH" in done.stderr and "postgresql://" in done.stderr
+
+
+def test_reading_a_mistyped_store_is_an_error_and_writing_creates_it(tmp_path):
+    typo = tmp_path / "reslts" / "benchbench.db"
+    for argv in (["runs"], ["export", "latest", "-o", "x.json"]):
+        done = benchbench(*argv, "--store", str(typo), cwd=tmp_path)
+        assert done.returncode == 1
+        assert f"no store at {typo}: no such file" in done.stderr
+        assert "give --store PATH of an existing store, or run `benchbench run` first" in (
+            done.stderr
+        )
+    assert not typo.parent.exists()
+    bundle = tmp_path / "run.json"
+    source = open_store(str(tmp_path / "source.db"))
+    add_run(source, [result(point())], label="one")
+    exported = benchbench("export", "one", "-o", str(bundle), "--store",
+                          str(tmp_path / "source.db"), cwd=tmp_path)  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    imported = benchbench("import", str(bundle), "--store", str(typo), cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    listed = benchbench("runs", "--store", str(typo), "--json", cwd=tmp_path)
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)["runs"]) == 1
