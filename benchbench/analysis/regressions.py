@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbench.analysis.changepoint import analyze, regressions
+from benchbench.analysis.changepoint import MIN_VALUES, analyze, regressions
+
+#: Runs with a measured value a series needs before a regression can be found in it
+#: (after an ``expected`` baseline, counted from it): a change point needs
+#: ``MIN_SIZE`` = 3 runs at the old level and 3 at the new one.
+MIN_RUNS = MIN_VALUES
 
 #: |relative change| at or above each bound gets that severity.
 SEVERITIES = (("critical", 0.25), ("major", 0.10), ("minor", 0.0))
@@ -63,6 +68,11 @@ class SeriesReport:
     noise_rel: float | None
     change_points: tuple[int, ...]
     alerts: tuple[Alert, ...]
+
+    @property
+    def too_short(self) -> bool:
+        """Fewer than :data:`MIN_RUNS` measured runs: no regression can be found yet."""
+        return self.points < MIN_RUNS
 
 
 def analyze_series(
