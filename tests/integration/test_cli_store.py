@@ -46,7 +46,8 @@ def test_pyperf_reads_our_export_with_stats_hist_and_compare_to(tmp_path, v1):
     compared = _tool("pyperf", "compare_to", "base.json", "contender.json", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
     assert name in compared.stdout and "Geometric mean" in compared.stdout
-    # The values are per-call seconds: pyperf's mean equals the stored mean.
+    # The values are per-call seconds, nine quantiles of them: pyperf's median, min
+    # and max equal the stored ones.
     import pyperf
 
     bench = pyperf.BenchmarkSuite.load(str(tmp_path / "base.json")).get_benchmark(name)
@@ -55,8 +56,34 @@ def test_pyperf_reads_our_export_with_stats_hist_and_compare_to(tmp_path, v1):
         for r in open_store(str(v1)).measurements(open_store(str(v1)).resolve_run("base")["id"])
         if r["variant"] == "torch.sqrt" and r["size"] == 4096
     )
-    assert bench.mean() == pytest.approx(stored["mean_s"], rel=1e-9)
+    values = bench.get_values()
+    assert len(values) == 9 and stored["n"] != 9
+    assert bench.median() == pytest.approx(stored["median_s"], rel=1e-9)
+    assert (min(values), max(values)) == pytest.approx((stored["min_s"], stored["max_s"]))
+    assert bench.get_metadata()["benchbench_samples"] == stored["n"]
     assert bench.get_unit() == "second"
+
+
+def test_pyperf_compare_to_tests_significance_when_sample_counts_differ(tmp_path):
+    # Points stop after different sample counts; pyperf's t-test needs equal counts and
+    # printed "ERROR when testing if values are significant" for every benchmark.
+    db = tmp_path / "s.db"
+    store = open_store(str(db))
+    slower, same = point(size=1024), point(size=2048)
+    add_run(store, [result(slower, 1e-3, n=12, seed=1), result(same, 2e-3, n=40, seed=2)],
+            label="a")  # fmt: skip
+    add_run(store, [result(slower, 1.5e-3, n=31, seed=3), result(same, 2e-3, n=17, seed=4)],
+            label="b", started_at=T0.replace(day=2))  # fmt: skip
+    for label in ("a", "b"):
+        done = benchbench("export", label, "--format", "pyperf", "-o", f"{label}.json",
+                          "--store", str(db), cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    compared = _tool("pyperf", "compare_to", "-v", "a.json", "b.json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    out = compared.stdout
+    assert "ERROR" not in out, out
+    assert out.count("Significant (t=") == 1 and out.count("Not significant") == 1, out
+    assert "1.50x slower" in out
 
 
 def test_pytest_benchmark_compare_reads_our_export(tmp_path, v1):
