@@ -20,13 +20,13 @@ HELP = "import run bundles into the store (idempotent, all or nothing)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="bundle files (.json, .json.gz)")
-    flags.add_store(parser)
+    flags.add_store(parser, create=True)
     flags.add_json(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     bundles = [read_bundle(Path(name)) for name in args.files]
-    store = flags.store_from(args, create=True)
+    store = flags.store_from(args)
     report = import_bundles(store, bundles)
     if args.json:
         flags.print_json({"store": store.url, **report})

@@ -61,7 +61,7 @@ DEFAULT_TIMEOUT_S = 60.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_selection(parser, suites_nargs="*")
-    flags.add_store(parser)
+    flags.add_store(parser, create=True)
     flags.add_json(parser)
     parser.add_argument(
         "--budget",
@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
     if args.target is not None and not 0 < args.target < 1:
         raise UsageError(f"--target must be a fraction between 0 and 1, got {args.target}")
-    store = flags.store_from(args, create=True)
+    store = flags.store_from(args)
     config = _resumed_config(args, store) if args.resume else _fresh_config(args)
     if args.profile:
         config = dataclasses.replace(

@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="FILE", help="write throughput versus size (png, svg, pdf)"
     )
-    flags.add_store(parser)
+    flags.add_store(parser, create=True)
     parser.add_argument("--label", metavar="NAME", help="a name for the stored run")
     parser.add_argument("--no-store", action="store_true", help="do not store the results")
     flags.add_json(parser)
@@ -133,7 +133,7 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
 
 def run(args: argparse.Namespace) -> int:
     config = config_from(args)
-    store = None if args.no_store else flags.store_from(args, create=True)
+    store = None if args.no_store else flags.store_from(args)
     err = flags.stderr()
     started = time.monotonic()
     with Progress(

@@ -8,7 +8,7 @@ from contextlib import closing
 
 import pytest
 
-from benchbench.cli import main
+from benchbench.cli import build_parser, main
 from benchbench.core.errors import StoreError, UsageError
 from benchbench.store import open_store
 from tests.storedata import add_run, point, result
@@ -124,3 +124,20 @@ def test_reading_commands_name_a_missing_store_and_create_nothing(
     assert main(argv) == 1
     assert "no store at results/benchbench.db" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_only_the_commands_that_write_results_may_create_a_store():
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    creating = set()
+    for name, command in commands.items():
+        if name == "dashboard":
+            for action in command._subparsers._group_actions[0].choices.values():
+                assert action.get_default("store_create") is False
+            continue
+        if command.get_default("store_create"):
+            creating.add(name)
+    assert creating == {"run", "time", "import", "probe"}
+    # Joined on spaces: argparse wraps the help to the terminal's width.
+    assert "store, created if missing" in " ".join(commands["run"].format_help().split())
+    assert "store to read, which must exist" in " ".join(commands["runs"].format_help().split())
