@@ -179,8 +179,11 @@ def _sqlite_has_schema(path: Path) -> bool:
 
 def _no_store(url: str, path: Path | None) -> str:
     if path is None:
-        where, what = url, "the database has no benchbench tables"
-    elif path.is_dir():
+        return (
+            f"no store at {url}: the database has no benchbench tables; give --store URL "
+            "of a database that holds a store, or run `benchbench run` (or import) first"
+        )
+    if path.is_dir():
         where, what = str(path), "it is a folder, not an SQLite file"
     elif path.exists():
         where, what = str(path), "the file has no benchbench tables"

@@ -191,6 +191,7 @@ def test_passwords_never_printed_wrong_password_unreachable_and_runs(
         # `runs` reads only, so the store is created first (as its user, as `run` would).
         empty = benchbench("runs", "--store", base.format(right), cwd=tmp_path)
         assert empty.returncode == 1 and "no store at postgresql+psycopg://" in empty.stderr
+        assert "the database has no benchbench tables; give --store URL" in empty.stderr
         assert right not in empty.stderr + empty.stdout
         open_store(base.format(right)).engine.dispose()
         listed = benchbench("runs", "--store", base.format(right), "--json", cwd=tmp_path)
