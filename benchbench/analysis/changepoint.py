@@ -72,6 +72,12 @@ from benchbench.core.errors import BenchbenchError, UsageError
 
 FloatArray = NDArray[np.float64]
 
+#: Fewest points in a segment (``min_size``'s default; why 3: see the module docstring).
+MIN_SIZE = 3
+#: Fewest values a series needs before :func:`analyze` can find a change point: one
+#: segment of ``MIN_SIZE`` on each side of it, so 6 runs with a measured value.
+MIN_VALUES = 2 * MIN_SIZE
+
 # 1.4826 turns a median absolute deviation into a normal standard deviation, and
 # successive differences of independent noise have sqrt(2) times its deviation.
 _MAD_TO_SIGMA = 1.4826
@@ -142,7 +148,7 @@ def analyze(
     p_threshold: float = 0.001,
     max_noise_rel: float = 0.10,
     window: int = 50,
-    min_size: int = 3,
+    min_size: int = MIN_SIZE,
     creep_min_points: int = 6,
     creep_max_gap: int = 12,
 ) -> SeriesAnalysis:
@@ -157,9 +163,9 @@ def analyze(
     points in a segment. ``creep_min_points`` / ``creep_max_gap``: see the module
     docstring.
 
-    Series shorter than ``2 * min_size`` values yield no change points (not an
-    error). Raises :class:`BenchbenchError` for infinite or non-positive values and
-    :class:`UsageError` for out-of-range parameters.
+    Series shorter than ``2 * min_size`` values (:data:`MIN_VALUES` by default) yield
+    no change points (not an error). Raises :class:`BenchbenchError` for infinite or
+    non-positive values and :class:`UsageError` for out-of-range parameters.
     """
     _check_parameters(min_effect, p_threshold, max_noise_rel, window, min_size, creep_min_points)
     raw = np.asarray(values, dtype=np.float64).reshape(-1)

@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchbench.analysis.changepoint import analyze, regressions
+from benchbench.analysis.changepoint import MIN_VALUES, analyze, regressions
 from benchbench.store.history import Alert, HistoryPoint, baselines, load_series, save_alerts
 
 if TYPE_CHECKING:
     from benchbench.store import Store
 
 __all__ = [
+    "MIN_RUNS",
     "SEVERITIES",
     "Alert",
     "HistoryPoint",
@@ -34,6 +35,11 @@ __all__ = [
     "detect",
     "severity",
 ]
+
+#: Runs with a measured value a series needs before a regression can be found in it
+#: (after an ``expected`` baseline, counted from it): a change point needs
+#: ``MIN_SIZE`` = 3 runs at the old level and 3 at the new one.
+MIN_RUNS = MIN_VALUES
 
 #: |relative change| at or above each bound gets that severity.
 SEVERITIES = (("critical", 0.25), ("major", 0.10), ("minor", 0.0))
@@ -55,6 +61,11 @@ class SeriesReport:
     noise_rel: float | None
     change_points: tuple[int, ...]
     alerts: tuple[Alert, ...]
+
+    @property
+    def too_short(self) -> bool:
+        """Fewer than :data:`MIN_RUNS` measured runs: no regression can be found yet."""
+        return self.points < MIN_RUNS
 
 
 def analyze_series(

@@ -4,6 +4,11 @@ Formats: ``bundle`` (a self-contained JSON document that ``benchbench import`` r
 gzip-compressed when the file name ends in .gz), ``pyperf`` (``python -m pyperf
 stats/hist/compare_to`` read it), ``pytest-benchmark`` (``pytest-benchmark compare``
 reads it) and ``csv`` (one row per point). Times are per call, in seconds.
+
+A pyperf file holds 9 values per point, the octiles of its per-call times (min, Q1,
+median, Q3 and max exact), so that two exports always have equal counts and
+``compare_to`` can test each benchmark for significance; the metadata
+``benchbench_samples`` is the real sample count. The store must exist.
 """
 
 from __future__ import annotations

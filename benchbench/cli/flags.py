@@ -16,13 +16,24 @@ from benchbench.suite.load import Selection, resolve_suite
 DEVICES = ("cpu", "cuda", "mps")
 
 
-def add_store(parser: argparse.ArgumentParser) -> None:
+def add_store(parser: argparse.ArgumentParser, *, create: bool = False) -> None:
+    """Add ``--store``; ``create=True`` lets the command create a store that is missing.
+
+    Only commands that write results (run, time, import, probe) pass it; every other
+    command refuses a missing store. :func:`store_from` reads this choice back, so a
+    command's help and its behaviour cannot disagree.
+    """
+    if create:
+        what = "results store, created if missing"
+    else:
+        what = "results store to read, which must exist"
     parser.add_argument(
         "--store",
         metavar="URL",
-        help="results store: an SQLite path or URL, or postgresql://... "
+        help=f"{what}: an SQLite file path or sqlite:///PATH, or postgresql://USER@HOST/DB "
         "(default: $BENCHBENCH_STORE, else results/benchbench.db)",
     )
+    parser.set_defaults(store_create=create)
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +92,13 @@ def suite_paths(args: argparse.Namespace) -> tuple[Any, ...]:
 
 
 def store_from(args: argparse.Namespace) -> Store:
-    return open_store(args.store)
+    """The store ``--store`` names, created if missing only where :func:`add_store` said so.
+
+    A command that reads (runs, show, compare, plot, export, regressions, claims, the
+    dashboard, annotate) refuses a store that does not exist, so a mistyped path is an
+    error naming it rather than a new empty store.
+    """
+    return open_store(args.store, create=bool(getattr(args, "store_create", False)))
 
 
 def stdout() -> Console:

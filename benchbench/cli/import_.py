@@ -20,7 +20,7 @@ HELP = "import run bundles into the store (idempotent, all or nothing)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="bundle files (.json, .json.gz)")
-    flags.add_store(parser)
+    flags.add_store(parser, create=True)
     flags.add_json(parser)
 
 

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="torch threads, as given to `benchbench run --threads` (default: torch's)",
     )
-    flags.add_store(parser)
+    flags.add_store(parser, create=True)
     flags.add_json(parser)
 
 
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         if args.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
-    store = flags.store_from(args)  # open first: a bad --store fails before 30 s of probing
+    # Open first: a bad --store fails before 30 s of probing.
+    store = flags.store_from(args)
     err = flags.stderr()
     started = time.perf_counter()
 

@@ -7,6 +7,11 @@ commits. Series too noisy to judge are listed as unstable instead of alerting.
 Alerts stay until annotated: `benchbench annotate ALERT --acknowledge | --ignore |
 --expected` (expected resets the series' baseline).
 
+A series needs at least 6 runs with a measured value before a change can be found
+in it (3 at the old level, 3 at the new); the command says how many series have
+fewer and how many runs they have. It needs an existing store (a missing one is an
+error, not a new empty store) and saves new alerts into it.
+
 Exit codes: 0; 3 with --fail when an open (unannotated) regression is listed.
 """
 
@@ -17,7 +22,7 @@ import datetime as dt
 
 from rich.table import Table
 
-from benchbench.analysis.regressions import detect
+from benchbench.analysis.regressions import MIN_RUNS, SeriesReport, detect
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_size, format_time
@@ -62,6 +67,27 @@ def parse_since(text: str | None) -> dt.datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
 
 
+def history_note(reports: list[SeriesReport], store_url: str) -> str | None:
+    """Why some (or all) series cannot alert yet: the runs they need and have, or None."""
+    short = [r for r in reports if r.too_short]
+    if not reports:
+        return (
+            f"no history in {store_url}: regression detection needs at least {MIN_RUNS} runs "
+            "per series (benchmark, environment), it has 0 runs with a measured point; "
+            f"`benchbench run` the same suites on this machine {MIN_RUNS} times or more"
+        )
+    if not short:
+        return None
+    counts = sorted(r.points for r in short)
+    has = f"{counts[0]}" if counts[0] == counts[-1] else f"{counts[0]} to {counts[-1]}"
+    return (
+        f"{len(short)} of {len(reports)} series have too little history to judge: "
+        f"regression detection needs at least {MIN_RUNS} runs with a measured value per "
+        f"series (benchmark, environment), they have {has}; run the suites again to "
+        "extend them"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.min_effect < 1:
         raise UsageError(f"--min-effect must be a fraction between 0 and 1, got {args.min_effect}")
@@ -70,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     reports, new = detect(store, min_effect=args.min_effect)
     alerts = list_alerts(store, since=since, statuses=None if args.all else ("open",))
     unstable = [r for r in reports if r.unstable]
+    note = history_note(reports, store.url)
     open_count = sum(1 for a in alerts if a["status"] == "open")
     if args.json:
         flags.print_json(
@@ -85,8 +112,20 @@ def run(args: argparse.Namespace) -> int:
                     }
                     for r in unstable
                 ],
+                "min_runs": MIN_RUNS,
+                "too_short": [
+                    {
+                        "benchmark_id": r.benchmark_id,
+                        "environment_id": r.environment_id,
+                        "runs": r.points,
+                    }
+                    for r in reports
+                    if r.too_short
+                ],
             }
         )
+        if note:
+            flags.stderr().print(note, highlight=False, soft_wrap=True)
     else:
         table = Table(header_style="bold", title=f"regressions in {store.url}")
         for name in (
@@ -120,4 +159,6 @@ def run(args: argparse.Namespace) -> int:
             f"{len(reports)} series, {len(unstable)} too noisy to judge, {new} new alert(s), "
             f"{open_count} open"
         )
+        if note:
+            flags.stderr().print(note, highlight=False, soft_wrap=True)
     return 3 if args.fail and open_count else 0

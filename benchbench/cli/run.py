@@ -61,7 +61,7 @@ DEFAULT_TIMEOUT_S = 60.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_selection(parser, suites_nargs="*")
-    flags.add_store(parser)
+    flags.add_store(parser, create=True)
     flags.add_json(parser)
     parser.add_argument(
         "--budget",

@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="FILE", help="write throughput versus size (png, svg, pdf)"
     )
-    flags.add_store(parser)
+    flags.add_store(parser, create=True)
     parser.add_argument("--label", metavar="NAME", help="a name for the stored run")
     parser.add_argument("--no-store", action="store_true", help="do not store the results")
     flags.add_json(parser)

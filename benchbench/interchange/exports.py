@@ -17,6 +17,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyperf
 
 from benchbench.core.values import Point
@@ -59,12 +60,40 @@ def _iso(value: Any) -> str | None:
 # -- pyperf -----------------------------------------------------------------------------
 
 
+#: Values per benchmark in a pyperf export: every point gets exactly this many, the
+#: octiles of its per-call times (min, 12.5 %, Q1, 37.5 %, median, 62.5 %, Q3, 87.5 %,
+#: max). pyperf's ``compare_to`` only runs its t-test when both files hold the same
+#: number of values (otherwise it prints "ERROR when testing if values are
+#: significant"), and our points stop after different sample counts. Nine keeps min,
+#: Q1, median, Q3 and max exactly as stored, and is below the 10 samples every point
+#: measured with the default policy has, so no value is invented for those.
+PYPERF_VALUES = 9
+
+
+def pyperf_values(per_call_s: Sequence[float]) -> list[float]:
+    """The :data:`PYPERF_VALUES` values one point exports to pyperf, ascending.
+
+    Evenly spaced quantiles (linear interpolation, numpy's default, as the stored
+    quartiles use) of the per-call times. With fewer than 9 samples (a policy with a
+    lower ``min_samples``) the values interpolate between samples, and pyperf's
+    t-test is then more confident than the samples justify; the benchmark's metadata
+    ``benchbench_samples`` says how many samples there were.
+    """
+    if not per_call_s:
+        raise ValueError("a pyperf benchmark needs at least one sample, got none")
+    levels = np.linspace(0.0, 1.0, PYPERF_VALUES)
+    return [float(v) for v in np.quantile(np.asarray(per_call_s, dtype=np.float64), levels)]
+
+
 def pyperf_suite(run: Row, env: Row | None, rows: Sequence[Row]) -> Any:
     """A ``pyperf.BenchmarkSuite``: one benchmark per measured point, named by its label.
 
-    Each benchmark holds one pyperf ``Run`` whose values are the point's per-call
-    times (pyperf's values are per loop; ``loops`` is our calls per sample), with
-    the run's date, machine and versions as metadata.
+    Each benchmark holds one pyperf ``Run`` of :data:`PYPERF_VALUES` per-call times
+    (:func:`pyperf_values`; pyperf's values are per loop, ``loops`` is our calls per
+    sample), so that ``python -m pyperf compare_to`` can test every pair of benchmarks
+    for significance. pyperf's median, min and max equal the stored ones; its mean and
+    standard deviation are those of the nine quantiles, close to but not the stored
+    ones. The run's date, machine and versions are metadata.
     """
     fields = (env or {}).get("fields") or {}
     info = (env or {}).get("info") or {}
@@ -83,18 +112,18 @@ def pyperf_suite(run: Row, env: Row | None, rows: Sequence[Row]) -> Any:
     common = {k: str(v) for k, v in common.items() if v not in (None, "")}
     benchmarks = []
     for name, row in _measured(rows):
+        per_call = _per_call(row)
         metadata = {
             **common,
             "name": name,
             "loops": int(row["calls_per_sample"]),
             "benchbench_benchmark_id": row["benchmark_id"],
+            "benchbench_samples": len(per_call),
             "device": row["device"],
             "dtype": row["dtype"],
         }
-        values = _per_call(row)
-        benchmarks.append(
-            pyperf.Benchmark([pyperf.Run(values, metadata=metadata, collect_metadata=False)])
-        )
+        run_ = pyperf.Run(pyperf_values(per_call), metadata=metadata, collect_metadata=False)
+        benchmarks.append(pyperf.Benchmark([run_]))
     if not benchmarks:
         return None
     return pyperf.BenchmarkSuite(benchmarks)

@@ -7,13 +7,15 @@ checked-in store of the previous version to ``tests/fixtures/``.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchbench.core.errors import SchemaVersionError, StoreError
+from benchbench.core.errors import SchemaVersionError, StoreError, UsageError
 from benchbench.store import schema as t
 from benchbench.store.store import Store, normalize_url, safe_url
 
@@ -50,9 +52,39 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(f"BEGIN {mode}".strip())
 
 
+#: Store URL schemes benchbench opens (SQLAlchemy's ``dialect+driver``) and the package
+#: each driver comes from, for the message when it is missing. A plain path and
+#: ``sqlite:///`` use Python's own sqlite3; ``postgresql://`` and ``postgres://`` mean
+#: psycopg 3 (see ``normalize_url``). Other engines are not supported: the schema, the
+#: upserts (``insert_ignore``) and the write retries are written for these two.
+DRIVERS: dict[str, str | None] = {
+    "sqlite": None,
+    "sqlite+pysqlite": None,
+    "postgresql+psycopg": "psycopg[binary]",
+    "postgresql+psycopg2": "psycopg2-binary",
+}
+
+#: What ``--store`` accepts, for messages.
+SUPPORTED = "an SQLite file path or sqlite:///PATH, or postgresql://USER@HOST/DATABASE"
+
+
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0].lower() if "://" in url else ""
+
+
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``: SQLite in WAL mode with a busy timeout, or PostgreSQL."""
+    """An engine for ``url``: SQLite in WAL mode with a busy timeout, or PostgreSQL.
+
+    Raises :class:`UsageError` (exit 2) for a scheme benchbench does not support, e.g.
+    ``mysql://``, and :class:`StoreError` (exit 1) when the PostgreSQL driver is not
+    installed, naming the package to install.
+    """
     url = normalize_url(url)
+    scheme = _scheme(url)
+    if scheme not in DRIVERS:
+        raise UsageError(
+            f"store URL {safe_url(url)!r}: engine {scheme!r} is not supported; give {SUPPORTED}"
+        )
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         if str(path) != ":memory:":
@@ -63,33 +95,104 @@ def make_engine(url: str) -> Engine:
         return engine
     try:
         return sa.create_engine(url, pool_pre_ping=True)
+    except ImportError as exc:
+        # SQLAlchemy imports the driver here: psycopg is a dependency of benchbench,
+        # so this is an environment that left it out (or a psycopg2 URL).
+        raise StoreError(
+            f"store URL {safe_url(url)!r} needs the PostgreSQL driver {exc.name or scheme!r}, "
+            f"which is not installed: pip install {DRIVERS[scheme]!r}"
+        ) from None
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as exc:
         raise StoreError(f"store URL {safe_url(url)!r} is not usable: {exc}") from None
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open (creating or migrating as needed) the store at ``url``.
+def sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite store URL, or None for PostgreSQL and in-memory SQLite."""
+    url = normalize_url(url)
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url.removeprefix("sqlite:///")
+    return None if path in ("", ":memory:") else Path(path)
+
+
+def open_store(url: str | None = None, *, create: bool = True) -> Store:
+    """Open the store at ``url``, migrating an older schema; create it when ``create``.
 
     ``url`` defaults to ``$BENCHBENCH_STORE``, then ``results/benchbench.db``.
+
+    ``create=False`` is for commands that only read (``runs``, ``show``, ``compare``,
+    ``export``, ``regressions``, the dashboard ...): a store that does not exist (an
+    SQLite file that is not there, or a database without benchbench's tables) raises
+    :class:`StoreError` naming it instead of creating an empty store (and its folder)
+    where a mistyped path points. It is not a read-only connection: a store of an older
+    schema is still migrated, because every query is written against the current schema
+    (reading old schemas would need a second set of queries), each migration runs in one
+    transaction (a failure leaves the store as it was), and the next command that
+    writes would migrate it anyway.
     """
-    engine = make_engine(normalize_url(url))
+    url = normalize_url(url)
+    path = sqlite_path(url)
+    if not create and path is not None and not _sqlite_has_schema(path):
+        raise StoreError(_no_store(safe_url(url), path))
+    engine = make_engine(url)
     store = Store(engine)
     try:
         with engine.connect() as conn:
             current = _current_version(conn)
+        if current is None and not create:
+            raise StoreError(_no_store(store.url, path))
         if current != t.SCHEMA_VERSION:
             # Create or migrate under an exclusive lock, then look again: another process
             # opening the same new store at the same moment may have done it already.
             store.write(_locked_ensure_schema)
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-        raise StoreError(
-            f"cannot open store {store.url}: {store.scrub(_first_line(exc))}; "
-            "check the URL, that the server runs and the credentials"
-        ) from None
     except sa.exc.DBAPIError as exc:
-        message = store.scrub(_first_line(exc))
-        raise StoreError(f"cannot open store {store.url}: {message}") from None
+        message = f"cannot open store {store.url}: {store.scrub(_first_line(exc))}"
+        if engine.dialect.name == "sqlite":
+            # Server and credentials mean nothing for a file: say what to check there.
+            where = path if path is not None else "the store"
+            message += f"; check that {where} is an SQLite database file you may read and write"
+        elif isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
+            message += "; check the URL, that the server runs and the credentials"
+        raise StoreError(message) from None
     return store
+
+
+def _sqlite_has_schema(path: Path) -> bool:
+    """Whether ``path`` is an SQLite file with benchbench's tables, looked at read-only.
+
+    Read-only so that a mistyped path to another program's database is left as it was:
+    the engine's first connection would switch it to WAL mode, a lasting change. A file
+    SQLite cannot read counts as having them, so that opening it reports SQLite's own
+    error ("file is not a database") with the advice for SQLite.
+    """
+    if not path.is_file():
+        return False
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+    except sqlite3.Error:
+        return True
+    return found is not None
+
+
+def _no_store(url: str, path: Path | None) -> str:
+    if path is None:
+        return (
+            f"no store at {url}: the database has no benchbench tables; give --store URL "
+            "of a database that holds a store, or run `benchbench run` (or import) first"
+        )
+    if path.is_dir():
+        where, what = str(path), "it is a folder, not an SQLite file"
+    elif path.exists():
+        where, what = str(path), "the file has no benchbench tables"
+    else:
+        where, what = str(path), "no such file"
+    return (
+        f"no store at {where}: {what}; give --store PATH of an existing store, "
+        "or run `benchbench run` first"
+    )
 
 
 def _first_line(exc: sa.exc.DBAPIError) -> str:

@@ -203,6 +203,7 @@ def test_list_shows_points_without_measuring(tmp_path):
 
 
 def test_show_unknown_run_lists_what_exists(tmp_path):
+    open_store(str(tmp_path / "s.db"))  # `show` reads only: it needs an existing store
     done = benchbench("show", "nope", "--store", str(tmp_path / "s.db"), cwd=tmp_path)
     assert done.returncode == 1
     assert "no run 'nope'" in done.stderr and "no runs yet" in done.stderr

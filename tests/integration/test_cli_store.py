@@ -46,7 +46,8 @@ def test_pyperf_reads_our_export_with_stats_hist_and_compare_to(tmp_path, v1):
     compared = _tool("pyperf", "compare_to", "base.json", "contender.json", cwd=tmp_path)
     assert compared.returncode == 0, compared.stderr
     assert name in compared.stdout and "Geometric mean" in compared.stdout
-    # The values are per-call seconds: pyperf's mean equals the stored mean.
+    # The values are per-call seconds, nine quantiles of them: pyperf's median, min
+    # and max equal the stored ones.
     import pyperf
 
     bench = pyperf.BenchmarkSuite.load(str(tmp_path / "base.json")).get_benchmark(name)
@@ -55,8 +56,34 @@ def test_pyperf_reads_our_export_with_stats_hist_and_compare_to(tmp_path, v1):
         for r in open_store(str(v1)).measurements(open_store(str(v1)).resolve_run("base")["id"])
         if r["variant"] == "torch.sqrt" and r["size"] == 4096
     )
-    assert bench.mean() == pytest.approx(stored["mean_s"], rel=1e-9)
+    values = bench.get_values()
+    assert len(values) == 9 and stored["n"] != 9
+    assert bench.median() == pytest.approx(stored["median_s"], rel=1e-9)
+    assert (min(values), max(values)) == pytest.approx((stored["min_s"], stored["max_s"]))
+    assert bench.get_metadata()["benchbench_samples"] == stored["n"]
     assert bench.get_unit() == "second"
+
+
+def test_pyperf_compare_to_tests_significance_when_sample_counts_differ(tmp_path):
+    # Points stop after different sample counts; pyperf's t-test needs equal counts and
+    # printed "ERROR when testing if values are significant" for every benchmark.
+    db = tmp_path / "s.db"
+    store = open_store(str(db))
+    slower, same = point(size=1024), point(size=2048)
+    add_run(store, [result(slower, 1e-3, n=12, seed=1), result(same, 2e-3, n=40, seed=2)],
+            label="a")  # fmt: skip
+    add_run(store, [result(slower, 1.5e-3, n=31, seed=3), result(same, 2e-3, n=17, seed=4)],
+            label="b", started_at=T0.replace(day=2))  # fmt: skip
+    for label in ("a", "b"):
+        done = benchbench("export", label, "--format", "pyperf", "-o", f"{label}.json",
+                          "--store", str(db), cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    compared = _tool("pyperf", "compare_to", "-v", "a.json", "b.json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    out = compared.stdout
+    assert "ERROR" not in out, out
+    assert out.count("Significant (t=") == 1 and out.count("Not significant") == 1, out
+    assert "1.50x slower" in out
 
 
 def test_pytest_benchmark_compare_reads_our_export(tmp_path, v1):
@@ -161,6 +188,12 @@ def test_passwords_never_printed_wrong_password_unreachable_and_runs(
         gone = benchbench("runs", "--store", f"postgresql://u:{wrong}@127.0.0.1:1/x", cwd=tmp_path)
         assert gone.returncode == 1 and "cannot open store" in gone.stderr
         assert wrong not in gone.stderr + gone.stdout
+        # `runs` reads only, so the store is created first (as its user, as `run` would).
+        empty = benchbench("runs", "--store", base.format(right), cwd=tmp_path)
+        assert empty.returncode == 1 and "no store at postgresql+psycopg://" in empty.stderr
+        assert "the database has no benchbench tables; give --store URL" in empty.stderr
+        assert right not in empty.stderr + empty.stdout
+        open_store(base.format(right)).engine.dispose()
         listed = benchbench("runs", "--store", base.format(right), "--json", cwd=tmp_path)
         assert listed.returncode == 0, listed.stderr
         assert right not in listed.stdout + listed.stderr
@@ -176,3 +209,33 @@ def test_passwords_never_printed_wrong_password_unreachable_and_runs(
             conn.execute(sa.text(f'ALTER DATABASE "{database}" OWNER TO postgres'))
             conn.execute(sa.text(f"DROP ROLE {user}"))
         admin.dispose()
+
+
+def test_an_unsupported_store_url_exits_2_naming_the_engines(tmp_path):
+    done = benchbench("runs", "--store", "mysql://bench:hunter2@db/bench", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "hunter2" not in done.stderr
+    assert "engine 'mysql' is not supported" in done.stderr
+    assert "sqlite:///PATH" in done.stderr and "postgresql://" in done.stderr
+
+
+def test_reading_a_mistyped_store_is_an_error_and_writing_creates_it(tmp_path):
+    typo = tmp_path / "reslts" / "benchbench.db"
+    for argv in (["runs"], ["export", "latest", "-o", "x.json"]):
+        done = benchbench(*argv, "--store", str(typo), cwd=tmp_path)
+        assert done.returncode == 1
+        assert f"no store at {typo}: no such file" in done.stderr
+        assert "give --store PATH of an existing store, or run `benchbench run` first" in (
+            done.stderr
+        )
+    assert not typo.parent.exists()
+    bundle = tmp_path / "run.json"
+    source = open_store(str(tmp_path / "source.db"))
+    add_run(source, [result(point())], label="one")
+    exported = benchbench("export", "one", "-o", str(bundle), "--store",
+                          str(tmp_path / "source.db"), cwd=tmp_path)  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    imported = benchbench("import", str(bundle), "--store", str(typo), cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    listed = benchbench("runs", "--store", str(typo), "--json", cwd=tmp_path)
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)["runs"]) == 1

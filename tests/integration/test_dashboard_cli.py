@@ -30,6 +30,7 @@ def test_build_from_a_store_with_history_shows_the_regression_and_failures(tmp_p
 
 
 def test_empty_store_builds_a_site_that_says_how_to_add_a_run(tmp_path):
+    open_store(str(tmp_path / "e.db"))  # empty, but there: the dashboard never creates one
     done = benchbench(
         "dashboard", "build", "--store", str(tmp_path / "e.db"), "-o", "site", cwd=tmp_path
     )
@@ -44,6 +45,7 @@ def test_empty_store_builds_a_site_that_says_how_to_add_a_run(tmp_path):
 
 
 def test_serve_refuses_a_port_in_use(tmp_path):
+    open_store(str(tmp_path / "e.db"))
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

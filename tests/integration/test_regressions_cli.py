@@ -71,3 +71,40 @@ def test_expected_change_resets_the_baseline_and_unknown_alert_is_named(tmp_path
     assert missing.returncode == 1 and "no alert 999" in missing.stderr
     bad_date = benchbench("regressions", "--since", "yesterday", "--store", str(db), cwd=tmp_path)
     assert bad_date.returncode == 2 and "YYYY-MM-DD" in bad_date.stderr
+
+
+def test_too_little_history_says_how_many_runs_are_needed_and_had(tmp_path):
+    db = tmp_path / "short.db"
+    store = open_store(str(db))
+    # 4 runs, the second failed for one series: 4 and 3 measured runs, both below 6.
+    write_history(
+        store, {point("torch.sqrt"): [1e-3] * 4, point("x.sqrt_()"): [1e-3, None, 1e-3, 1e-3]}
+    )
+    done = benchbench("regressions", "--store", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 of 2 series have too little history to judge" in done.stderr
+    assert "needs at least 6 runs with a measured value per series" in done.stderr
+    assert "they have 3 to 4" in done.stderr
+    doc = json_of(benchbench("regressions", "--store", str(db), "--json", cwd=tmp_path))
+    assert doc["min_runs"] == 6
+    assert sorted(s["runs"] for s in doc["too_short"]) == [3, 4]
+    assert doc["series"] == 2 and doc["alerts"] == []
+
+
+def test_a_store_without_runs_says_it_has_no_history(tmp_path):
+    db = tmp_path / "empty.db"
+    open_store(str(db))
+    done = benchbench("regressions", "--store", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "no history in sqlite:///" in done.stderr
+    assert "needs at least 6 runs per series" in done.stderr and "it has 0 runs" in done.stderr
+
+
+def test_enough_history_prints_no_note(tmp_path):
+    db, _ = _store_with_a_regression(tmp_path)
+    done = benchbench("regressions", "--store", str(db), cwd=tmp_path)
+    assert "too little history" not in done.stderr and "no history" not in done.stderr
+    assert (
+        json_of(benchbench("regressions", "--store", str(db), "--json", cwd=tmp_path))["too_short"]
+        == []
+    )

@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchbench import open_store as top_level_open_store
-from benchbench.core.errors import NotFoundError, SchemaVersionError, StoreError
+from benchbench.core.errors import NotFoundError, SchemaVersionError, StoreError, UsageError
 from benchbench.store import open_store
 from benchbench.store import schema as t
 from tests.storedata import STORE_V1, T0, add_run, environment, point, result
@@ -150,8 +150,9 @@ def test_unreachable_and_unusable_urls_are_store_errors_without_password(tmp_pat
     with pytest.raises(StoreError) as info:
         open_store("postgresql://user:hunter2secret@127.0.0.1:1/db")
     assert "hunter2secret" not in str(info.value) and "***" in str(info.value)
-    with pytest.raises(StoreError, match="not usable"):
+    with pytest.raises(UsageError, match="engine 'nosuchdialect' is not supported") as usage:
         open_store("nosuchdialect://x:hunter2secret@h/db")
+    assert "hunter2secret" not in str(usage.value)
 
 
 def test_an_older_store_is_migrated_forward_when_opened(tmp_path, monkeypatch):
