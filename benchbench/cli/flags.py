@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.progress import Progress
 
 from benchbench.core.errors import UsageError
 from benchbench.store import Store, open_store
@@ -111,3 +113,19 @@ def stderr() -> Console:
 
 def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
+
+
+def progress_events(progress: Progress, description: str) -> Callable[[str, dict[str, Any]], None]:
+    """The runner's ``progress(event, data)`` callback drawing one bar on ``progress``:
+    ``start`` adds it, ``point`` names the point being measured, ``result`` advances it."""
+    task: list[Any] = []
+
+    def on_event(event: str, data: dict[str, Any]) -> None:
+        if event == "start":
+            task.append(progress.add_task(description, total=data["total"], current=""))
+        elif event == "point":
+            progress.update(task[0], current=data["label"])
+        elif event == "result":
+            progress.advance(task[0])
+
+    return on_event

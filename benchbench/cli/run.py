@@ -285,16 +285,8 @@ def run(args: argparse.Namespace) -> int:
         ) as progress,
         stop_on_signals(stop),
     ):
-        task: list[Any] = []
         started = time.monotonic()
-
-        def on_event(event: str, data: dict[str, Any]) -> None:
-            if event == "start":
-                task.append(progress.add_task("measuring", total=data["total"], current=""))
-            elif event == "point":
-                progress.update(task[0], current=data["label"])
-            elif event == "result":
-                progress.advance(task[0])
+        on_event = flags.progress_events(progress, "measuring")
 
         summary = runner.run(config, store, on_event, stop)
     run_row = store.resolve_run(summary.run_id)

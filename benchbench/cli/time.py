@@ -152,15 +152,7 @@ def run(args: argparse.Namespace) -> int:
         console=err,
         transient=True,
     ) as progress:
-        task: list[Any] = []
-
-        def on_event(event: str, data: dict[str, Any]) -> None:
-            if event == "start":
-                task.append(progress.add_task("timing", total=data["total"], current=""))
-            elif event == "point":
-                progress.update(task[0], current=data["label"])
-            elif event == "result":
-                progress.advance(task[0])
+        on_event = flags.progress_events(progress, "timing")
 
         outcome = time_statements(config, store, on_event)
     elapsed = time.monotonic() - started
