@@ -209,6 +209,7 @@ def test_show_unknown_run_lists_what_exists(tmp_path):
 
 
 PROCESS_STATE_SUITE = """
+import gc
 import os
 from pathlib import Path
 
@@ -222,6 +223,8 @@ def under_allocator(x):
     loaded = {"jemalloc": "libjemalloc" in maps, "tcmalloc": "libtcmalloc" in maps}
     if wanted == "system" and any(loaded.values()) or wanted != "system" and not loaded[wanted]:
         raise RuntimeError(f"worker not under {wanted}: {loaded}")
+    if gc.get_freeze_count() < 10_000:  # torch's objects: gc.collect() per point stays cheap
+        raise RuntimeError(f"imports not frozen: {gc.get_freeze_count()} objects")
     return torch.sqrt(x)
 
 
