@@ -45,16 +45,17 @@ SEARCH_PATH: tuple[str, ...] = (
 #: mmapped block freed, up to 32 MiB: a worker's threshold, and with it whether an
 #: op's output is reused heap or a fresh mapping that every call page-faults and
 #: zeroes, depended on the points it measured before. Measured here (2 cores, load
-#: ~2, one thread): ``1 / torch.sqrt(x)`` at 2^22 float32 took 17.2 ms with the
-#: dynamic threshold after a fresh start (306 faults per call), 8.8 ms from heap, 61.7
-#: ms as fresh mappings (12291 faults per call); ``x + 1`` at 2^22 3.1 ms against 23.2
-#: ms. Fixing the threshold at 32 MiB, the ceiling of glibc's dynamic rule on 64-bit
-#: and so the value a long-running process converges to, gives every worker that
-#: steady state from the first point on: blocks below 32 MiB come from the heap,
-#: larger ones are always fresh mappings (``x + 1`` at 2^23 float32: 37.9 ms, 8193
-#: faults per call, and a warning). A threshold of 64 KiB would make every large
-#: output a fresh mapping instead: the figure would then be mostly the kernel's.
-#: Setting either variable turns the dynamic threshold off.
+#: 1.7-2.4, one thread, two runs): ``1 / torch.sqrt(x)`` at 2^22 float32 took 7.8-17.2
+#: ms with the dynamic threshold in a fresh process (~300 faults per call), 7.1-8.8 ms
+#: from heap, 42.9-61.7 ms as fresh mappings (12291 faults per call); ``x + 1`` at
+#: 2^22 1.4-3.1 ms from heap against 13.3-23.2 ms. Fixing the threshold at 32 MiB,
+#: the ceiling of glibc's dynamic rule on 64-bit and so the value a long-running
+#: process converges to, gives every worker that steady state from the first point
+#: on: blocks below 32 MiB come from the heap, larger ones are always fresh mappings
+#: (``x + 1`` at 2^23 float32: 37.9 ms, 8193 faults per call, and a warning). A
+#: threshold of 64 KiB would make every large output a fresh mapping instead: the
+#: figure would then be mostly the kernel's. Setting either variable turns the
+#: dynamic threshold off.
 MMAP_THRESHOLD_BYTES = 32 * 2**20
 #: Twice the mmap threshold, as glibc's dynamic rule sets it: a freed 32 MiB block
 #: stays in the heap instead of being trimmed and faulted in again by the next call.

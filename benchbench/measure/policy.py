@@ -50,8 +50,9 @@ def minor_faults() -> int:
 def gc_disabled() -> Iterator[None]:
     """The garbage collector off inside the block, back as it was after, as ``timeit`` does.
 
-    A full collection of a process that imported torch takes ~10-50 ms: inside a
-    timed block it would land on one sample at random.
+    A full collection of a process that imported torch walks ~180,000 objects and
+    took 100-200 ms here (load ~2): inside a timed block it would land on one sample
+    at random.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -380,10 +381,11 @@ def make_rotating_loop(
     return _loop
 
 
-#: Kernel time of one minor fault that maps and zeroes a fresh 4 KiB page: 2.6-4.9 µs
-#: measured here (2 cores, load ~2, one thread): ``x + 1`` at 2^16 float32 took
-#: 0.185 ms with 65 faults per call against 0.016 ms from reused heap, at 2^22
-#: 23.2 ms with 4097 faults against 3.1 ms. The lower figure keeps the warning honest.
+#: Kernel time of one minor fault that maps and zeroes a fresh 4 KiB page: 2.5-4.9 µs
+#: measured here in two runs (2 cores, load 1.7-2.4, one thread): ``x + 1`` at 2^16
+#: float32 took 0.177-0.185 ms with 65 faults per call against 0.014-0.016 ms from
+#: reused heap, at 2^22 13.3-23.2 ms with 4097 faults against 1.4-3.1 ms. The lower
+#: figure keeps the warning from firing on calls the faults do not dominate.
 FAULT_COST_S = 2.5e-6
 
 #: Warn when the calls' page faults account for at least this share of a call's time:
