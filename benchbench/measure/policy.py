@@ -135,7 +135,12 @@ class Subject:
 
 @dataclass(frozen=True)
 class Measured:
-    """Raw outcome for one subject: samples and how they were obtained."""
+    """Raw outcome for one subject: samples and how they were obtained.
+
+    ``minor_faults_per_call`` counts the page faults of the sampled blocks over the
+    calls they timed (None where nothing counted them); ``gc`` says how the garbage
+    collector was held (:data:`GC_NOTE`).
+    """
 
     name: str
     samples_s: tuple[float, ...]
