@@ -47,6 +47,7 @@ from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time, parse_one_size
 from benchbench.core.values import CACHE_MODES
+from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.run import runner, sharding
@@ -95,6 +96,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="address-space limit per worker, e.g. 8G; an allocation past it is recorded as "
         "'out of memory' for that point (default: none)",
+    )
+    parser.add_argument(
+        "--allocator",
+        choices=ALLOCATORS,
+        help="memory allocator of the worker processes: system (glibc, its mmap and trim "
+        "thresholds fixed at 32 and 64 MiB so that no point depends on the points before it; "
+        "the default), jemalloc or tcmalloc (preloaded; Debian packages libjemalloc2, "
+        "libtcmalloc-minimal4). Part of the environment: a different allocator starts a new "
+        "history",
     )
     parser.add_argument(
         "--label", metavar="NAME", help="a name for this run (compare and show accept it)"
@@ -180,6 +190,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         threads=args.threads,
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         memory_limit_bytes=_memory_limit(args.memory_limit),
+        allocator=args.allocator or "system",
         kind=args.kind or "adhoc",
         label=args.label,
         shard=shard,
@@ -216,6 +227,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--target", args.target, stored.policy.target_rel_ci),
         ("--cache", args.cache, stored.cache),
         ("--threads", args.threads, stored.threads),
+        ("--allocator", args.allocator, stored.allocator),
         ("--kind", args.kind, stored.kind),
         ("--label", args.label, stored.label),
         ("--shard", sharding.Shard.parse(args.shard) if args.shard else None, stored.shard),

@@ -5,7 +5,10 @@ in any of them starts a new history): machine label ($BENCHBENCH_MACHINE, else t
 hostname), CPU model and count, threads, GPU names, MPS, torch version and git hash,
 CUDA / cuDNN / ROCm / macOS versions, Python, debug build, and the math-mode flags
 that change results and speed (TF32 for matmul and cuDNN, float32 matmul precision,
-reduced-precision fp16/bf16 reductions). ``info`` is stored beside them and never
+reduced-precision fp16/bf16 reductions), and the worker's memory allocator (system,
+jemalloc or tcmalloc), glibc's malloc thresholds and the transparent-huge-pages mode:
+the same operator took 3 ms from reused heap and 23 ms as fresh mappings here, so a
+different allocator or THP mode gives different numbers. ``info`` is stored beside them and never
 splits history: hostname, kernel, platform, RAM, NumPy, CPU clocks, NVIDIA driver,
 CUDA device properties. A driver update or a different clock is worth seeing next
 to a change, but it must not cut a benchmark's history in two.
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbench.core.values import short_hash
+from benchbench.machine import allocator
 from benchbench.machine.nvml import driver_version, load_nvml
 
 
@@ -90,6 +94,7 @@ def collect(torch: Any, threads: int | None = None) -> Environment:
         "bf16_reduced_precision_reduction": bool(
             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
         ),
+        **allocator.describe(),
     }
     info: dict[str, Any] = {
         "hostname": socket.gethostname(),

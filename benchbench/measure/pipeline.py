@@ -119,7 +119,14 @@ def ok_result(
     The engine's warnings (not converged, noisy, short samples) come first, then
     ``warnings``; ``threads`` is torch's thread count unless ``fields`` gives it; any
     other :class:`Result` field (work model, accuracy, extra) comes in ``fields``.
+    ``extra`` gains what the engine held and counted: ``gc`` (how the garbage
+    collector was handled) and ``minor_faults_per_call``.
     """
+    extra = {
+        "gc": measured.gc,
+        "minor_faults_per_call": measured.minor_faults_per_call,
+        **fields.pop("extra", {}),
+    }
     return Result(
         point=point,
         status="ok",
@@ -129,5 +136,6 @@ def ok_result(
         converged=measured.converged,
         stop_reason=measured.stop_reason,
         warnings=(*warnings_for(measured, policy), *warnings),
+        extra=extra,
         **{"threads": torch.get_num_threads(), **fields},
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 from benchbench.core.errors import UsageError
 from benchbench.core.values import CACHE_MODES, Point
+from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.run import sharding
@@ -70,6 +71,7 @@ class RunConfig:
     shard_by: str = "cost"  # or "count": ignore the store's history
     group: str | None = None  # a --group value; the shards of one run share it
     fork: bool | None = None  # workers forked from a zygote (default: on Linux)
+    allocator: str = "system"  # or "jemalloc", "tcmalloc": preloaded into the workers
     #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
     profile_dir: Path | None = None
 
@@ -82,6 +84,10 @@ class RunConfig:
             raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout_s}")
         if self.threads is not None and self.threads < 1:
             raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        if self.allocator not in ALLOCATORS:
+            raise UsageError(
+                f"--allocator must be one of {', '.join(ALLOCATORS)}, got {self.allocator!r}"
+            )
         if self.shard_by not in ("cost", "count"):
             raise UsageError(f"--shard-by must be cost or count, got {self.shard_by!r}")
 
@@ -104,7 +110,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
     """The configuration stored run ``ref`` was started with, set to resume it.
 
     Suites (by path), selection, policy, cache mode, threads, timeout, memory limit,
-    kind, label, tags and the shard come from the run, so that ``--resume RUN``
+    allocator, kind, label, tags and the shard come from the run, so that ``--resume RUN``
     alone measures exactly the points the run still lacks.
     """
     row = store.resolve_run(ref)
@@ -134,6 +140,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         threads=stored.get("threads"),
         timeout_s=float(stored.get("timeout_s", 60.0)),
         memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
+        allocator=stored.get("allocator", "system"),
         kind=row["kind"],
         label=row.get("label"),
         tags=tuple(row.get("tags") or ()),
@@ -192,7 +199,7 @@ def run(
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
     # Started first: the zygote imports torch while the suites load here.
-    with WorkerPool(launcher(config.memory_limit_bytes, config.fork)) as pool:
+    with WorkerPool(launcher(config.memory_limit_bytes, config.fork, config.allocator)) as pool:
         run_id, group_id, points, shard_doc = _plan_run(config, store)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [
@@ -255,6 +262,7 @@ def _run_row(
             "threads": config.threads,
             "timeout_s": config.timeout_s,
             "memory_limit_bytes": config.memory_limit_bytes,
+            "allocator": config.allocator,
             "selection": dataclasses.asdict(config.selection),
             "group": config.group,
             "shard": shard_doc,

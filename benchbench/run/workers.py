@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from benchbench.core.errors import MeasurementError
+from benchbench.machine.allocator import worker_environment
 
 
 class WorkerFailure(Exception):
@@ -161,7 +162,12 @@ class Zygote:
     the first :meth:`worker` call waits for it.
     """
 
-    def __init__(self, memory_limit_bytes: int = 0, start_timeout_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        memory_limit_bytes: int = 0,
+        start_timeout_s: float = 300.0,
+        env: dict[str, str] | None = None,
+    ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
             [
@@ -174,6 +180,7 @@ class Zygote:
             ],
             stdin=subprocess.DEVNULL,
             pass_fds=(theirs.fileno(),),
+            env=env,  # the allocator's settings: the zygote's forks inherit its malloc state
         )
         theirs.close()
         self._sock = ours
@@ -246,8 +253,9 @@ class Zygote:
 class Spawner:
     """Launcher where fork is unsafe: every worker is a fresh interpreter."""
 
-    def __init__(self, memory_limit_bytes: int = 0) -> None:
+    def __init__(self, memory_limit_bytes: int = 0, env: dict[str, str] | None = None) -> None:
         self.memory_limit_bytes = memory_limit_bytes
+        self.env = env
 
     def worker(self) -> Worker:
         events_r, events_w = os.pipe()
@@ -263,6 +271,7 @@ class Spawner:
             stdin=subprocess.PIPE,
             pass_fds=(events_w,),
             text=True,
+            env=self.env,
         )
         os.close(events_w)
 
@@ -282,8 +291,15 @@ class Spawner:
         pass
 
 
-def launcher(memory_limit_bytes: int = 0, fork: bool | None = None) -> Zygote | Spawner:
-    """The zygote on Linux (cheap restarts), a spawner elsewhere or when ``fork=False``."""
+def launcher(
+    memory_limit_bytes: int = 0, fork: bool | None = None, allocator: str = "system"
+) -> Zygote | Spawner:
+    """The zygote on Linux (cheap restarts), a spawner elsewhere or when ``fork=False``.
+
+    Its processes start with ``allocator``'s settings in their environment (see
+    :mod:`benchbench.machine.allocator`); UsageError when its library is missing.
+    """
     if fork is None:
         fork = sys.platform.startswith("linux")
-    return Zygote(memory_limit_bytes) if fork else Spawner(memory_limit_bytes)
+    env = worker_environment(allocator)
+    return Zygote(memory_limit_bytes, env=env) if fork else Spawner(memory_limit_bytes, env)

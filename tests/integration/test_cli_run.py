@@ -207,3 +207,90 @@ def test_show_unknown_run_lists_what_exists(tmp_path):
     done = benchbench("show", "nope", "--store", str(tmp_path / "s.db"), cwd=tmp_path)
     assert done.returncode == 1
     assert "no run 'nope'" in done.stderr and "no runs yet" in done.stderr
+
+
+PROCESS_STATE_SUITE = """
+import gc
+import os
+from pathlib import Path
+
+import torch
+from benchbench import Suite, Variant
+
+
+def under_allocator(x):
+    wanted = os.environ["BENCHBENCH_ALLOCATOR"]
+    maps = Path("/proc/self/maps").read_text()
+    loaded = {"jemalloc": "libjemalloc" in maps, "tcmalloc": "libtcmalloc" in maps}
+    if wanted == "system" and any(loaded.values()) or wanted != "system" and not loaded[wanted]:
+        raise RuntimeError(f"worker not under {wanted}: {loaded}")
+    if gc.get_freeze_count() < 10_000:  # torch's objects: gc.collect() per point stays cheap
+        raise RuntimeError(f"imports not frozen: {gc.get_freeze_count()} objects")
+    return torch.sqrt(x)
+
+
+suite = Suite("procstate")
+suite.workload(
+    "sqrt",
+    setup=lambda ctx: ctx.uniform(0.5, 1.5),
+    variants=[Variant("checked", under_allocator)],
+    sizes=[4096],
+    budget_s=0.05,
+)
+"""
+
+
+def _allocator_run(tmp_path, allocator: str | None):
+    suite = tmp_path / "procstate.py"
+    suite.write_text(PROCESS_STATE_SUITE)
+    db = tmp_path / "store.db"
+    extra = ("--allocator", allocator) if allocator else ()
+    done = benchbench("run", str(suite), "--store", str(db), "--json", *extra, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    doc = json_of(done)
+    store = open_store(str(db))
+    run = store.resolve_run(doc["run_id"])
+    environment = store.environment(run["environment_id"])
+    assert environment is not None
+    return run, environment["fields"], store.measurements(doc["run_id"])
+
+
+def test_workers_run_with_fixed_malloc_thresholds_recorded_in_the_environment(tmp_path):
+    run, fields, measurements = _allocator_run(tmp_path, None)
+    assert run["config"]["allocator"] == "system"
+    assert fields["allocator"] == "system"
+    assert fields["malloc_mmap_threshold_bytes"] == 32 * 2**20
+    assert fields["malloc_trim_threshold_bytes"] == 64 * 2**20
+    assert "transparent_hugepages" in fields
+    (row,) = measurements
+    assert row["status"] == "ok", row
+    assert row["extra"]["gc"] == "collected, disabled while timing"
+    assert row["extra"]["minor_faults_per_call"] >= 0
+
+
+@pytest.mark.parametrize(
+    ("allocator", "library"),
+    [("jemalloc", "libjemalloc.so.2"), ("tcmalloc", "libtcmalloc_minimal.so.4")],
+)
+def test_a_preloaded_allocator_is_in_the_workers_and_splits_the_environment(
+    tmp_path, allocator, library
+):
+    from benchbench.machine.allocator import SEARCH_PATH
+
+    if not any(os.path.isfile(os.path.join(folder, library)) for folder in SEARCH_PATH):
+        pytest.skip(f"{library} is not installed (Debian: apt-get install the allocator package)")
+    run, fields, measurements = _allocator_run(tmp_path, allocator)
+    assert run["config"]["allocator"] == allocator
+    assert fields["allocator"] == allocator
+    (row,) = measurements
+    assert row["status"] == "ok", row["reason"]  # the suite raises unless the library is mapped
+
+
+def test_a_missing_allocator_library_exits_2_naming_the_package(tmp_path, monkeypatch, capsys):
+    from benchbench.cli import main
+
+    monkeypatch.setattr("benchbench.machine.allocator.SEARCH_PATH", (str(tmp_path),))
+    store = str(tmp_path / "s.db")
+    code = main(["run", str(SUITES / "tiny.py"), "--store", store, "--allocator", "jemalloc"])
+    assert code == 2
+    assert "apt-get install libjemalloc2" in capsys.readouterr().err

@@ -121,6 +121,8 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
         "2",
         "--filter",
         "sqrt",
+        "--allocator",
+        "tcmalloc",
         "--store",
         str(db),
         cwd=tmp_path,
@@ -128,6 +130,7 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
     assert conflict.returncode == 2
     assert "--budget 2.0 (the run has 0.05)" in conflict.stderr
     assert "--filter sqrt (the run has sum)" in conflict.stderr
+    assert "--allocator tcmalloc (the run has system)" in conflict.stderr
     # Resuming a complete run measures nothing and keeps its one point.
     again = benchbench("run", "--resume", run_id[:8], "--store", str(db), "--json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
