@@ -24,6 +24,7 @@ from rich.table import Table
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_bytes, format_rate
+from benchbench.machine.allocator import worker_environment
 from benchbench.machine.environment import collect
 from benchbench.store.profiles import save_profile
 
@@ -70,7 +71,9 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[dim]{time.perf_counter() - started:5.1f} s[/dim] {message}")
 
     profile = run_probe(args.device, quick=args.quick, progress=progress)
-    env = collect(torch, args.threads)
+    # The ceilings serve the runs of default workers: record their allocator settings,
+    # so that those runs' environment id finds this profile.
+    env = collect(torch, args.threads, allocator_environ=worker_environment("system"))
     store.save_environment(env)
     profile_id = save_profile(store, env.id, args.device, profile.to_dict())
     if args.json:

@@ -20,6 +20,7 @@ import os
 import platform
 import socket
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,8 +66,15 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def collect(torch: Any, threads: int | None = None) -> Environment:
-    """Fingerprint this process's machine and PyTorch build (called in a worker)."""
+def collect(
+    torch: Any, threads: int | None = None, allocator_environ: Mapping[str, str] | None = None
+) -> Environment:
+    """Fingerprint this process's machine and PyTorch build (called in a worker).
+
+    ``allocator_environ``: the environment whose allocator settings to record (default:
+    this process's). ``probe`` measures in its own process but stores ceilings for the
+    runs of default workers, so it passes theirs and its profile is found by them.
+    """
     cuda = torch.cuda.is_available()
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
@@ -94,7 +102,7 @@ def collect(torch: Any, threads: int | None = None) -> Environment:
         "bf16_reduced_precision_reduction": bool(
             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
         ),
-        **allocator.describe(),
+        **allocator.describe(allocator_environ),
     }
     info: dict[str, Any] = {
         "hostname": socket.gethostname(),
