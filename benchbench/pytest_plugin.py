@@ -116,9 +116,9 @@ def verdict_for(
         return Verdict("new", baseline_run)
     # Imported here: the verdict loads numpy, and this plugin is loaded by every pytest
     # session that has benchbench installed.
-    from benchbench.analysis.verdict import FASTER, SLOWER, estimate, mark
+    from benchbench.analysis.verdict import FASTER, SLOWER, estimate_stats, mark
 
-    found = estimate(baseline.per_call_s, now.per_call_s, paired=False)
+    found = estimate_stats(baseline, now, paired=False)
     result = mark(found, min_effect)
     status = {SLOWER: "worse", FASTER: "better"}.get(result, result)
     return Verdict(status, baseline_run, found.ratio, found.p_value)
@@ -149,7 +149,9 @@ class _Session:
             self.baseline_run_id = self.store.resolve_run(self.baseline_ref)["id"]
         for row in self.store.measurements(self.baseline_run_id):
             if row["benchmark_id"] == benchmark_id and row["status"] == "ok":
-                return Stats.from_samples(row["samples_s"], row["calls_per_sample"])
+                return Stats.from_samples(
+                    row["samples_s"], row["calls_per_sample"], row.get("process_samples") or ()
+                )
         return None
 
     def record(self, torch: Any, result: Any) -> None:

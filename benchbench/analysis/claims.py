@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbench.analysis.compare import per_call
+from benchbench.analysis.compare import per_call, processes
 from benchbench.analysis.verdict import estimate
 
 if TYPE_CHECKING:
@@ -152,7 +152,13 @@ def _field(row: Row, params: Mapping[str, Any], key: str) -> Any:
 def ratio_of_medians(slow: Row, fast: Row) -> tuple[float, tuple[float, float]]:
     """median(slow) / median(fast) of the rows' per-call samples, with its 95 % bootstrap
     interval (:func:`benchbench.analysis.verdict.estimate`)."""
-    found = estimate(per_call(fast), per_call(slow), paired=False)
+    found = estimate(
+        per_call(fast),
+        per_call(slow),
+        paired=False,
+        base_processes=processes(fast),
+        contender_processes=processes(slow),
+    )
     return found.ratio, (found.ci_low, found.ci_high)
 
 

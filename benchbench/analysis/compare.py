@@ -182,10 +182,21 @@ def compare_samples(
     min_effect: float = MIN_EFFECT,
     alpha: float = ALPHA,
     seed: int = SEED,
+    base_processes: Sequence[int] = (),
+    contender_processes: Sequence[int] = (),
 ) -> SampleComparison:
     """Ratio, CI, p-value and mark of two runs' per-call times (unpaired samples), by
-    :func:`benchbench.analysis.verdict.estimate` and :func:`~benchbench.analysis.verdict.mark`."""
-    found = estimate(base_s, contender_s, paired=False, alpha=alpha, seed=seed)
+    :func:`benchbench.analysis.verdict.estimate` and :func:`~benchbench.analysis.verdict.mark`;
+    at the process level when both runs measured the point in several processes."""
+    found = estimate(
+        base_s,
+        contender_s,
+        paired=False,
+        alpha=alpha,
+        seed=seed,
+        base_processes=base_processes,
+        contender_processes=contender_processes,
+    )
     return SampleComparison(
         found.ratio, found.ci_low, found.ci_high, found.p_value, mark(found, min_effect)
     )
@@ -195,6 +206,11 @@ def per_call(row: Row) -> list[float]:
     """A stored row's samples as per-call seconds (raw sample / calls per sample)."""
     calls = int(row["calls_per_sample"])
     return [float(s) / calls for s in row["samples_s"]]
+
+
+def processes(row: Row) -> tuple[int, ...]:
+    """A stored row's samples per worker process (empty: one process, or an older store)."""
+    return tuple(int(k) for k in row.get("process_samples") or ())
 
 
 def _label(row: Row) -> str:
@@ -232,7 +248,13 @@ def compare_point(
         reason = "not in the base" if base is None else f"base: {base['status']}"
         return PointComparison(mark=NEW, reason=reason, **common)
     result = compare_samples(
-        per_call(base), per_call(contender), min_effect=min_effect, alpha=alpha, seed=seed
+        per_call(base),
+        per_call(contender),
+        min_effect=min_effect,
+        alpha=alpha,
+        seed=seed,
+        base_processes=processes(base),
+        contender_processes=processes(contender),
     )
     return PointComparison(
         mark=result.mark,

@@ -137,7 +137,9 @@ def rows_from_results(
         if result.status != "ok" or not result.samples_s:
             rows.append(Row(**base))
             continue
-        stats = Stats.from_samples(result.samples_s, result.calls_per_sample)
+        stats = Stats.from_samples(
+            result.samples_s, result.calls_per_sample, result.process_samples
+        )
         base.update(
             median_s=stats.median_s,
             ci_low_s=stats.ci_low_s,
@@ -153,7 +155,13 @@ def rows_from_results(
         elif ref is not None:
             ref_s, var_s = _per_call(ref), _per_call(result)
             # Interleaved rounds give one sample of each variant per round: paired.
-            found = estimate(ref_s, var_s, paired=len(ref_s) == len(var_s))
+            found = estimate(
+                ref_s,
+                var_s,
+                paired=len(ref_s) == len(var_s),
+                base_processes=ref.process_samples,
+                contender_processes=result.process_samples,
+            )
             base.update(
                 ratio=found.ratio,
                 ratio_ci_low=found.ci_low,

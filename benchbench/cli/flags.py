@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from benchbench.core.errors import UsageError
+from benchbench.run.rounds import DEFAULT_EXTRA_ROUNDS, DEFAULT_ROUNDS, Rounds
 from benchbench.store import Store, open_store
 from benchbench.suite.load import Selection, resolve_suite
 
@@ -115,17 +116,46 @@ def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
 
 
+def add_rounds(parser: argparse.ArgumentParser) -> None:
+    """``--rounds`` and ``--max-rounds``: fresh worker processes per point."""
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        metavar="N",
+        help="measure every point in N fresh worker processes, one per round, each round in "
+        f"a shuffled order; the interval comes from their spread (default {DEFAULT_ROUNDS}; "
+        "1: one process per point)",
+    )
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        metavar="M",
+        help="a point whose processes disagree beyond --target takes extra rounds, up to M "
+        "in all (default: --rounds, no extra rounds)",
+    )
+
+
+def rounds_from(args: argparse.Namespace) -> Rounds:
+    """The :class:`Rounds` of ``--rounds`` / ``--max-rounds`` (their defaults if absent)."""
+    count = args.rounds if args.rounds is not None else DEFAULT_ROUNDS
+    if args.max_rounds is not None:
+        return Rounds(count, args.max_rounds)
+    return Rounds(count, count + DEFAULT_EXTRA_ROUNDS)
+
+
 def progress_events(progress: Progress, description: str) -> Callable[[str, dict[str, Any]], None]:
     """The runner's ``progress(event, data)`` callback drawing one bar on ``progress``:
-    ``start`` adds it, ``point`` names the point being measured, ``result`` advances it."""
+    ``start`` adds it, ``point`` names the point (and round) being measured, ``advance``
+    moves it by one request (the total grows when points take extra rounds)."""
     task: list[Any] = []
 
     def on_event(event: str, data: dict[str, Any]) -> None:
         if event == "start":
             task.append(progress.add_task(description, total=data["total"], current=""))
         elif event == "point":
-            progress.update(task[0], current=data["label"])
-        elif event == "result":
-            progress.advance(task[0])
+            where = f" (round {data['round']})" if data.get("round", 1) > 1 else ""
+            progress.update(task[0], current=data["label"] + where)
+        elif event == "advance":
+            progress.update(task[0], total=data["total"], advance=1)
 
     return on_event

@@ -68,8 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=float,
         metavar="SECONDS",
-        help=f"sampling time cap per point (default {Policy.max_time_s})",
+        help=f"sampling time cap per point, split across its rounds (default {Policy.max_time_s})",
     )
+    flags.add_rounds(parser)
     parser.add_argument(
         "--target",
         type=float,
@@ -191,6 +192,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         memory_limit_bytes=_memory_limit(args.memory_limit),
         allocator=args.allocator or "system",
+        rounds=flags.rounds_from(args),
         kind=args.kind or "adhoc",
         label=args.label,
         shard=shard,
@@ -228,6 +230,8 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--cache", args.cache, stored.cache),
         ("--threads", args.threads, stored.threads),
         ("--allocator", args.allocator, stored.allocator),
+        ("--rounds", args.rounds, stored.rounds.count),
+        ("--max-rounds", args.max_rounds, stored.rounds.max_count),
         ("--kind", args.kind, stored.kind),
         ("--label", args.label, stored.label),
         ("--shard", sharding.Shard.parse(args.shard) if args.shard else None, stored.shard),

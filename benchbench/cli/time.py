@@ -85,8 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_BUDGET_S,
         metavar="SECONDS",
-        help="sampling time cap per point (default %(default)s)",
+        help="sampling time cap per point, split across its rounds (default %(default)s)",
     )
+    flags.add_rounds(parser)
     parser.add_argument(
         "--min-effect",
         type=float,
@@ -133,6 +134,7 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
         dtypes=_list(args.dtype, "--dtype", list(ITEMSIZE)),
         reference=args.reference - 1,
         policy=Policy(max_time_s=args.budget),
+        rounds=flags.rounds_from(args),
         min_effect=args.min_effect,
         label=args.label,
     )

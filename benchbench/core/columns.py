@@ -6,9 +6,10 @@ DataFrame of :meth:`Store.dataframe` and the CSV export, the ``--json`` results 
 :mod:`benchbench.views.results`, the dashboard contract and the run bundle.
 
 :data:`BENCHMARK` and :data:`MEASUREMENT` list the columns of those two tables in
-their stored order (schema version 1: adding one here changes the schema and needs a
-migration). Each :class:`Column` says what the value is (``kind``, ``unit``) and where
-it comes from (``origin``):
+their stored order (adding one here changes the schema and needs a migration in
+:mod:`benchbench.store.migrations`; a migration appends, so new columns come last).
+Each :class:`Column` says what the value is (``kind``, ``unit``) and where it comes
+from (``origin``):
 
 - ``point``: the measured point (suite, workload, ..., the benchmark's code version);
 - ``result``: the :class:`~benchbench.core.values.Result` attribute of the same name;
@@ -68,6 +69,10 @@ QUARTILES: tuple[str, ...] = ("q1_s", "q3_s")
 SPREAD: tuple[str, ...] = ("mean_s", "min_s", "max_s", "stdev_s")
 
 
+#: Statistics stored as JSON lists: one per-call median per worker process.
+PROCESS_STATISTICS: tuple[str, ...] = ("process_medians_s",)
+
+
 def _stat(name: str) -> Column:
     # n counts samples; every other statistic is a per-call time in seconds.
     if name == "n":
@@ -112,6 +117,10 @@ MEASUREMENT: tuple[Column, ...] = (
     Column("warnings", "json", "result", nullable=False),
     Column("extra", "json", "result", nullable=False),
     Column("created_at", "time", "store", nullable=False),
+    # Schema version 2: the reference check's absolute error, and the process level.
+    Column("max_abs_error", "float", "result"),
+    Column("process_samples", "json", "result"),
+    Column("process_medians_s", "json", "stat", unit="s"),
 )
 
 #: Point columns shown beside a result (the code version only splits history).

@@ -166,6 +166,10 @@ class Result:
     extra: Mapping[str, Any] = field(default_factory=dict)
     code_version: int = 1
     duration_s: float | None = None
+    max_abs_error: float | None = None
+    #: Samples taken by each worker process, in the order of ``samples_s`` (a point
+    #: measured in rounds across fresh processes); empty: all from one process.
+    process_samples: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,6 +193,8 @@ class Result:
             "extra": dict(self.extra),
             "code_version": self.code_version,
             "duration_s": self.duration_s,
+            "max_abs_error": self.max_abs_error,
+            "process_samples": list(self.process_samples),
         }
 
     @classmethod
@@ -197,4 +203,5 @@ class Result:
         values["point"] = Point.from_dict(data["point"])
         values["samples_s"] = tuple(float(s) for s in data.get("samples_s", ()))
         values["warnings"] = tuple(data.get("warnings", ()))
+        values["process_samples"] = tuple(int(k) for k in data.get("process_samples") or ())
         return cls(**values)

@@ -6,8 +6,9 @@ which owns the lifecycle:
 
 1. the first worker describes the environment, and the run row is created (or, for
    ``--resume``, set back to ``running``);
-2. each job is one request to the current worker; its answer is one result per
-   point of the job, written to the store in its own transaction at once;
+2. each job is one request per round to a fresh worker; its answer is one result per
+   point of the job; when the point's rounds are in, their merge is written to the
+   store in its own transaction at once;
 3. a worker that crashes, hangs past the timeout or is killed for memory costs that
    job only: its points are recorded as errors with the reason (:meth:`Job.failed`)
    and the next job gets a fresh worker from the :class:`WorkerPool`;
@@ -15,9 +16,11 @@ which owns the lifecycle:
    sample: the job cut short is not stored (``--resume`` measures it), and the run
    is marked ``interrupted``; otherwise ``finished``.
 
-How jobs meet processes is decided here and nowhere else: today every job goes to
-the current worker in plan order; measuring each point in several fresh processes in
-shuffled rounds changes the ``for`` loop of :func:`measure_jobs` alone.
+How jobs meet processes is decided here and nowhere else: every request goes to a
+fresh worker, in rounds (:mod:`benchbench.run.rounds`): each round visits the points
+still open in a seeded shuffled order, and a point is merged over its processes and
+written when its last round is in (so an interrupted run loses the rounds of the
+points not yet complete, and ``--resume`` measures those points again, all rounds).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from benchbench.core.values import Point, Result
 from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
+from benchbench.run.rounds import Rounds, merge, round_request, target_of, wants_more
+from benchbench.run.rounds import order as rounds_order
 from benchbench.run.workers import Spawner, StopRequest, Worker, WorkerFailure, Zygote
 from benchbench.store import Store
 from benchbench.store.store import now
@@ -77,11 +82,14 @@ class WorkerPool:
     """The current worker of a run, forked (or spawned) when a request needs one.
 
     Use as a context manager: leaving it ends the worker and the launcher. A worker
-    that failed is discarded, so the next request starts a fresh one.
+    that failed is discarded, so the next request starts a fresh one. With ``fresh``
+    (the default) every request gets a worker that has done nothing else: its heap,
+    page mappings and caches owe nothing to the points before it.
     """
 
-    def __init__(self, launcher: Zygote | Spawner) -> None:
+    def __init__(self, launcher: Zygote | Spawner, fresh: bool = True) -> None:
         self._launcher = launcher
+        self._fresh = fresh
         self._worker: Worker | None = None
 
     def request(
@@ -102,11 +110,15 @@ class WorkerPool:
             except WorkerFailure as failure:
                 raise MeasurementError(f"the worker process did not start: {failure}") from None
         try:
-            return self._worker.request(payload, events, timeout_s, stop)
+            answer = self._worker.request(payload, events, timeout_s, stop)
         except WorkerFailure:
             self._worker.close()
             self._worker = None
             raise
+        if self._fresh:
+            self._worker.close()
+            self._worker = None
+        return answer
 
     def close(self) -> None:
         if self._worker is not None:
@@ -163,17 +175,24 @@ def measure_jobs(
     threads: int | None = None,
     stop: StopRequest | None = None,
     progress: ProgressFn | None = None,
+    rounds: Rounds | None = None,
 ) -> RunSummary:
-    """Measure ``jobs`` with ``pool``'s workers, writing each result to ``record``'s store.
+    """Measure ``jobs`` in ``rounds``, writing each point's result to ``record``'s store.
 
-    ``timeout_s`` bounds each job; ``threads`` is torch's thread count in the workers
-    (None: torch's default). ``progress(event, data)`` is called with ``start``
-    (total, run_id), ``point`` (index, label) before each job and ``result`` (index,
-    results, result: the first) after it. Without a store in ``record`` nothing is
-    stored and the environment is not asked for.
+    Every request goes to a fresh worker (:class:`WorkerPool` with ``fresh``); a round
+    visits the jobs still open in a seeded shuffled order (:mod:`benchbench.run.rounds`;
+    without ``rounds``, one round in the jobs' order),
+    and a point is merged and written once its last round is in. ``timeout_s`` bounds
+    each request; ``threads`` is torch's thread count in the workers (None: torch's
+    default). ``progress(event, data)`` is called with ``start`` (total: requests
+    planned, run_id), ``point`` (index, label, round) before each request, ``advance``
+    (total) after it, and ``result`` (index, results, result: the first) when a point
+    is done. Without a store in ``record`` nothing is stored and the environment is not
+    asked for.
     """
     notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
+    plan = rounds or Rounds.fixed(1)
     store = record.store
     summary = RunSummary(run_id=record.run_id, planned=len(jobs))
     opened = False
@@ -182,26 +201,46 @@ def measure_jobs(
             summary.environment = _environment(pool, threads)
             _open_run(store, record, summary.environment)
             opened = True
-        notify("start", {"total": len(jobs), "run_id": summary.run_id})
-        for index, job in enumerate(jobs):
-            if stop.requested:
-                break
-            notify("point", {"index": index, "label": job.label})
-            try:
-                message = pool.request(job.request, (job.answer, "interrupted"), timeout_s, stop)
-            except WorkerFailure as failure:
+        total = len(jobs) * plan.count
+        notify("start", {"total": total, "run_id": summary.run_id})
+        taken: list[list[list[Result]]] = [[] for _ in jobs]  # [job][round] -> results
+        open_jobs = set(range(len(jobs)))
+        round_index = 0
+        while open_jobs and round_index < plan.max_count and not stop.requested:
+            if round_index >= plan.count:
+                total += len(open_jobs)  # extra rounds for the points still too wide
+            # Without ``rounds``: one round in plan order (the callers' own order).
+            visit = (
+                rounds_order(len(jobs), round_index, plan.seed)
+                if rounds is not None
+                else range(len(jobs))
+            )
+            for index in visit:
+                if index not in open_jobs:
+                    continue
                 if stop.requested:
-                    break  # it died of the stop (SIGTERM to the group, a second Ctrl-C)
-                results = job.failed(str(failure))
-            else:
-                if message["event"] == "interrupted":
-                    break  # cut short: not a finished point, left for --resume
-                results = job.results(message)
-            for result in results:
-                if store is not None:
-                    store.write_result(record.run_id, result)
-            summary.results.extend(results)
-            notify("result", {"index": index, "results": results, "result": results[0]})
+                    break
+                job = jobs[index]
+                notify("point", {"index": index, "label": job.label, "round": round_index + 1})
+                results = _request(job, pool, plan.count, timeout_s, stop)
+                if results is None:
+                    break  # stopped: the point cut short is left for --resume
+                taken[index].append(results)
+                notify("advance", {"total": total})
+                merged = _merged(job, taken[index])
+                first_failed = round_index == 0 and all(r.status != "ok" for r in results)
+                last = round_index + 1 >= plan.max_count or (
+                    round_index + 1 >= plan.count and not wants_more(merged, target_of(job.request))
+                )
+                if not (first_failed or last):
+                    continue
+                open_jobs.discard(index)
+                for result in merged:
+                    if store is not None:
+                        store.write_result(record.run_id, result)
+                summary.results.extend(merged)
+                notify("result", {"index": index, "results": merged, "result": merged[0]})
+            round_index += 1
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
     except BaseException:
@@ -212,6 +251,29 @@ def measure_jobs(
             with contextlib.suppress(BenchbenchError):
                 store.update_run(record.run_id, status=summary.status, finished_at=now())
     return summary
+
+
+def _request(
+    job: Job, pool: WorkerPool, rounds: int, timeout_s: float, stop: StopRequest
+) -> list[Result] | None:
+    """One round of ``job`` in a fresh worker: its results, or None when the run stops."""
+    try:
+        message = pool.request(
+            round_request(job.request, rounds), (job.answer, "interrupted"), timeout_s, stop
+        )
+    except WorkerFailure as failure:
+        if stop.requested:
+            return None  # it died of the stop (SIGTERM to the group, a second Ctrl-C)
+        return job.failed(str(failure))
+    if message["event"] == "interrupted":
+        return None
+    return job.results(message)
+
+
+def _merged(job: Job, taken: list[list[Result]]) -> list[Result]:
+    """Each point of ``job`` merged over the rounds taken so far."""
+    target = target_of(job.request)
+    return [merge([results[k] for results in taken], target) for k in range(len(job.points))]
 
 
 def _environment(pool: WorkerPool, threads: int | None) -> Environment:

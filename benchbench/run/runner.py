@@ -33,6 +33,7 @@ from benchbench.run.jobs import (
     measure_jobs,
     run_row,
 )
+from benchbench.run.rounds import Rounds
 from benchbench.run.workers import StopRequest, WorkerFailure, launcher
 from benchbench.store import Store
 from benchbench.suite.declare import Workload
@@ -72,6 +73,7 @@ class RunConfig:
     group: str | None = None  # a --group value; the shards of one run share it
     fork: bool | None = None  # workers forked from a zygote (default: on Linux)
     allocator: str = "system"  # or "jemalloc", "tcmalloc": preloaded into the workers
+    rounds: Rounds = field(default_factory=Rounds)  # fresh processes per point
     #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
     profile_dir: Path | None = None
 
@@ -110,7 +112,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
     """The configuration stored run ``ref`` was started with, set to resume it.
 
     Suites (by path), selection, policy, cache mode, threads, timeout, memory limit,
-    allocator, kind, label, tags and the shard come from the run, so that ``--resume RUN``
+    allocator, rounds, kind, label, tags and the shard come from the run, so that ``--resume RUN``
     alone measures exactly the points the run still lacks.
     """
     row = store.resolve_run(ref)
@@ -141,6 +143,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         timeout_s=float(stored.get("timeout_s", 60.0)),
         memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
         allocator=stored.get("allocator", "system"),
+        rounds=Rounds.from_dict(stored.get("rounds")),
         kind=row["kind"],
         label=row.get("label"),
         tags=tuple(row.get("tags") or ()),
@@ -217,6 +220,7 @@ def run(
             threads=config.threads,
             stop=stop,
             progress=progress,
+            rounds=config.rounds,
         )
 
 
@@ -263,6 +267,7 @@ def _run_row(
             "timeout_s": config.timeout_s,
             "memory_limit_bytes": config.memory_limit_bytes,
             "allocator": config.allocator,
+            "rounds": config.rounds.to_dict(),
             "selection": dataclasses.asdict(config.selection),
             "group": config.group,
             "shard": shard_doc,

@@ -1,9 +1,11 @@
-"""``benchbench time``: statements measured in a worker process, point by point.
+"""``benchbench time``: statements measured in worker processes, point by point.
 
 The statements are parsed and name-checked here (:mod:`benchbench.measure.statements`),
 then every statement is evaluated once at the first point in the worker before
 anything is timed, then each point is one job of the runner loop
-(:func:`benchbench.run.jobs.measure_jobs`), measured in the worker by
+(:func:`benchbench.run.jobs.measure_jobs`), measured in each of its rounds in a fresh
+worker (every statement interleaved in that process, so the verdict pairs them by
+process) by
 :mod:`benchbench.measure.variants`. Ratios, verdicts and crossovers are the caller's
 (:mod:`benchbench.analysis.variants`): this module stores and returns results only.
 """
@@ -28,6 +30,7 @@ from benchbench.measure.statements import (
     parse_statements,
 )
 from benchbench.run.jobs import Job, ProgressFn, RunRecord, WorkerPool, measure_jobs, run_row
+from benchbench.run.rounds import Rounds
 from benchbench.run.workers import WorkerFailure, launcher
 from benchbench.store import Store
 
@@ -50,6 +53,8 @@ class TimeConfig:
     dtypes: tuple[str, ...] = ("float32",)
     reference: int = 0
     policy: Policy = field(default_factory=Policy)
+    #: Fresh worker processes per point (each measures every statement, interleaved).
+    rounds: Rounds = field(default_factory=Rounds)
     #: ``--min-effect``, stored with the run for the verdict (None: the analysis' default).
     min_effect: float | None = None
     label: str | None = None
@@ -168,6 +173,7 @@ def time_statements(
             RunRecord(run_id, store, new_row),
             timeout_s=config.timeout_s,
             progress=progress,
+            rounds=config.rounds,
         )
     return TimeOutcome(run_id if store is not None else None, summary.results)
 
@@ -189,6 +195,7 @@ def _run_row(run_id: str, config: TimeConfig, env: Environment) -> dict[str, Any
             "devices": list(config.devices),
             "dtypes": list(config.dtypes),
             "policy": dataclasses.asdict(config.policy),
+            "rounds": config.rounds.to_dict(),
             "min_effect": config.min_effect,
         },
     )

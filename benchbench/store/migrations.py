@@ -19,7 +19,21 @@ from benchbench.core.errors import SchemaVersionError, StoreError, UsageError
 from benchbench.store import schema as t
 from benchbench.store.store import Store, normalize_url, safe_url
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+
+def _add_columns(table: sa.Table, names: tuple[str, ...]) -> Callable[[Connection], None]:
+    """A step that appends ``names`` (as declared in :mod:`benchbench.store.schema`)."""
+
+    def step(conn: Connection) -> None:
+        for name in names:
+            kind = table.c[name].type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}")
+
+    return step
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _add_columns(t.measurement, ("max_abs_error", "process_samples", "process_medians_s")),
+}
 
 
 #: Key of the PostgreSQL advisory lock that serialises schema creation and migration

@@ -18,7 +18,13 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from benchbench.core.columns import RATES, RESULT_FIELDS, STATISTICS, THROUGHPUTS
+from benchbench.core.columns import (
+    PROCESS_STATISTICS,
+    RATES,
+    RESULT_FIELDS,
+    STATISTICS,
+    THROUGHPUTS,
+)
 from benchbench.core.stats import Stats, median_ci_ranks
 from benchbench.core.values import Result
 
@@ -48,19 +54,19 @@ def measurement_row_for(
     run_id: str,
     benchmark_id: str,
     result: Result,
-    stats: dict[str, float] | None = None,
+    stats: dict[str, Any] | None = None,
     created_at: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """The ``measurement`` row of a result; ``stats`` (from :func:`summaries`) or derived."""
     row: dict[str, Any] = {"run_id": run_id, "benchmark_id": benchmark_id}
     for name in RESULT_FIELDS:
         row[name] = _plain(getattr(result, name))
-    for name in (*STATISTICS, *RATES):
+    for name in (*STATISTICS, *PROCESS_STATISTICS, *RATES):
         row[name] = None
     row["created_at"] = created_at or now()
     if result.status == "ok" and result.samples_s:
         if stats is None:
-            stats = Stats.from_samples(result.samples_s, result.calls_per_sample).summary()
+            stats = _stats(result).summary()
         row.update(stats)
         median = row["median_s"]
         for work, rate in THROUGHPUTS:
@@ -77,17 +83,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def summaries(results: Sequence[Result]) -> list[dict[str, float] | None]:
+def _stats(result: Result) -> Stats:
+    return Stats.from_samples(result.samples_s, result.calls_per_sample, result.process_samples)
+
+
+def summaries(results: Sequence[Result]) -> list[dict[str, Any] | None]:
     """``Stats(...).summary()`` of every ok result with samples (None for the others).
 
-    Results are grouped by sample count and each group is sorted and reduced as one
-    2-D array; the numbers are those of :class:`Stats` (same percentile method, same
-    order-statistic CI ranks).
+    Results of one process are grouped by sample count and each group is sorted and
+    reduced as one 2-D array; the numbers are those of :class:`Stats` (same percentile
+    method, same order-statistic CI ranks). Results of several processes take
+    :class:`Stats` one at a time (their interval is the two-level one).
     """
-    out: list[dict[str, float] | None] = [None] * len(results)
+    out: list[dict[str, Any] | None] = [None] * len(results)
     groups: dict[int, list[int]] = defaultdict(list)
     for index, result in enumerate(results):
-        if result.status == "ok" and result.samples_s:
+        if result.status != "ok" or not result.samples_s:
+            continue
+        if len(result.process_samples) > 1:
+            out[index] = _stats(result).summary()
+        else:
             groups[len(result.samples_s)].append(index)
     for n, indices in groups.items():
         per_call = np.array([results[i].samples_s for i in indices], dtype=np.float64) / np.array(
@@ -108,9 +123,10 @@ def summaries(results: Sequence[Result]) -> list[dict[str, float] | None]:
         }
         lists = {name: values.tolist() for name, values in columns.items()}
         for row_index, result_index in enumerate(indices):
-            summary: dict[str, float] = {"n": n}
+            summary: dict[str, Any] = {"n": n}
             for name, values in lists.items():
                 summary[name] = values[row_index]
+            summary["process_medians_s"] = [summary["median_s"]]
             out[result_index] = summary
     return out
 

@@ -2,6 +2,8 @@
 
 ``SCHEMA_VERSION`` history:
   1 — run, environment, benchmark, measurement, telemetry, profile, alert, annotation.
+  2 — measurement gains ``max_abs_error``, ``process_samples`` (samples per worker
+      process, in the order of ``samples_s``) and ``process_medians_s``.
 A store written by a newer benchbench is refused; an older one is migrated forward
 by the steps in :mod:`benchbench.store.migrations`.
 """
@@ -16,7 +18,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from benchbench.core import columns
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 

@@ -75,7 +75,9 @@ def test_twenty_random_sigkills_then_resume_store_every_point_exactly_once(tmp_p
     expected = _labels(tmp_path)
     assert len(expected) == 40
     db = tmp_path / "store.db"
-    first = ["--budget", "0.02", str(GRID)]
+    # One process per point: every stored point is one more kill-free step (with rounds a
+    # point is stored only when its last round is in; the next test covers that).
+    first = ["--budget", "0.02", "--rounds", "1", str(GRID)]
     assert _run_and_kill(first, db, tmp_path, rng) is None, "the run finished before the kill"
     run_id, _ = _stored(db)
     assert run_id is not None
@@ -94,6 +96,22 @@ def test_twenty_random_sigkills_then_resume_store_every_point_exactly_once(tmp_p
     assert open_store(str(db)).resolve_run(run_id)["status"] == "finished"
     assert json_of(done)["run_id"] == run_id
     assert kills >= 15, f"only {kills} kills landed before the run finished"
+
+
+def test_a_run_in_rounds_killed_midway_resumes_every_point_with_all_its_processes(tmp_path):
+    rng = random.Random(7)
+    expected = _labels(tmp_path)
+    db = tmp_path / "store.db"
+    first = ["--budget", "0.02", "--rounds", "2", str(GRID)]
+    assert _run_and_kill(first, db, tmp_path, rng) is None, "the run finished before the kill"
+    run_id, stored_before = _stored(db)
+    assert run_id is not None and 0 < stored_before < len(expected)
+    done = benchbench("run", "--resume", run_id, "--store", str(db), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _stored_labels(db, run_id) == expected
+    rows = open_store(str(db)).measurements(run_id)
+    assert all(len(r["process_samples"]) == 2 for r in rows if r["status"] == "ok")
+    assert open_store(str(db)).resolve_run(run_id)["config"]["rounds"]["count"] == 2
 
 
 def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
@@ -123,11 +141,14 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
         "sqrt",
         "--allocator",
         "tcmalloc",
+        "--rounds",
+        "5",
         "--store",
         str(db),
         cwd=tmp_path,
     )
     assert conflict.returncode == 2
+    assert "--rounds 5 (the run has 3)" in conflict.stderr
     assert "--budget 2.0 (the run has 0.05)" in conflict.stderr
     assert "--filter sqrt (the run has sum)" in conflict.stderr
     assert "--allocator tcmalloc (the run has system)" in conflict.stderr

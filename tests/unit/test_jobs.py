@@ -90,7 +90,7 @@ def test_a_failed_job_is_an_error_for_each_of_its_points_and_the_run_goes_on(sto
     assert run["status"] == "finished" and run["config"] == {"k": 1}
     stored = store.measurements("run-1")
     assert sorted((r["size"], r["status"]) for r in stored) == [(1, "ok"), (2, "error"), (3, "ok")]
-    assert [e for e, _ in events] == ["start"] + ["point", "result"] * 3
+    assert [e for e, _ in events] == ["start"] + ["point", "advance", "result"] * 3
     assert events[0][1] == {"total": 3, "run_id": "run-1"}
 
 
@@ -213,9 +213,19 @@ class FakeLauncher:
         self.closed = True
 
 
-def test_the_pool_keeps_a_worker_until_it_fails_then_starts_a_fresh_one():
+def test_a_fresh_pool_gives_every_request_a_worker_of_its_own():
     launcher = FakeLauncher(_ok, _ok)
     with WorkerPool(launcher) as pool:
+        pool.request({"size": 1}, ("result",), 5)
+        assert launcher.started[0].closed  # ended as soon as it answered
+        pool.request({"size": 2}, ("result",), 5)
+        assert len(launcher.started) == 2 and launcher.started[1].closed
+    assert launcher.closed
+
+
+def test_the_pool_keeps_a_worker_until_it_fails_then_starts_a_fresh_one():
+    launcher = FakeLauncher(_ok, _ok)
+    with WorkerPool(launcher, fresh=False) as pool:
         pool.request({"size": 1}, ("result",), 5)
         pool.request({"size": 2}, ("result",), 5)
         assert len(launcher.started) == 1

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from benchbench.core import columns
 from benchbench.core.stats import Stats, median_ci_ranks
 
 
@@ -59,10 +60,60 @@ def test_empty_samples_are_an_error():
 def test_summary_has_every_field():
     summary = Stats.from_samples([1.0, 2.0, 3.0], 1).summary()
     assert set(summary) == set(Stats.fields)
-    assert all(math.isfinite(v) for v in summary.values())
+    assert all(math.isfinite(summary[name]) for name in columns.STATISTICS)
+    assert summary["process_medians_s"] == [2.0]
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 6, 7, 10, 11, 50, 333, 1000, 10_000])
 def test_median_ci_ranks_equal_scipy_binomial_quantiles(n):
     low = max(1, int(scipy_stats.binom.ppf(0.025, n, 0.5)))
     assert median_ci_ranks(n) == (low - 1, n - low)
+
+
+# -- several processes: the two-level interval -------------------------------------------
+
+
+def test_process_counts_must_add_up():
+    with pytest.raises(ValueError, match="adding up to the 4 samples"):
+        Stats.from_samples([1.0, 2.0, 3.0, 4.0], 1, (1, 2))
+    with pytest.raises(ValueError, match="counts >= 1"):
+        Stats.from_samples([1.0, 2.0], 1, (2, 0))
+
+
+def test_process_medians_follow_the_counts():
+    stats = Stats.from_samples([2.0, 4.0, 6.0, 10.0, 20.0], 2, (3, 2))
+    assert stats.processes == 2
+    assert stats.process_medians_s == (2.0, 7.5)
+    assert stats.summary()["process_medians_s"] == [2.0, 7.5]
+    assert Stats.from_samples([1.0, 2.0, 3.0], 1).process_medians_s == (2.0,)
+
+
+def test_processes_that_disagree_widen_the_interval():
+    within = [1.0, 1.01, 0.99, 1.02, 0.98] * 4
+    agreeing = Stats.from_samples(within * 3, 1, (20, 20, 20))
+    spread = Stats.from_samples(
+        within + [v * 1.2 for v in within] + [v * 0.9 for v in within], 1, (20, 20, 20)
+    )
+    one_process = Stats.from_samples(within * 3, 1)
+    # Processes that agree exactly keep the single-level interval (never narrower).
+    assert (agreeing.ci_low_s, agreeing.ci_high_s) == (one_process.ci_low_s, one_process.ci_high_s)
+    assert spread.ci_high_s - spread.ci_low_s > 5 * (agreeing.ci_high_s - agreeing.ci_low_s)
+    assert spread.ci_low_s < spread.median_s < spread.ci_high_s
+
+
+def test_two_level_interval_covers_the_true_median_where_one_level_does_not():
+    # Each of 3 fresh processes draws its own offset (log-normal, 5 %), then 30 samples
+    # with 2 % noise around it: the long-run median is 1.0. The interval that treats all
+    # 90 samples as independent covers it rarely; the two-level one about 95 % of the time.
+    rng = np.random.default_rng(20261123)
+    covered = {"two": 0, "one": 0}
+    trials = 400
+    for _ in range(trials):
+        parts = [np.exp(rng.normal(0, 0.05)) * np.exp(rng.normal(0, 0.02, 30)) for _ in range(3)]
+        samples = np.concatenate(parts)
+        two = Stats.from_samples(samples, 1, (30, 30, 30))
+        one = Stats.from_samples(samples, 1)
+        covered["two"] += two.ci_low_s <= 1.0 <= two.ci_high_s
+        covered["one"] += one.ci_low_s <= 1.0 <= one.ci_high_s
+    assert covered["two"] / trials >= 0.90
+    assert covered["one"] / trials <= 0.5

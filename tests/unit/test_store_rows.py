@@ -80,7 +80,7 @@ def test_rows_have_exactly_the_columns_of_their_tables():
 def test_the_column_list_defines_the_measurement_table_and_the_statistics():
     stored = [c.name for c in t.measurement.columns if c.name != "id"]
     assert stored == ["run_id", "benchmark_id", *(c.name for c in columns.MEASUREMENT)]
-    assert Stats.fields == columns.STATISTICS
+    assert Stats.fields == columns.STATISTICS + columns.PROCESS_STATISTICS
     shown = (*columns.MEDIAN_CI, *columns.QUARTILES, *columns.SPREAD, "n")
     assert sorted(shown) == sorted(columns.STATISTICS)  # every statistic has one place
     assert columns.THROUGHPUTS == (

@@ -161,3 +161,106 @@ def test_a_ten_percent_slowdown_is_found(paired: bool):
     # 10 % spread: the slowdown is one spread wide; measured power 66.5 % unpaired.
     busy = _rates(1.1, spread=0.10, paired=paired)
     assert busy[SLOWER] >= 0.55 and busy[FASTER] == 0.0
+
+
+# -- the process level: per-process medians are the unit ------------------------------
+
+
+def _processes(
+    rng: np.random.Generator,
+    ratio: float = 1.0,
+    k: int = 3,
+    n: int = 20,
+    between: float = 0.02,
+    odd_process: float = 0.05,
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Per-call times of ``k`` fresh processes: each process has its own offset
+    (log-normal, ``between``; with probability ``odd_process`` a process lands in a 1.3x
+    slow state, as a heap that maps fresh pages on every call), then ``_timings``."""
+    parts = []
+    for _ in range(k):
+        offset = np.exp(rng.normal(0.0, between)) * (1.3 if rng.random() < odd_process else 1.0)
+        parts.append(_timings(rng, n, median_s=1e-3 * ratio * offset))
+    return np.concatenate(parts), (n,) * k
+
+
+def _process_rates(
+    true_ratio: float, between: float, odd_process: float = 0.0, trials: int = 300, k: int = 3
+) -> dict[str, float]:
+    rng = np.random.default_rng(20261123)
+    marks: dict[str, list[str]] = {"process": [], "sample": []}
+    for _ in range(trials):
+        base, base_k = _processes(rng, 1.0, k, between=between, odd_process=odd_process)
+        con, con_k = _processes(rng, true_ratio, k, between=between, odd_process=odd_process)
+        found = estimate(base, con, base_processes=base_k, contender_processes=con_k)
+        assert found.level == "process"
+        marks["process"].append(mark(found))
+        marks["sample"].append(mark(estimate(base, con)))
+    return {
+        f"{level}_{what}": float(np.mean([m in targets for m in found_marks]))
+        for level, found_marks in marks.items()
+        for what, targets in (
+            ("flagged", (SLOWER, FASTER)),
+            ("slower", (SLOWER,)),
+        )
+    }
+
+
+@pytest.mark.parametrize("odd_process", [0.0, 0.05])
+def test_process_level_a_a_stays_quiet_where_the_sample_level_cries_wolf(odd_process: float):
+    # Identical code in 3 fresh processes a side, 20 samples each, processes 5 % apart
+    # (and, in the second case, 1 process in 20 in a 1.3x slow state).
+    rates = _process_rates(1.0, between=0.05, odd_process=odd_process)
+    assert rates["process_flagged"] <= 0.05
+    # Treating the 60 samples of 3 processes as independent flags many more.
+    assert rates["sample_flagged"] >= 4 * max(rates["process_flagged"], 0.02)
+
+
+@pytest.mark.parametrize("between", [0.01, 0.02])
+def test_process_level_finds_a_ten_percent_slowdown(between: float):
+    # Power with 3 processes a side whose medians spread by 1-2 %. (A process in an odd
+    # state, 1.3x slow, widens the interval of its side: the verdict is then "not
+    # significant" rather than wrong; test_process_level_a_a_... covers that case.)
+    assert _process_rates(1.1, between=between)["process_slower"] >= 0.75
+
+
+def test_three_processes_a_side_can_be_significant():
+    # Mann-Whitney's smallest two-sided p with 3 medians a side is 0.1: Welch's is not bounded.
+    base = [1.000, 1.004, 0.998]
+    contender = [1.100, 1.102, 1.097]
+    found = estimate(base, contender, base_processes=(1, 1, 1), contender_processes=(1, 1, 1))
+    assert found.level == "process" and found.p_value < 0.01
+    assert found.ci_low < found.ratio < found.ci_high and found.ci_low > 1.0
+    assert mark(found) == SLOWER
+
+
+def test_process_level_interval_and_p_value_agree():
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        base, base_k = _processes(rng, 1.0, between=0.03)
+        con, con_k = _processes(rng, 1.04, between=0.03)
+        found = estimate(base, con, base_processes=base_k, contender_processes=con_k)
+        assert found.significant == (found.ci_low > 1.0 or found.ci_high < 1.0)
+
+
+def test_paired_processes_cancel_the_offset_both_sides_share():
+    # Two statements timed interleaved in the same 4 processes: the process offset (up to
+    # x2) hits both, so the per-process ratios are tight though the medians are not.
+    offsets = [1.0, 1.5, 2.0, 1.2]
+    base = [o * t for o in offsets for t in (1.0, 1.01, 0.99)]
+    contender = [1.2 * o * t for o in offsets for t in (1.0, 1.01, 0.99)]
+    counts = (3, 3, 3, 3)
+    paired = estimate(base, contender, paired=True, base_processes=counts, contender_processes=counts)
+    unpaired = estimate(base, contender, base_processes=counts, contender_processes=counts)
+    assert paired.paired and paired.p_value < 0.001 and mark(paired) == SLOWER
+    assert not unpaired.significant
+
+
+def test_one_process_on_either_side_falls_back_to_the_sample_level():
+    rng = np.random.default_rng(3)
+    base, base_k = _processes(rng)
+    con = _timings(rng, 60)
+    found = estimate(base, con, base_processes=base_k, contender_processes=())
+    assert found.level == "sample"
+    with pytest.raises(ValueError, match="adding up"):
+        estimate(base, con, base_processes=(1, 2), contender_processes=(30, 30))

@@ -1,0 +1,190 @@
+"""Rounds: every point measured in several fresh worker processes, spread over the run.
+
+On a real machine the largest variance of a benchmark is between processes, not
+between the samples of one: a process carries its own heap layout, page mappings and
+clock state, shared by all of its samples. So a run proceeds in **rounds**. Each round
+visits every job once, in a seeded shuffled order (Google Benchmark's random
+interleaving), each job in a fresh worker forked for it that has measured nothing
+else; the point's sampling budget is split across its rounds. The per-process
+results are merged into one :class:`~benchbench.core.values.Result` whose
+``process_samples`` say which samples came from which process, and whose interval is
+the two-level one of :class:`~benchbench.core.stats.Stats`.
+
+**Stopping.** Within a process the policy's stopping rule runs as always (on its share
+of the budget). Between processes: after ``rounds`` rounds a point whose two-level
+interval is still wider than the policy's target (``target_rel_ci``) takes another
+round, up to ``max_rounds``; the others are done. ``converged`` of the merged result is
+that test: every process met its own rule and the two-level interval is within the
+target.
+
+This module is pure (no processes): the order of the rounds, the per-round request and
+the merge; :func:`benchbench.run.jobs.measure_jobs` drives them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from benchbench.core.errors import UsageError
+from benchbench.core.stats import Stats
+from benchbench.core.values import Result
+
+#: Rounds (fresh processes) per point by default: BENCHMARKS.md, "Rounds across
+#: processes", has the measurements it was chosen from.
+DEFAULT_ROUNDS = 3
+#: Extra rounds a point may take when its processes disagree, by default: none, so that
+#: a run's cost is known in advance (``--max-rounds`` opts in).
+DEFAULT_EXTRA_ROUNDS = 0
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """How many fresh processes measure each point, and the seed of their order.
+
+    ``count`` rounds always; up to ``max_count`` for a point whose processes disagree
+    beyond the target precision. ``count=1`` is one process per point (no interval
+    across processes).
+    """
+
+    count: int = DEFAULT_ROUNDS
+    max_count: int = DEFAULT_ROUNDS + DEFAULT_EXTRA_ROUNDS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise UsageError(f"--rounds must be >= 1, got {self.count}")
+        if self.max_count < self.count:
+            raise UsageError(
+                f"--max-rounds must be >= --rounds ({self.count}), got {self.max_count}"
+            )
+
+    @classmethod
+    def fixed(cls, count: int, seed: int = 0) -> Rounds:
+        """Exactly ``count`` rounds, no extra ones."""
+        return cls(count, count, seed)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"count": self.count, "max_count": self.max_count, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Rounds:
+        """The rounds a stored run used; a run stored before rounds existed had one."""
+        if not data:
+            return cls.fixed(1)
+        return cls(int(data["count"]), int(data["max_count"]), int(data.get("seed", 0)))
+
+
+def order(count: int, round_index: int, seed: int) -> list[int]:
+    """The order in which round ``round_index`` visits jobs ``0 .. count-1``: a shuffle
+    seeded by the run's seed and the round, so a run's schedule can be replayed."""
+    indices = list(range(count))
+    random.Random(f"{seed}:{round_index}").shuffle(indices)
+    return indices
+
+
+def round_request(request: Mapping[str, Any], rounds: int) -> dict[str, Any]:
+    """A job's request with its policy's time budget split across ``rounds``.
+
+    ``max_time_s`` and ``min_time_s`` are divided; ``min_samples`` stays per process (a
+    process's median needs samples of its own); ``max_samples`` is divided, but not
+    below ``min_samples``.
+    """
+    out = dict(request)
+    policy = request.get("policy")
+    if rounds > 1 and isinstance(policy, Mapping):
+        split = dict(policy)
+        for key in ("max_time_s", "min_time_s"):
+            if split.get(key) is not None:
+                split[key] = float(split[key]) / rounds
+        if split.get("max_samples") is not None:
+            floor = int(split.get("min_samples") or 2)
+            split["max_samples"] = max(floor, int(split["max_samples"]) // rounds)
+        out["policy"] = split
+    return out
+
+
+def target_of(request: Mapping[str, Any]) -> float | None:
+    """The precision target (relative CI half-width) of a job's policy, if it has one."""
+    policy = request.get("policy")
+    if isinstance(policy, Mapping) and policy.get("target_rel_ci") is not None:
+        return float(policy["target_rel_ci"])
+    return None
+
+
+def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
+    """One result of a point from its per-process results, in round order.
+
+    A point whose first process did not measure it (error or skip) is that result: the
+    next rounds are not asked for. A later process that failed is left out, with a
+    warning; if none measured it the first failure is the result. Samples are scaled to
+    the first process's calls per sample (each process calibrates its own), so per-call
+    statistics are exact.
+    """
+    first = rounds[0]
+    if first.status != "ok" or len(rounds) == 1:
+        return first
+    measured = [r for r in rounds if r.status == "ok" and r.samples_s]
+    failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
+    calls = first.calls_per_sample
+    samples: list[float] = []
+    for result in measured:
+        scale = calls / result.calls_per_sample
+        samples.extend(s * scale for s in result.samples_s)
+    counts = tuple(len(r.samples_s) for r in measured)
+    warnings = list(dict.fromkeys(w for r in measured for w in r.warnings))
+    warnings += [f"process {k} of {len(rounds)} failed: {r.reason}" for k, r in failed]
+    stats = Stats.from_samples(samples, calls, counts)
+    converged = all(bool(r.converged) for r in measured)
+    if target_rel_ci is not None and len(counts) > 1:
+        converged = converged and stats.rel_ci_half_width <= target_rel_ci
+    reasons = list(dict.fromkeys(str(r.stop_reason) for r in measured))
+    extra = dict(first.extra)
+    extra["processes"] = [
+        {
+            "calls_per_sample": r.calls_per_sample,
+            "samples": len(r.samples_s),
+            "median_s": Stats.from_samples(r.samples_s, r.calls_per_sample).median_s,
+            "stop_reason": r.stop_reason,
+        }
+        for r in measured
+    ]
+    errors = [r.max_rel_error for r in measured if r.max_rel_error is not None]
+    abs_errors = [r.max_abs_error for r in measured if r.max_abs_error is not None]
+    peaks = [r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None]
+    return replace(
+        first,
+        samples_s=tuple(samples),
+        process_samples=counts,
+        converged=converged,
+        stop_reason=f"{len(counts)} processes: {'; '.join(reasons)}",
+        warnings=tuple(warnings),
+        extra=extra,
+        max_rel_error=max(errors) if errors else None,
+        max_abs_error=max(abs_errors) if abs_errors else None,
+        peak_memory_bytes=max(peaks) if peaks else None,
+        duration_s=_total(r.duration_s for r in rounds),
+    )
+
+
+def wants_more(results: Sequence[Result], target_rel_ci: float | None) -> bool:
+    """True when a merged point's processes disagree beyond the target precision."""
+    if target_rel_ci is None:
+        return False
+    for result in results:
+        if result.status != "ok" or len(result.process_samples) < 2:
+            continue
+        stats = Stats.from_samples(
+            result.samples_s, result.calls_per_sample, result.process_samples
+        )
+        if not math.isfinite(stats.rel_ci_half_width) or stats.rel_ci_half_width > target_rel_ci:
+            return True
+    return False
+
+
+def _total(values: Any) -> float | None:
+    known = [float(v) for v in values if v is not None]
+    return sum(known) if known else None
