@@ -7,7 +7,9 @@ which owns the lifecycle:
 1. the first worker describes the environment, and the run row is created (or, for
    ``--resume``, set back to ``running``);
 2. each job is one request to the current worker; its answer is one result per
-   point of the job, written to the store in its own transaction at once;
+   point of the job, with the machine telemetry the runner sampled meanwhile
+   (:func:`~benchbench.run.observed.observed_request`), written to the store in its
+   own transaction at once;
 3. a worker that crashes, hangs past the timeout or is killed for memory costs that
    job only: its points are recorded as errors with the reason (:meth:`Job.failed`)
    and the next job gets a fresh worker from the :class:`WorkerPool`;
@@ -34,6 +36,7 @@ from benchbench.core.values import Point, Result
 from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
+from benchbench.run.observed import observed_request
 from benchbench.run.workers import Spawner, StopRequest, Worker, WorkerFailure, Zygote
 from benchbench.store import Store
 from benchbench.store.store import now
@@ -96,17 +99,22 @@ class WorkerPool:
         :class:`WorkerFailure` when the worker dies, hangs or breaks the protocol (it
         is discarded); :class:`MeasurementError` when no worker can be started.
         """
+        worker = self.worker()
+        try:
+            return worker.request(payload, events, timeout_s, stop)
+        except WorkerFailure:
+            worker.close()
+            self._worker = None
+            raise
+
+    def worker(self) -> Worker:
+        """The current worker, started now if there is none (MeasurementError if it cannot)."""
         if self._worker is None:
             try:
                 self._worker = self._launcher.worker()
             except WorkerFailure as failure:
                 raise MeasurementError(f"the worker process did not start: {failure}") from None
-        try:
-            return self._worker.request(payload, events, timeout_s, stop)
-        except WorkerFailure:
-            self._worker.close()
-            self._worker = None
-            raise
+        return self._worker
 
     def close(self) -> None:
         if self._worker is not None:
@@ -188,7 +196,9 @@ def measure_jobs(
                 break
             notify("point", {"index": index, "label": job.label})
             try:
-                message = pool.request(job.request, (job.answer, "interrupted"), timeout_s, stop)
+                message = observed_request(
+                    pool, job.request, (job.answer, "interrupted"), timeout_s, stop
+                )
             except WorkerFailure as failure:
                 if stop.requested:
                     break  # it died of the stop (SIGTERM to the group, a second Ctrl-C)

@@ -18,6 +18,7 @@ from typing import Any
 
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result, short_hash
+from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.measure.statements import (
@@ -54,6 +55,10 @@ class TimeConfig:
     min_effect: float | None = None
     label: str | None = None
     timeout_s: float = 60.0
+    #: torch threads in the worker (None: torch's default, one per pinned core with ``cpus``).
+    threads: int | None = None
+    #: ``--cpus``: the cores the worker is pinned to (empty: not pinned).
+    cpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 <= self.reference < len(self.statements):
@@ -63,6 +68,10 @@ class TimeConfig:
             )
         if not self.sizes:
             raise UsageError("--size holds no size")
+        if self.threads is not None and self.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        if self.cpus:
+            object.__setattr__(self, "cpus", check_cpus(self.cpus))
 
     @property
     def reference_text(self) -> str:
@@ -91,6 +100,7 @@ class TimeConfig:
             "reference": self.reference,
             "policy": dataclasses.asdict(self.policy),
             "check_only": check_only,
+            "threads": self.threads,
         }
 
     def job(self, point: Point) -> Job:
@@ -145,7 +155,7 @@ def time_statements(
         for size in sorted(config.sizes)
     ]
     run_id = str(uuid.uuid4())
-    with WorkerPool(launcher()) as pool:
+    with WorkerPool(launcher(cpus=config.cpus)) as pool:
         try:
             checked = pool.request(
                 config.request(points[0], check_only=True), ("timed",), config.timeout_s
@@ -167,6 +177,7 @@ def time_statements(
             pool,
             RunRecord(run_id, store, new_row),
             timeout_s=config.timeout_s,
+            threads=config.threads,
             progress=progress,
         )
     return TimeOutcome(run_id if store is not None else None, summary.results)
@@ -190,5 +201,7 @@ def _run_row(run_id: str, config: TimeConfig, env: Environment) -> dict[str, Any
             "dtypes": list(config.dtypes),
             "policy": dataclasses.asdict(config.policy),
             "min_effect": config.min_effect,
+            "threads": config.threads,
+            "cpus": list(config.cpus) or None,
         },
     )

@@ -131,6 +131,9 @@ def test_wrong_result_crash_and_no_store(tmp_path):
         (["x", "--size", "2**10..2**5"], "accepted forms: 2**10..2**24, 1024,4096, 1k..16M"),
         (["x", "--size", "ten"], "size 'ten' is not a number; accepted forms"),
         (["x", "--setup", "x = ("], "--setup 'x = (': syntax error"),
+        (["x", "--cpus", "0,100000"], "--cpus '0,100000': this machine has no usable core 100000"),
+        (["x", "--cpus", "1-0"], "--cpus '1-0': '1-0' is not an ascending range"),
+        (["x", "--threads", "0"], "--threads must be >= 1, got 0"),
     ],
 )
 def test_bad_statements_and_sizes_exit_2_before_anything_starts(
