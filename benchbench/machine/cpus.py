@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterable, Sequence
 
 from benchbench.core.errors import UsageError
@@ -59,8 +60,14 @@ def parse_cpus(
 ) -> tuple[int, ...]:
     """``'0,2-3'`` -> ``(0, 2, 3)``; UsageError for a malformed list or a core not in ``usable``.
 
-    ``usable`` defaults to :func:`usable_cpus` (the cores this process may run on).
+    ``usable`` defaults to :func:`usable_cpus` (the cores this process may run on). A
+    platform without ``os.sched_setaffinity`` (macOS) cannot pin: UsageError too.
     """
+    if not hasattr(os, "sched_setaffinity"):
+        raise UsageError(
+            f"{flag} {text!r}: pinning needs os.sched_setaffinity, which {sys.platform} "
+            f"lacks (Linux has it); leave {flag} out"
+        )
     allowed = tuple(usable) if usable is not None else usable_cpus()
     where = f"the cores here are {format_cpus(allowed)}"
     cpus: set[int] = set()
@@ -97,10 +104,7 @@ def check_cpus(cpus: Sequence[int], usable: Sequence[int] | None = None) -> tupl
 
 def pin(cpus: Sequence[int]) -> None:
     """Pin this process (and the threads it starts from now on) to ``cpus``."""
-    setaffinity = getattr(os, "sched_setaffinity", None)
-    if setaffinity is None:
-        raise UsageError("--cpus needs os.sched_setaffinity, which this platform lacks (Linux)")
-    setaffinity(0, set(cpus))
+    os.sched_setaffinity(0, set(cpus))  # parse_cpus refused --cpus where this is missing
 
 
 def idle_cores(cores: int, others_cores: float) -> int:

@@ -71,6 +71,12 @@ def test_check_cpus_sorts_and_rejects_an_empty_or_foreign_set() -> None:
         check_cpus([0, 9], FOUR)
 
 
+def test_a_platform_that_cannot_pin_refuses_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr("os.sched_setaffinity")
+    with pytest.raises(UsageError, match=r"--cpus '0': pinning needs os.sched_setaffinity"):
+        parse_cpus("0", FOUR)
+
+
 def test_format_cpus_round_trips() -> None:
     for cpus in [(0,), (0, 1, 2, 5), (1, 3, 4, 5, 9)]:
         assert parse_cpus(format_cpus(cpus), range(10)) == cpus
