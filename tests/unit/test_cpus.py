@@ -115,3 +115,20 @@ def test_threads_warning_fires_only_beyond_the_idle_cores() -> None:
         "0.8 cores): its thread shared a core; measure on a quieter machine or with --cpus "
         "naming an idle core"
     )
+
+
+def test_run_and_time_configs_check_their_cores() -> None:
+    from benchbench.run.runner import RunConfig
+    from benchbench.run.statements import TimeConfig
+
+    assert RunConfig(suites=(), cpus=(0, 0)).cpus == (0,)
+    with pytest.raises(UsageError, match="no usable core 100000"):
+        RunConfig(suites=(), cpus=(0, 100000))
+    with pytest.raises(UsageError, match="no usable core 100000"):
+        TimeConfig(statements=("x",), sizes=(8,), cpus=(100000,))
+    with pytest.raises(UsageError, match="--threads must be >= 1, got 0"):
+        TimeConfig(statements=("x",), sizes=(8,), threads=0)
+    request = TimeConfig(statements=("x",), sizes=(8,), threads=3).request(
+        TimeConfig(statements=("x",), sizes=(8,)).point(8, "cpu", "float32")
+    )
+    assert request["threads"] == 3
