@@ -1,7 +1,8 @@
 """Check what makes numbers noisy on this machine, with the fix for each.
 
 CPU frequency governor, turbo boost, ASLR, load, swap, busy processes, thread
-settings, torch debug build, CPU isolation, and per GPU persistence mode,
+settings, idle cores against torch's default thread count (fix: --threads or --cpus
+on run and time), torch debug build, CPU isolation, and per GPU persistence mode,
 application clocks and other processes (in the spirit of
 ``python -m pyperf system show``). Exit 0 whatever it finds: it advises.
 """

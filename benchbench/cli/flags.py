@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from benchbench.core.errors import UsageError
+from benchbench.machine.cpus import parse_cpus
 from benchbench.run.rounds import DEFAULT_EXTRA_ROUNDS, DEFAULT_ROUNDS, Rounds
 from benchbench.store import Store, open_store
 from benchbench.suite.load import Selection, resolve_suite
@@ -43,6 +44,28 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON document on stdout instead of a table"
     )
+
+
+def add_threads(parser: argparse.ArgumentParser) -> None:
+    """``--threads`` and ``--cpus``, the same for ``run`` and ``time``."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="torch threads in the workers (default: torch's, or one per core of --cpus); a "
+        "point with more threads than the cores other processes left idle gets a warning",
+    )
+    parser.add_argument(
+        "--cpus",
+        metavar="LIST",
+        help="pin the worker processes to these cores, e.g. 0, 0-1 or 0,2-3 "
+        "(sched_setaffinity; Linux); recorded with the run and every point",
+    )
+
+
+def cpus_from(args: argparse.Namespace) -> tuple[int, ...]:
+    """The cores ``--cpus`` names, checked against those this process may use; () if absent."""
+    return parse_cpus(args.cpus) if args.cpus is not None else ()
 
 
 def add_selection(parser: argparse.ArgumentParser, suites_nargs: str = "+") -> None:

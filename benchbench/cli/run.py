@@ -4,8 +4,12 @@ Each point runs in a worker process: warm-up, calibration (samples >= 1 ms), the
 samples until the median's 95 % CI is within --target of it or --budget seconds
 have passed. A point that crashes, hangs past --timeout, runs out of memory,
 raises or computes a wrong result is stored as an error with the reason; the run
-goes on with a fresh worker. --profile saves a torch.profiler trace of each selected
-point (after its timing) beside the store and lists its top operators.
+goes on with a fresh worker. --cpus pins the workers to cores (one torch thread per
+core unless --threads says otherwise). Telemetry (CPU clocks, load, other processes,
+idle cores, GPU clocks) is sampled by the runner beside each point and stored with it;
+a point with more torch threads than idle cores gets a warning. --profile saves a
+torch.profiler trace of each selected point (after its timing) beside the store and
+lists its top operators.
 
 Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
 point is kept, the run is marked interrupted, and `benchbench run --resume RUN_ID`
@@ -84,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="warm: back-to-back calls; cold: evict 2x the last-level cache before each sample; "
         "rotate: cycle through copies of the inputs (default warm)",
     )
-    parser.add_argument("--threads", type=int, metavar="N", help="torch threads (default: torch's)")
+    flags.add_threads(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -189,6 +193,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         ),
         cache=args.cache or "warm",
         threads=args.threads,
+        cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         memory_limit_bytes=_memory_limit(args.memory_limit),
         allocator=args.allocator or "system",
@@ -229,6 +234,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--target", args.target, stored.policy.target_rel_ci),
         ("--cache", args.cache, stored.cache),
         ("--threads", args.threads, stored.threads),
+        ("--cpus", flags.cpus_from(args) or None, stored.cpus or None),
         ("--allocator", args.allocator, stored.allocator),
         ("--rounds", args.rounds, stored.rounds.count),
         ("--max-rounds", args.max_rounds, stored.rounds.max_count),
@@ -279,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
     if args.target is not None and not 0 < args.target < 1:
         raise UsageError(f"--target must be a fraction between 0 and 1, got {args.target}")
+    flags.cpus_from(args)  # checked before a store is created
     store = flags.store_from(args)
     config = _resumed_config(args, store) if args.resume else _fresh_config(args)
     if args.profile:

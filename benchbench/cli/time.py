@@ -14,7 +14,10 @@ reference (median time over the reference's: below 1 is faster) with a 95 %
 confidence interval and benchbench's one verdict (:mod:`benchbench.analysis.verdict`):
 slower / faster when significant and the ratio is beyond 1 + m / 1 / (1 + m), same
 when significant but inside, not significant otherwise (m is --min-effect). It ends
-with the sizes where a verdict flips between faster and slower (crossovers).
+with the sizes where a verdict flips between faster and slower (crossovers), then the
+warnings of the points on stderr (one line per kind, with how many points had it).
+--threads sets torch's threads in the worker, --cpus pins it to cores; a point with
+more threads than the cores other processes left idle during it gets a warning.
 
 Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**22
 
@@ -30,6 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -44,10 +48,11 @@ from benchbench.analysis.variants import (
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import SIZE_FORMS, format_size, format_time, parse_sizes
-from benchbench.core.values import ITEMSIZE
+from benchbench.core.values import ITEMSIZE, Result
 from benchbench.measure.policy import Policy
 from benchbench.measure.statements import check_names, parse_statements
 from benchbench.run.statements import DEFAULT_BUDGET_S, TimeConfig, TimeOutcome, time_statements
+from benchbench.views.results import short_warning
 
 HELP = "compare statements at several sizes (ratio, CI, verdict, crossover)"
 
@@ -98,6 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="FILE", help="write throughput versus size (png, svg, pdf)"
     )
+    flags.add_threads(parser)
     flags.add_store(parser, create=True)
     parser.add_argument("--label", metavar="NAME", help="a name for the stored run")
     parser.add_argument("--no-store", action="store_true", help="do not store the results")
@@ -137,6 +143,8 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
         rounds=flags.rounds_from(args),
         min_effect=args.min_effect,
         label=args.label,
+        threads=args.threads,
+        cpus=flags.cpus_from(args),
     )
 
 
@@ -178,12 +186,27 @@ def run(args: argparse.Namespace) -> int:
         f"{statuses.count('ok')} measured, {statuses.count('skipped')} skipped, "
         f"{statuses.count('error')} failed in {elapsed:.1f} s{stored}"
     )
+    for line in warning_lines(outcome.results):
+        err.print(f"[yellow]warning: {escape(line)}[/yellow]")
     if args.plot:
         err.print(f"plot written to {args.plot}")
     if "ok" not in statuses:
         err.print("[red]nothing could be measured[/red]")
         return 1
     return 1 if "error" in statuses else 0
+
+
+def warning_lines(results: Sequence[Result]) -> list[str]:
+    """One line per kind of warning (its text before the first colon or parenthesis):
+    the first full text of that kind, and how many results carried one."""
+    first: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for result in results:
+        for text in dict.fromkeys(result.warnings):
+            kind = short_warning(text)
+            first.setdefault(kind, text)
+            counts[kind] = counts.get(kind, 0) + 1
+    return [f"{first[k]} ({counts[k]} result(s))" if counts[k] > 1 else first[k] for k in first]
 
 
 def _plot(rows: Sequence[Row], config: TimeConfig) -> Any:

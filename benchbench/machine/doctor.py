@@ -11,11 +11,13 @@ A value that cannot be read gives status ``unknown`` with the reason, never a gu
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import psutil
 
+from benchbench.machine.cpus import format_cpus, idle_cores
 from benchbench.machine.doctor_gpu import check_gpus
 from benchbench.machine.doctor_sources import Check, Status, SystemSources, TorchInfo
 from benchbench.machine.telemetry import BUSY_PROCESS_CPU_PERCENT
@@ -41,6 +43,7 @@ __all__ = [
     "check_cpu_governor",
     "check_cpu_isolation",
     "check_gpus",
+    "check_idle_cores",
     "check_load",
     "check_swap",
     "check_system",
@@ -86,25 +89,10 @@ def check_cpu_governor(src: SystemSources) -> list[Check]:
             by_governor.setdefault(src.read_text(path).strip(), []).append(_cpu_number(path))
     except OSError as exc:
         return [Check("CPU governor", "unknown", f"cannot read {exc.filename}: {exc.strerror}")]
-    value = "; ".join(f"{gov} on CPUs {_cpu_list(cpus)}" for gov, cpus in by_governor.items())
+    value = "; ".join(f"{gov} on CPUs {format_cpus(cpus)}" for gov, cpus in by_governor.items())
     if set(by_governor) == {BENCHMARK_GOVERNOR}:
         return [Check("CPU governor", "ok", value)]
     return [Check("CPU governor", "warn", value, GOVERNOR_FIX)]
-
-
-def _cpu_list(cpus: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``'0-2,5'``, the kernel's own notation."""
-    ranges: list[str] = []
-    ordered = sorted(cpus)
-    start = prev = ordered[0]
-    for cpu in [*ordered[1:], None]:
-        if cpu is not None and cpu == prev + 1:
-            prev = cpu
-            continue
-        ranges.append(str(start) if start == prev else f"{start}-{prev}")
-        if cpu is not None:
-            start = prev = cpu
-    return ",".join(ranges)
 
 
 def check_turbo_boost(src: SystemSources) -> list[Check]:
@@ -257,6 +245,43 @@ def check_threads(src: SystemSources) -> list[Check]:
     return [Check("threads", "info", value)]
 
 
+def check_idle_cores(src: SystemSources) -> list[Check]:
+    """Cores the machine's load leaves idle against torch's default thread count.
+
+    Other work, in cores, is the larger of the 1-minute load average and the CPU use
+    of every process now; the rule that turns it into idle cores is the one a point's
+    warning uses (:func:`benchbench.machine.cpus.idle_cores`). A parallel region with
+    more threads than idle cores waits for a descheduled thread (``torch.softmax`` of
+    2^12 values: 7.58 ms with 2 threads on a loaded 2-core machine, 3.21 µs with 1).
+    """
+    cores = len(src.usable_cpus()) or src.logical_cpus() or 0
+    readings: dict[str, float] = {}
+    with contextlib.suppress(OSError):
+        readings["load"] = src.load_average()[0]
+    with contextlib.suppress(OSError, psutil.Error):
+        readings["CPU use"] = src.busy_cores()
+    if not readings or not cores:
+        return [Check("idle cores", "unknown", "neither the load nor the CPU use is readable")]
+    try:
+        torch = src.torch_info()
+    except ImportError as exc:
+        return [Check("idle cores", "unknown", f"torch is not importable: {exc}")]
+    idle = idle_cores(cores, max(readings.values()))
+    seen = ", ".join(f"{name} {value:.2f}" for name, value in readings.items())
+    value = f"{idle} of {cores} cores idle ({seen}); torch's default is {torch.num_threads} threads"
+    if torch.num_threads > idle:
+        return [
+            Check(
+                "idle cores",
+                "warn",
+                value,
+                f"measure with --threads {max(1, idle)}, or --cpus LIST naming idle cores, on "
+                "run and time (a parallel region waits for its descheduled threads)",
+            )
+        ]
+    return [Check("idle cores", "ok", value)]
+
+
 def check_torch_build(src: SystemSources) -> list[Check]:
     """A debug build of torch is many times slower and measures nothing useful."""
     try:
@@ -303,6 +328,7 @@ CHECKS: tuple[Callable[[SystemSources], list[Check]], ...] = (
     check_swap,
     check_busy_processes,
     check_threads,
+    check_idle_cores,
     check_torch_build,
     check_cpu_isolation,
     check_gpus,

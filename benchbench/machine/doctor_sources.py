@@ -17,13 +17,15 @@ from typing import Any, Literal
 
 import psutil
 
+from benchbench.machine.cpus import usable_cpus
 from benchbench.machine.nvml import load_nvml
-from benchbench.machine.telemetry import ProcessUsage, TelemetrySampler
+from benchbench.machine.telemetry import ProcessUsage, Telemetry, TelemetrySampler
 
 Status = Literal["ok", "warn", "info", "unknown"]
 # Long enough for a busy neighbour to show (psutil's CPU percent is a delta over it),
 # short enough that `benchbench doctor` answers at once.
 _PROCESS_WINDOW_S = 0.5
+_window: list[tuple[float, Telemetry]] = []  # the last window and when it ended
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,30 @@ def _torch_info() -> TorchInfo:
     return TorchInfo(torch.__version__, torch.get_num_threads(), bool(torch.version.debug))
 
 
-def _busy_processes() -> Sequence[ProcessUsage]:
-    sampler = TelemetrySampler(nvml=None, top_processes=10)
-    sampler.sample(slow=True)  # primes the per-process CPU counters
+def _cpu_window() -> Telemetry:
+    """Other processes' and every core's CPU use over one 0.5 s window, shared by the
+    checks that read it (a window younger than 5 s is reused)."""
+    if _window and time.monotonic() - _window[-1][0] < 5.0:
+        return _window[-1][1]
+    sampler = TelemetrySampler(nvml=None, top_processes=10, slow_in_thread=False)
+    sampler.start()  # primes the per-process CPU counters; the stop reads them
     time.sleep(_PROCESS_WINDOW_S)
-    sampler.sample(slow=True)
-    return sampler.summary().busy_processes
+    telemetry = sampler.stop()
+    _window[:] = [(time.monotonic(), telemetry)]
+    return telemetry
+
+
+def _busy_processes() -> Sequence[ProcessUsage]:
+    return _cpu_window().busy_processes
+
+
+def _busy_cores() -> float:
+    """CPU use of every process on the cores this one may use, in cores (1.0: one core)."""
+    shares = _cpu_window().cpu_idle_share
+    cpus = [c for c in usable_cpus() if c in shares]
+    if not cpus:
+        raise OSError("per-core CPU times are not readable here")
+    return sum(1.0 - shares[c] for c in cpus)
 
 
 def _swap_bytes() -> tuple[int, int]:
@@ -82,9 +102,10 @@ def _swap_bytes() -> tuple[int, int]:
 class SystemSources:
     """Where the checks read the system; every field can be replaced by a fake in tests.
 
-    ``read_text`` raises OSError for a missing or unreadable file; ``torch_info`` raises
-    ImportError without torch; ``nvml`` returns ``(initialised pynvml, "")`` or
-    ``(None, reason)``.
+    ``read_text`` raises OSError for a missing or unreadable file; ``busy_cores`` (the
+    CPU use of every process now, in cores) raises OSError where it cannot be read;
+    ``torch_info`` raises ImportError without torch; ``nvml`` returns
+    ``(initialised pynvml, "")`` or ``(None, reason)``.
     """
 
     read_text: Callable[[str], str] = _read_text
@@ -94,6 +115,8 @@ class SystemSources:
     load_average: Callable[[], tuple[float, float, float]] = os.getloadavg
     swap_bytes: Callable[[], tuple[int, int]] = _swap_bytes
     busy_processes: Callable[[], Sequence[ProcessUsage]] = _busy_processes
+    usable_cpus: Callable[[], tuple[int, ...]] = usable_cpus
+    busy_cores: Callable[[], float] = _busy_cores
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     torch_info: Callable[[], TorchInfo] = _torch_info
     nvml: Callable[[], tuple[Any, str]] = load_nvml

@@ -9,8 +9,9 @@ reduced-precision fp16/bf16 reductions), and the worker's memory allocator (syst
 jemalloc or tcmalloc), glibc's malloc thresholds and the transparent-huge-pages mode:
 the same operator took 3 ms from reused heap and 23 ms as fresh mappings here, so a
 different allocator or THP mode gives different numbers. ``info`` is stored beside them and never
-splits history: hostname, kernel, platform, RAM, NumPy, CPU clocks, NVIDIA driver,
-CUDA device properties. A driver update or a different clock is worth seeing next
+splits history: hostname, kernel, platform, RAM, NumPy, CPU clocks, the cores the
+worker may run on (``cpu_affinity``, kernel list notation: ``--cpus`` pins it), NVIDIA
+driver, CUDA device properties. A driver update or a different clock is worth seeing next
 to a change, but it must not cut a benchmark's history in two.
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 
 from benchbench.core.values import short_hash
 from benchbench.machine import allocator
+from benchbench.machine.cpus import format_cpus, usable_cpus
 from benchbench.machine.nvml import driver_version, load_nvml
 
 
@@ -110,6 +112,7 @@ def collect(
         "platform": platform.platform(),
         "ram_bytes": _ram_bytes(),
         "numpy": _numpy_version(),
+        "cpu_affinity": format_cpus(usable_cpus()),
     }
     info.update(_cpu_clocks())
     if cuda:

@@ -1,17 +1,25 @@
-"""Machine telemetry sampled in a background thread while a benchmark point runs.
+"""Machine telemetry sampled in a background thread of the runner while a worker measures.
 
-    with TelemetrySampler() as sampler:
-        measure_the_point()
+    sampler = TelemetrySampler(measured_pid=worker.pid, exclude_pids={os.getpid(), worker.pid})
+    with sampler:
+        ask_the_worker_to_measure_a_point()
     telemetry = sampler.telemetry          # frozen summary, stored with the point
     for line in warnings(telemetry): ...   # travels with the result
 
-Every ``interval_s`` (default 50 ms) the sampler reads the cheap sources: CPU frequency per core
-(``psutil.cpu_freq(percpu=True)``: ~80 µs on our 2-core machine), the load average (~1 µs) and,
-through NVML, each GPU's SM and memory clocks, power, temperature, utilisation and clock
-throttle reasons. Every ``slow_interval_s`` (default 0.5 s) it also reads the expensive ones:
-temperatures (~130 µs) and the CPU use of every other process (~25 µs per process: ~2 ms for
-the 70 processes of our machine) and the processes on each GPU. The thread's own CPU time is
-recorded (``Telemetry.sampler_cpu_s``) so its cost on the measurement is known, not guessed.
+psutil and NVML see the whole machine, so the sampler runs in the runner, outside the
+timed process: no thread of ours takes the worker's GIL or a core's cache mid-sample.
+Every ``interval_s`` (default 50 ms) it reads the cheap sources: CPU frequency per core
+(``psutil.cpu_freq(percpu=True)``: ~80 µs on our 2-core machine), the load average (~1 µs)
+and, through NVML, each GPU's SM and memory clocks, power, temperature, utilisation and
+clock throttle reasons. Every ``slow_interval_s`` (default 0.5 s) it also reads the
+expensive ones: temperatures (~130 µs) and the CPU use of every other process (~25 µs per
+process: ~2 ms for the 70 processes of our machine) and the processes on each GPU. The
+thread's own CPU time is recorded (``Telemetry.sampler_cpu_s``) so its cost is known.
+
+At :meth:`~TelemetrySampler.start` and :meth:`~TelemetrySampler.stop` it reads each core's
+busy and idle time and the measured process's CPU time and affinity: the per-core idle
+share during the point, and how many of the measured process's cores other processes
+left idle (:attr:`Telemetry.idle_cores`, the rule in :mod:`benchbench.machine.cpus`).
 
 A value that cannot be read is absent (no key), never zero. Without ``nvidia-ml-py`` or
 without a GPU, NVML is skipped silently: that is the normal case on a CPU machine.
@@ -32,8 +40,10 @@ from typing import Any
 import psutil
 
 from benchbench.core.errors import BundleError, UsageError
+from benchbench.machine.cpus import idle_cores, threads_warning
 from benchbench.machine.nvml import load_nvml
 from benchbench.machine.sensors import (
+    CpuReader,
     GpuProcess,
     NvmlReader,
     ProcessScanner,
@@ -45,6 +55,9 @@ from benchbench.machine.sensors import (
 
 FREQUENCY_DROP_FRACTION = 0.10
 BUSY_PROCESS_CPU_PERCENT = 10.0  # mean % of one core; below this a neighbour is noise
+#: The kernel counts CPU time in 10 ms ticks: over a shorter window than this the idle
+#: share of a core is too coarse (5 % steps) to count idle cores from.
+MIN_CPU_WINDOW_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,10 @@ class Telemetry:
     ``cpu_freq_max_mhz`` (fastest core, per sample), ``cpu{i}_freq_mhz``, ``load_1m``,
     ``cpu_temp_c``, and per GPU ``gpu{i}_sm_clock_mhz``, ``gpu{i}_mem_clock_mhz``,
     ``gpu{i}_power_w``, ``gpu{i}_temp_c``, ``gpu{i}_util_percent``, ``gpu{i}_mem_util_percent``.
+
+    ``cpu_idle_share`` is each core's idle share (0 to 1) over ``cpu_window_s``; ``cpus``
+    the cores the measured process could run on and ``measured_cpu_s`` the CPU seconds it
+    used meanwhile; from them :attr:`others_cpu_cores` and :attr:`idle_cores`.
     """
 
     duration_s: float
@@ -80,6 +97,31 @@ class Telemetry:
     gpu_throttle_reasons: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     gpu_processes: tuple[GpuProcess, ...] = ()
     sampler_cpu_s: float | None = None
+    cpus: tuple[int, ...] = ()
+    cpu_idle_share: Mapping[int, float] = field(default_factory=dict)
+    measured_cpu_s: float | None = None
+    cpu_window_s: float | None = None
+
+    @property
+    def others_cpu_cores(self) -> float | None:
+        """CPU use of other processes on :attr:`cpus`, in cores (1.0: one busy core).
+
+        The busy share of those cores minus what the measured process used; None when a
+        reading is missing or the window is under :data:`MIN_CPU_WINDOW_S`.
+        """
+        window = self.cpu_window_s
+        if not self.cpus or self.measured_cpu_s is None or window is None:
+            return None
+        if window < MIN_CPU_WINDOW_S or any(c not in self.cpu_idle_share for c in self.cpus):
+            return None
+        busy = sum(1.0 - self.cpu_idle_share[c] for c in self.cpus)
+        return max(0.0, busy - self.measured_cpu_s / window)
+
+    @property
+    def idle_cores(self) -> int | None:
+        """How many of :attr:`cpus` others left idle (the rule: :mod:`benchbench.machine.cpus`)."""
+        others = self.others_cpu_cores
+        return None if others is None else idle_cores(len(self.cpus), others)
 
     def metric(self, name: str) -> MetricSummary | None:
         """The summary of ``name``, or None when it could not be read."""
@@ -107,6 +149,13 @@ class Telemetry:
             },
             "gpu_processes": [vars(p).copy() for p in self.gpu_processes],
             "sampler_cpu_s": self.sampler_cpu_s,
+            "cpus": list(self.cpus),
+            "cpu_idle_share": {str(c): v for c, v in sorted(self.cpu_idle_share.items())},
+            "measured_cpu_s": self.measured_cpu_s,
+            "cpu_window_s": self.cpu_window_s,
+            # Derived, written for readers of the stored document (not read back).
+            "others_cpu_cores": self.others_cpu_cores,
+            "idle_cores": self.idle_cores,
         }
 
     @classmethod
@@ -136,15 +185,24 @@ class Telemetry:
                     for gpu, names in data["gpu_throttle_reasons"].items()
                 },
                 gpu_processes=tuple(GpuProcess.from_dict(p) for p in data["gpu_processes"]),
-                sampler_cpu_s=None
-                if data["sampler_cpu_s"] is None
-                else float(data["sampler_cpu_s"]),
+                sampler_cpu_s=_optional_float(data["sampler_cpu_s"]),
+                # Absent from documents written before the runner sampled CPU time.
+                cpus=tuple(int(c) for c in data.get("cpus", ())),
+                cpu_idle_share={
+                    int(c): float(v) for c, v in (data.get("cpu_idle_share") or {}).items()
+                },
+                measured_cpu_s=_optional_float(data.get("measured_cpu_s")),
+                cpu_window_s=_optional_float(data.get("cpu_window_s")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BundleError(
                 f"telemetry document is malformed ({type(exc).__name__}: {exc}); expected the "
                 f"keys written by Telemetry.to_dict(), got keys {sorted(data)!r}"
             ) from exc
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 class TelemetrySampler:
@@ -157,7 +215,14 @@ class TelemetrySampler:
     ``slow_in_thread=False`` reads the slow sources (process scan, temperatures, GPU
     processes) only in :meth:`start` and :meth:`stop`, in the caller's thread: a
     process scan holds the GIL for milliseconds (hundreds on a loaded machine), which
-    would stall a timed Python loop if the thread did it mid-measurement.
+    would stall a timed Python loop if the thread did it mid-measurement, and takes a
+    core from the measured process on a small machine.
+
+    ``measured_pid`` is the process being measured (the worker): its CPU time and
+    affinity are read at :meth:`start` and :meth:`stop`, beside every core's busy and
+    idle time, through ``cpu`` (a :class:`~benchbench.machine.sensors.CpuReader`; tests
+    pass fakes). Those reads come after the slow sources at the start and before them at
+    the stop, so a process scan's own CPU time does not count as another process's.
     """
 
     def __init__(
@@ -171,6 +236,8 @@ class TelemetrySampler:
         exclude_pids: Iterable[int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         slow_in_thread: bool = True,
+        measured_pid: int | None = None,
+        cpu: CpuReader | None = None,
     ) -> None:
         if not interval_s > 0 or not slow_interval_s >= interval_s:
             raise UsageError(
@@ -195,6 +262,18 @@ class TelemetrySampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.telemetry: Telemetry | None = None
+        self._measured_pid = measured_pid
+        self._cpu = cpu or CpuReader()
+        self._cpu_marks: list[tuple[list[tuple[float, float]], float | None]] = []
+        self._cpus: tuple[int, ...] = ()
+
+    def _mark_cpu_time(self) -> None:
+        """Read every core's busy and idle time and the measured process's CPU time."""
+        pid = self._measured_pid
+        if pid is not None and not self._cpu_marks:
+            self._cpus = self._cpu.process_cpus(pid) or ()
+        measured = self._cpu.process_cpu_s(pid) if pid is not None else None
+        self._cpu_marks.append((self._cpu.per_cpu(), measured))
 
     def _record(self, name: str, value: float | None) -> None:
         if value is not None:
@@ -231,6 +310,7 @@ class TelemetrySampler:
         self._started = self._clock()
         if not self.slow_in_thread:
             self.sample(slow=True)
+        self._mark_cpu_time()
         self._thread = threading.Thread(target=self._run, name="benchbench-telemetry", daemon=True)
         self._thread.start()
         return self
@@ -250,6 +330,7 @@ class TelemetrySampler:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
+        self._mark_cpu_time()
         if not self.slow_in_thread:
             self.sample(slow=True)
         self._stopped = self._clock()
@@ -269,7 +350,34 @@ class TelemetrySampler:
             gpu_throttle_reasons=gpu.throttle_reasons() if gpu else {},
             gpu_processes=gpu.processes() if gpu else (),
             sampler_cpu_s=self._cpu_s,
+            **self._cpu_summary(),
         )
+
+    def _cpu_summary(self) -> dict[str, Any]:
+        """Per-core idle shares and the measured process's CPU time between the marks.
+
+        The window is read from the cores' own counters (the longest core's busy + idle
+        time), in the kernel's units, like the measured process's CPU time.
+        """
+        if len(self._cpu_marks) < 2:
+            return {}
+        (cores0, measured0), (cores1, measured1) = self._cpu_marks[0], self._cpu_marks[-1]
+        shares: dict[int, float] = {}
+        window = 0.0
+        for core, ((busy0, idle0), (busy1, idle1)) in enumerate(zip(cores0, cores1, strict=False)):
+            busy, idle = busy1 - busy0, idle1 - idle0
+            if busy + idle > 0:
+                shares[core] = min(1.0, max(0.0, idle / (busy + idle)))
+                window = max(window, busy + idle)
+        measured = None
+        if measured0 is not None and measured1 is not None:
+            measured = max(0.0, measured1 - measured0)
+        return {
+            "cpus": self._cpus,
+            "cpu_idle_share": shares,
+            "measured_cpu_s": measured,
+            "cpu_window_s": window if shares else None,
+        }
 
     def __enter__(self) -> TelemetrySampler:
         return self.start()
@@ -320,3 +428,16 @@ def warnings(telemetry: Telemetry, baseline_freq: float | None = None) -> list[s
             f"(pid {gproc.pid})"
         )
     return lines
+
+
+def thread_warnings(telemetry: Telemetry, threads: int | None) -> list[str]:
+    """A warning when ``threads`` intra-op threads exceed the cores left idle during the point.
+
+    Nothing when the thread count or the idle cores are unknown (a short point, a
+    platform without per-core times).
+    """
+    idle, others = telemetry.idle_cores, telemetry.others_cpu_cores
+    if threads is None or idle is None or others is None:
+        return []
+    line = threads_warning(threads, idle, len(telemetry.cpus), others)
+    return [] if line is None else [line]

@@ -7,7 +7,6 @@ that point only.
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -19,8 +18,6 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchbench.core.values import Point, Result
-from benchbench.machine.telemetry import TelemetrySampler
-from benchbench.machine.telemetry import warnings as telemetry_warnings
 from benchbench.measure import timers as devices
 from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
 from benchbench.measure.policy import Measured, Policy, Subject, make_loop, make_rotating_loop
@@ -56,15 +53,10 @@ def _error(point: Point, reason: str, **kw: Any) -> Result:
 def measure_point(workload: Workload, point: Point, options: Options) -> Result:
     """Measure ``point`` of ``workload``; never raises for a problem of the point."""
     started = time.perf_counter()
-    # Telemetry is sampled beside the point (every 0.1 s, ~80 µs a sample: < 0.1 %
-    # of one core) and attached to measured points with the warnings it implies.
-    # The slow sources (process scan) run before and after the point, never mid-way.
-    sampler = TelemetrySampler(
-        interval_s=0.1, exclude_pids={os.getpid(), os.getppid()}, slow_in_thread=False
-    )
+    # No telemetry thread here: the runner samples the machine from its own process
+    # (benchbench.run.observed), so nothing of ours shares this process while it times.
     try:
-        with sampler:
-            result = _measure(workload, point, options)
+        result = _measure(workload, point, options)
     except Skip as exc:
         result = _skip(point, str(exc) or "skipped by the suite", code_version=workload.version)
     except torch.cuda.OutOfMemoryError as exc:
@@ -89,12 +81,6 @@ def measure_point(workload: Workload, point: Point, options: Options) -> Result:
                 point,
                 f"{type(exc).__name__}: {message} (at {where.filename}:{where.lineno})",
             )
-    if result.status == "ok" and sampler.telemetry is not None:
-        result = replace(
-            result,
-            telemetry=sampler.telemetry.to_dict(),
-            warnings=(*result.warnings, *telemetry_warnings(sampler.telemetry)),
-        )
     return replace(result, duration_s=time.perf_counter() - started)
 
 

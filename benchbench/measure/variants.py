@@ -129,6 +129,8 @@ def time_request(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     started = time.perf_counter()
     point = Point.from_dict(request["point"])
     texts = [str(s) for s in request["statements"]]
+    if request.get("threads"):
+        torch.set_num_threads(int(request["threads"]))
     reason = device_support.unavailable_reason(point.device, torch)
     if reason is not None:
         return [r.to_dict() for r in unavailable(point, texts, reason)]

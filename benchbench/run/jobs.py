@@ -6,9 +6,10 @@ which owns the lifecycle:
 
 1. the first worker describes the environment, and the run row is created (or, for
    ``--resume``, set back to ``running``);
-2. each job is one request per round to a fresh worker; its answer is one result per
-   point of the job; when the point's rounds are in, their merge is written to the
-   store in its own transaction at once;
+2. each job is one request per round to a fresh worker, with the machine telemetry
+   the runner samples meanwhile (:func:`~benchbench.run.observed.observed_request`);
+   its answer is one result per point of the job; when the point's rounds are in,
+   their merge is written to the store in its own transaction at once;
 3. a worker that crashes, hangs past the timeout or is killed for memory costs that
    job only: its points are recorded as errors with the reason (:meth:`Job.failed`)
    and the next job gets a fresh worker from the :class:`WorkerPool`;
@@ -37,6 +38,7 @@ from benchbench.core.values import Point, Result
 from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
+from benchbench.run.observed import observed_request
 from benchbench.run.rounds import Rounds, merge, round_request, target_of, wants_more
 from benchbench.run.rounds import order as rounds_order
 from benchbench.run.workers import Spawner, StopRequest, Worker, WorkerFailure, Zygote
@@ -104,21 +106,26 @@ class WorkerPool:
         :class:`WorkerFailure` when the worker dies, hangs or breaks the protocol (it
         is discarded); :class:`MeasurementError` when no worker can be started.
         """
+        worker = self.worker()
+        try:
+            answer = worker.request(payload, events, timeout_s, stop)
+        except WorkerFailure:
+            worker.close()
+            self._worker = None
+            raise
+        if self._fresh:
+            worker.close()
+            self._worker = None
+        return answer
+
+    def worker(self) -> Worker:
+        """The current worker, started now if there is none (MeasurementError if it cannot)."""
         if self._worker is None:
             try:
                 self._worker = self._launcher.worker()
             except WorkerFailure as failure:
                 raise MeasurementError(f"the worker process did not start: {failure}") from None
-        try:
-            answer = self._worker.request(payload, events, timeout_s, stop)
-        except WorkerFailure:
-            self._worker.close()
-            self._worker = None
-            raise
-        if self._fresh:
-            self._worker.close()
-            self._worker = None
-        return answer
+        return self._worker
 
     def close(self) -> None:
         if self._worker is not None:
@@ -258,8 +265,8 @@ def _request(
 ) -> list[Result] | None:
     """One round of ``job`` in a fresh worker: its results, or None when the run stops."""
     try:
-        message = pool.request(
-            round_request(job.request, rounds), (job.answer, "interrupted"), timeout_s, stop
+        message = observed_request(
+            pool, round_request(job.request, rounds), (job.answer, "interrupted"), timeout_s, stop
         )
     except WorkerFailure as failure:
         if stop.requested:

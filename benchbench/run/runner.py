@@ -21,6 +21,7 @@ from typing import Any
 from benchbench.core.errors import UsageError
 from benchbench.core.values import CACHE_MODES, Point
 from benchbench.machine.allocator import ALLOCATORS
+from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.run import sharding
@@ -74,6 +75,9 @@ class RunConfig:
     fork: bool | None = None  # workers forked from a zygote (default: on Linux)
     allocator: str = "system"  # or "jemalloc", "tcmalloc": preloaded into the workers
     rounds: Rounds = field(default_factory=Rounds)  # fresh processes per point
+    #: ``--cpus``: the cores the workers are pinned to (empty: not pinned); a pinned
+    #: worker's torch uses one thread per core unless ``threads`` says otherwise.
+    cpus: tuple[int, ...] = ()
     #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
     profile_dir: Path | None = None
 
@@ -92,6 +96,8 @@ class RunConfig:
             )
         if self.shard_by not in ("cost", "count"):
             raise UsageError(f"--shard-by must be cost or count, got {self.shard_by!r}")
+        if self.cpus:
+            object.__setattr__(self, "cpus", check_cpus(self.cpus))
 
 
 def plan(config: RunConfig) -> list[tuple[Path, Workload, Point]]:
@@ -111,9 +117,9 @@ def _benchmark_id(planned: tuple[Path, Workload, Point]) -> str:
 def resume_config(store: Store, ref: str) -> RunConfig:
     """The configuration stored run ``ref`` was started with, set to resume it.
 
-    Suites (by path), selection, policy, cache mode, threads, timeout, memory limit,
-    allocator, rounds, kind, label, tags and the shard come from the run, so that ``--resume RUN``
-    alone measures exactly the points the run still lacks.
+    Suites (by path), selection, policy, cache mode, threads, pinned cores, timeout,
+    memory limit, allocator, rounds, kind, label, tags and the shard come from the run,
+    so that ``--resume RUN`` alone measures exactly the points the run still lacks.
     """
     row = store.resolve_run(ref)
     stored: dict[str, Any] = row.get("config") or {}
@@ -144,6 +150,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
         allocator=stored.get("allocator", "system"),
         rounds=Rounds.from_dict(stored.get("rounds")),
+        cpus=tuple(int(c) for c in stored.get("cpus") or ()),
         kind=row["kind"],
         label=row.get("label"),
         tags=tuple(row.get("tags") or ()),
@@ -202,7 +209,8 @@ def run(
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
     # Started first: the zygote imports torch while the suites load here.
-    with WorkerPool(launcher(config.memory_limit_bytes, config.fork, config.allocator)) as pool:
+    workers = launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
+    with WorkerPool(workers) as pool:
         run_id, group_id, points, shard_doc = _plan_run(config, store)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [
@@ -268,6 +276,7 @@ def _run_row(
             "memory_limit_bytes": config.memory_limit_bytes,
             "allocator": config.allocator,
             "rounds": config.rounds.to_dict(),
+            "cpus": list(config.cpus) or None,
             "selection": dataclasses.asdict(config.selection),
             "group": config.group,
             "shard": shard_doc,

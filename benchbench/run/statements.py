@@ -20,6 +20,7 @@ from typing import Any
 
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result, short_hash
+from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.measure.statements import (
@@ -59,6 +60,10 @@ class TimeConfig:
     min_effect: float | None = None
     label: str | None = None
     timeout_s: float = 60.0
+    #: torch threads in the worker (None: torch's default, one per pinned core with ``cpus``).
+    threads: int | None = None
+    #: ``--cpus``: the cores the worker is pinned to (empty: not pinned).
+    cpus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 <= self.reference < len(self.statements):
@@ -68,6 +73,10 @@ class TimeConfig:
             )
         if not self.sizes:
             raise UsageError("--size holds no size")
+        if self.threads is not None and self.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {self.threads}")
+        if self.cpus:
+            object.__setattr__(self, "cpus", check_cpus(self.cpus))
 
     @property
     def reference_text(self) -> str:
@@ -96,6 +105,7 @@ class TimeConfig:
             "reference": self.reference,
             "policy": dataclasses.asdict(self.policy),
             "check_only": check_only,
+            "threads": self.threads,
         }
 
     def job(self, point: Point) -> Job:
@@ -150,7 +160,7 @@ def time_statements(
         for size in sorted(config.sizes)
     ]
     run_id = str(uuid.uuid4())
-    with WorkerPool(launcher()) as pool:
+    with WorkerPool(launcher(cpus=config.cpus)) as pool:
         try:
             checked = pool.request(
                 config.request(points[0], check_only=True), ("timed",), config.timeout_s
@@ -172,6 +182,7 @@ def time_statements(
             pool,
             RunRecord(run_id, store, new_row),
             timeout_s=config.timeout_s,
+            threads=config.threads,
             progress=progress,
             rounds=config.rounds,
         )
@@ -197,5 +208,7 @@ def _run_row(run_id: str, config: TimeConfig, env: Environment) -> dict[str, Any
             "policy": dataclasses.asdict(config.policy),
             "rounds": config.rounds.to_dict(),
             "min_effect": config.min_effect,
+            "threads": config.threads,
+            "cpus": list(config.cpus) or None,
         },
     )

@@ -2,8 +2,13 @@
 
 Process tree on Linux::
 
-    runner ──spawns──▶ zygote  (python -m benchbench.run.worker zygote FD LIMIT)
+    runner ──spawns──▶ zygote  (python -m benchbench.run.worker zygote FD LIMIT [CPUS])
                          └─forks─▶ worker, worker, ...   (one alive at a time)
+
+``CPUS`` (``--cpus``, e.g. ``0,2-3``) pins the zygote before it imports torch, so its
+workers inherit the affinity; a pinned worker's default torch thread count is the
+number of those cores (a request's ``threads`` still overrides it). The worker runs no
+thread of ours: the runner samples the machine's telemetry from its own process.
 
 Importing torch costs ~3 s here (8 s on a loaded machine), and the first use of
 ``torch.profiler`` (peak memory of a point) another ~2-5 s. The zygote pays both
@@ -14,7 +19,7 @@ of 32768), because OpenMP thread pools do not survive ``fork`` (the reason PyTor
 own DataLoader forks only before the first parallel op).
 
 Elsewhere (macOS: frameworks loaded by ``import torch`` are not fork-safe) every
-worker is a fresh ``python -m benchbench.run.worker serve FD LIMIT``. The runner's
+worker is a fresh ``python -m benchbench.run.worker serve FD LIMIT [CPUS]``. The runner's
 side (handles, launchers, failures) is :mod:`benchbench.run.workers`.
 
 The protocol
@@ -30,7 +35,7 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
   "profile_dir"}`` → ``{"event": "result", "result"}`` (a ``Result.to_dict()``), or
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
 - ``{"op": "time", "statements", "setup", "point", "reference", "policy",
-  "check_only"}`` → ``{"event": "timed", "results"}`` (one result per statement)
+  "check_only", "threads"}`` → ``{"event": "timed", "results"}`` (one result per statement)
 - ``{"op": "exit"}`` → no event: the worker exits (so does end of input)
 - any other ``op`` → ``{"event": "error", "message"}``
 
@@ -164,11 +169,17 @@ def _limit_memory(memory_limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
 
-def _become_worker(requests_fd: int, events_fd: int, memory_limit: int) -> None:
+def _become_worker(
+    requests_fd: int, events_fd: int, memory_limit: int, pinned: tuple[int, ...] = ()
+) -> None:
     signal.signal(signal.SIGINT, _on_stop_signal)
     signal.signal(signal.SIGTERM, _on_stop_signal)
     _die_with_parent()
     _freeze_imports()
+    if pinned:
+        import torch
+
+        torch.set_num_threads(len(pinned))  # the default: one thread per pinned core
     _limit_memory(memory_limit)
     channel = os.fdopen(events_fd, "w", buffering=1)
     serve(channel, os.fdopen(requests_fd, "r"))
@@ -208,7 +219,7 @@ def _reap(pid: int, timeout_s: float) -> int:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
-def zygote(sock: socket.socket, memory_limit: int) -> None:
+def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ()) -> None:
     """Serve ``fork`` and ``wait`` requests on ``sock`` until the runner goes away.
 
     ``fork`` carries two file descriptors (the worker's request and event pipes)
@@ -234,7 +245,7 @@ def zygote(sock: socket.socket, memory_limit: int) -> None:
                 code = 0
                 try:
                     sock.close()
-                    _become_worker(fds[0], fds[1], memory_limit)
+                    _become_worker(fds[0], fds[1], memory_limit, pinned)
                 except BaseException:
                     traceback.print_exc()
                     code = 1
@@ -251,15 +262,22 @@ def zygote(sock: socket.socket, memory_limit: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``zygote FD LIMIT`` (FD: a SEQPACKET socket) or ``serve FD LIMIT`` (FD: events)."""
+    """``zygote FD LIMIT [CPUS]`` (FD: a SEQPACKET socket) or ``serve FD LIMIT [CPUS]``
+    (FD: events); CPUS in the kernel's list notation, empty: not pinned."""
     mode, fd, memory_limit = argv[1], int(argv[2]), int(argv[3]) if len(argv) > 3 else 0
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    pinned: tuple[int, ...] = ()
+    if len(argv) > 4 and argv[4]:
+        from benchbench.machine.cpus import parse_cpus, pin
+
+        pinned = parse_cpus(argv[4])
+        pin(pinned)  # before torch loads: OpenMP sizes its pool from the affinity
     if mode == "zygote":
         _die_with_parent()
-        zygote(socket.socket(fileno=fd), memory_limit)
+        zygote(socket.socket(fileno=fd), memory_limit, pinned)
         return 0
-    _become_worker(sys.stdin.fileno(), fd, memory_limit)
+    _become_worker(sys.stdin.fileno(), fd, memory_limit, pinned)
     return 0
 
 

@@ -18,11 +18,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from benchbench.core.errors import MeasurementError
 from benchbench.machine.allocator import worker_environment
+from benchbench.machine.cpus import format_cpus
 
 
 class WorkerFailure(Exception):
@@ -167,6 +168,7 @@ class Zygote:
         memory_limit_bytes: int = 0,
         start_timeout_s: float = 300.0,
         env: dict[str, str] | None = None,
+        cpus: Sequence[int] = (),
     ) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
@@ -177,6 +179,7 @@ class Zygote:
                 "zygote",
                 str(theirs.fileno()),
                 str(memory_limit_bytes),
+                format_cpus(cpus),  # pinned before torch loads: its forks inherit it
             ],
             stdin=subprocess.DEVNULL,
             pass_fds=(theirs.fileno(),),
@@ -253,9 +256,15 @@ class Zygote:
 class Spawner:
     """Launcher where fork is unsafe: every worker is a fresh interpreter."""
 
-    def __init__(self, memory_limit_bytes: int = 0, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        memory_limit_bytes: int = 0,
+        env: dict[str, str] | None = None,
+        cpus: Sequence[int] = (),
+    ) -> None:
         self.memory_limit_bytes = memory_limit_bytes
         self.env = env
+        self.cpus = tuple(cpus)
 
     def worker(self) -> Worker:
         events_r, events_w = os.pipe()
@@ -267,6 +276,7 @@ class Spawner:
                 "serve",
                 str(events_w),
                 str(self.memory_limit_bytes),
+                format_cpus(self.cpus),
             ],
             stdin=subprocess.PIPE,
             pass_fds=(events_w,),
@@ -292,14 +302,21 @@ class Spawner:
 
 
 def launcher(
-    memory_limit_bytes: int = 0, fork: bool | None = None, allocator: str = "system"
+    memory_limit_bytes: int = 0,
+    fork: bool | None = None,
+    allocator: str = "system",
+    cpus: Sequence[int] = (),
 ) -> Zygote | Spawner:
     """The zygote on Linux (cheap restarts), a spawner elsewhere or when ``fork=False``.
 
     Its processes start with ``allocator``'s settings in their environment (see
     :mod:`benchbench.machine.allocator`); UsageError when its library is missing.
+    ``cpus`` (``--cpus``): the cores every worker is pinned to, its default torch
+    thread count being their number; empty: not pinned.
     """
     if fork is None:
         fork = sys.platform.startswith("linux")
     env = worker_environment(allocator)
-    return Zygote(memory_limit_bytes, env=env) if fork else Spawner(memory_limit_bytes, env)
+    if fork:
+        return Zygote(memory_limit_bytes, env=env, cpus=cpus)
+    return Spawner(memory_limit_bytes, env, cpus)

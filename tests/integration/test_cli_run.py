@@ -294,3 +294,46 @@ def test_a_missing_allocator_library_exits_2_naming_the_package(tmp_path, monkey
     code = main(["run", str(SUITES / "tiny.py"), "--store", store, "--allocator", "jemalloc"])
     assert code == 2
     assert "apt-get install libjemalloc2" in capsys.readouterr().err
+
+
+def test_cpus_pins_the_workers_and_the_runner_samples_telemetry(tmp_path):
+    from benchbench.run.runner import resume_config
+
+    db = tmp_path / "store.db"
+    args = ("--filter", "sum", "--budget", "0.05", "--store", str(db))
+    done = benchbench("run", str(SUITES / "tiny.py"), *args, "--cpus", "0", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json_of(done)
+    store = open_store(str(db))
+    run = store.resolve_run(doc["run_id"])
+    assert run["config"]["cpus"] == [0] and run["config"]["threads"] is None
+    environment = store.environment(run["environment_id"])
+    assert environment is not None
+    assert environment["info"]["cpu_affinity"] == "0"
+    assert environment["fields"]["threads"] == 1  # one torch thread per pinned core
+    (result,) = doc["results"]
+    assert result["status"] == "ok" and result["threads"] == 1
+    (telemetry,) = store.telemetry(doc["run_id"]).values()
+    assert telemetry["cpus"] == [0]  # the worker's affinity, read by the runner
+    assert "0" in telemetry["cpu_idle_share"]
+    assert telemetry["n_samples"] >= 2 and telemetry["measured_cpu_s"] is not None
+    assert "load_1m" in telemetry["metrics"]
+    # --resume keeps the pinning, and a different --cpus is a conflict.
+    assert resume_config(store, doc["run_id"]).cpus == (0,)
+    conflict = benchbench(
+        "run", "--resume", doc["run_id"], "--cpus", "0-1", "--store", str(db), cwd=tmp_path
+    )
+    assert conflict.returncode == 2
+    assert "--cpus (0, 1) (the run has (0,))" in conflict.stderr
+
+
+def test_cpus_the_machine_lacks_exit_2_with_the_valid_range(tmp_path, monkeypatch, capsys):
+    from benchbench.cli import main
+    from benchbench.machine.cpus import format_cpus, usable_cpus
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(SUITES / "tiny.py"), "--cpus", "0,100000"]) == 2
+    err = capsys.readouterr().err
+    assert "--cpus '0,100000': this machine has no usable core 100000" in err
+    assert f"the cores here are {format_cpus(usable_cpus())}" in err
+    assert not (tmp_path / "results").exists()

@@ -131,6 +131,9 @@ def test_wrong_result_crash_and_no_store(tmp_path):
         (["x", "--size", "2**10..2**5"], "accepted forms: 2**10..2**24, 1024,4096, 1k..16M"),
         (["x", "--size", "ten"], "size 'ten' is not a number; accepted forms"),
         (["x", "--setup", "x = ("], "--setup 'x = (': syntax error"),
+        (["x", "--cpus", "0,100000"], "--cpus '0,100000': this machine has no usable core 100000"),
+        (["x", "--cpus", "1-0"], "--cpus '1-0': '1-0' is not an ascending range"),
+        (["x", "--threads", "0"], "--threads must be >= 1, got 0"),
     ],
 )
 def test_bad_statements_and_sizes_exit_2_before_anything_starts(
@@ -153,3 +156,22 @@ def test_attribute_error_is_found_before_anything_is_measured(tmp_path):
     assert "statement 2 'torch.rsqrtt(x)': AttributeError" in done.stderr
     assert "nothing was measured" in done.stderr and "Traceback" not in done.stderr
     assert open_store(str(db)).runs() == []
+
+
+def test_threads_and_cpus_reach_the_worker_and_telemetry_comes_back(tmp_path):
+    from benchbench.store import open_store
+
+    db = tmp_path / "s.db"
+    done = benchbench(
+        "time", "x + 1", "--size", "1k", "--budget", "0.05", "--threads", "1", "--cpus", "0",
+        "--store", str(db), "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json_of(done)
+    store = open_store(str(db))
+    run = store.resolve_run(doc["run_id"])
+    assert (run["config"]["threads"], run["config"]["cpus"]) == (1, [0])
+    (row,) = store.measurements(doc["run_id"])
+    assert row["threads"] == 1
+    (telemetry,) = store.telemetry(doc["run_id"]).values()
+    assert telemetry["cpus"] == [0] and "0" in telemetry["cpu_idle_share"]

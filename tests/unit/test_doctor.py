@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from benchbench.machine.cpus import format_cpus
 from benchbench.machine.doctor import (
     ASLR_PATH,
     BOOST_PATH,
@@ -21,12 +22,12 @@ from benchbench.machine.doctor import (
     Check,
     SystemSources,
     TorchInfo,
-    _cpu_list,
     check_aslr,
     check_busy_processes,
     check_cpu_governor,
     check_cpu_isolation,
     check_gpus,
+    check_idle_cores,
     check_load,
     check_swap,
     check_system,
@@ -68,6 +69,8 @@ def _sources(files: dict[str, Any] | None = None, **overrides: Any) -> SystemSou
         "load_average": lambda: (0.2, 0.3, 0.4),
         "swap_bytes": lambda: (0, 0),
         "busy_processes": lambda: [],
+        "usable_cpus": lambda: tuple(range(8)),
+        "busy_cores": lambda: 0.1,
         "environ": {},
         "torch_info": lambda: TorchInfo("2.13.0", 4, False),
         "nvml": lambda: (None, "fake: no GPU"),
@@ -124,7 +127,7 @@ def test_governor_without_cpufreq_or_unreadable_is_unknown() -> None:
     ("cpus", "text"), [([3], "3"), ([0, 1, 2, 5, 7, 8], "0-2,5,7-8"), ([4, 0, 2, 1], "0-2,4")]
 )
 def test_cpu_list_uses_the_kernel_notation(cpus: list[int], text: str) -> None:
-    assert _cpu_list(cpus) == text
+    assert format_cpus(cpus) == text
 
 
 @pytest.mark.parametrize(
@@ -192,6 +195,58 @@ def test_swap(used: int, total: int, status: str) -> None:
     if status == "warn":
         assert check.value == "1024 MiB of 8192 MiB in use"
         assert "swapoff -a" in check.advice
+
+
+# --- idle cores versus torch's threads ----------------------------------------------------------
+
+
+def _idle(load: float, busy: float, threads: int, cores: int = 2) -> Check:
+    return _one(
+        check_idle_cores(
+            _sources(
+                usable_cpus=lambda: tuple(range(cores)),
+                load_average=lambda: (load, 0.0, 0.0),
+                busy_cores=lambda: busy,
+                torch_info=lambda: TorchInfo("2.13.0", threads, False),
+            )
+        )
+    )
+
+
+def test_idle_cores_warn_when_the_load_leaves_fewer_cores_than_torch_threads() -> None:
+    check = _idle(load=1.1, busy=0.4, threads=2)
+    assert check.status == "warn"
+    assert check.value == (
+        "1 of 2 cores idle (load 1.10, CPU use 0.40); torch's default is 2 threads"
+    )
+    assert check.advice.startswith("measure with --threads 1, or --cpus LIST naming idle cores")
+
+
+def test_idle_cores_warn_on_current_cpu_use_even_with_a_low_load_average() -> None:
+    check = _idle(load=0.1, busy=1.6, threads=2)
+    assert check.status == "warn" and "0 of 2 cores idle" in check.value
+    assert "--threads 1" in check.advice
+
+
+def test_idle_cores_are_ok_on_a_quiet_machine_or_with_few_threads() -> None:
+    assert _idle(load=0.2, busy=0.1, threads=2).status == "ok"
+    assert _idle(load=1.1, busy=1.0, threads=1).status == "ok"
+    assert _idle(load=2.1, busy=2.0, threads=4, cores=8).status == "ok"  # 6 idle
+
+
+def test_idle_cores_unknown_without_readings_or_torch() -> None:
+    def unreadable() -> Any:
+        raise OSError("no /proc/loadavg")
+
+    check = _one(check_idle_cores(_sources(load_average=unreadable, busy_cores=unreadable)))
+    assert check.status == "unknown" and "neither the load nor the CPU use" in check.value
+    half = _one(check_idle_cores(_sources(load_average=unreadable, busy_cores=lambda: 1.5)))
+    assert half.status == "ok" and half.value.startswith("6 of 8 cores idle (CPU use 1.50)")
+
+    def no_torch() -> TorchInfo:
+        raise ImportError("No module named 'torch'")
+
+    assert _one(check_idle_cores(_sources(torch_info=no_torch))).status == "unknown"
 
 
 def test_busy_processes_are_named_and_quiet_ones_ignored() -> None:
@@ -361,7 +416,7 @@ def test_check_system_runs_every_check_in_order() -> None:
     checks = check_system(_sources(files))
     assert [c.name for c in checks] == [
         "CPU governor", "turbo boost", "ASLR", "load average", "swap", "other processes",
-        "threads", "torch build", "CPU isolation", "GPU",
+        "threads", "idle cores", "torch build", "CPU isolation", "GPU",
     ]  # fmt: skip
     assert len(CHECKS) == len(checks)
     assert checks[0].status == "warn"

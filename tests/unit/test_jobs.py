@@ -41,6 +41,9 @@ class ScriptedPool:
         self.by_size = by_size or {}
         self.requests: list[dict[str, Any]] = []
 
+    def worker(self):
+        return FakeWorker(_ok)  # its pid is None: no process to read CPU time from
+
     def request(self, payload, events, timeout_s, stop=None):
         self.requests.append(payload)
         if payload["op"] == "environment":
@@ -186,6 +189,8 @@ def test_a_job_answered_with_a_list_returns_every_result_in_order():
 
 
 class FakeWorker:
+    pid = None  # no process: the runner's telemetry reads no worker CPU time
+
     def __init__(self, answer: Answer) -> None:
         self.answer = answer
         self.closed = False

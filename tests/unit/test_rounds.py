@@ -103,6 +103,11 @@ class RoundPool:
         self.fail = fail or set()
         self.seen: dict[int, int] = {}
 
+    def worker(self):
+        return self  # no process: no pid for the runner's telemetry to read
+
+    pid = None
+
     def request(self, payload, events, timeout_s, stop=None):
         self.requests.append(payload)
         if payload["op"] == "environment":

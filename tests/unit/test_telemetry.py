@@ -14,12 +14,18 @@ import pynvml
 import pytest
 
 from benchbench.core.errors import BundleError, UsageError
-from benchbench.machine.sensors import THROTTLE_REASON_BITS, GpuProcess, decode_throttle_reasons
+from benchbench.machine.sensors import (
+    THROTTLE_REASON_BITS,
+    CpuReader,
+    GpuProcess,
+    decode_throttle_reasons,
+)
 from benchbench.machine.telemetry import (
     MetricSummary,
     ProcessUsage,
     Telemetry,
     TelemetrySampler,
+    thread_warnings,
     warnings,
 )
 
@@ -353,3 +359,117 @@ def test_slow_sources_outside_the_thread_are_read_at_start_and_stop_only():
     assert slow_calls[0] is True and slow_calls[-1] is True
     assert all(s is False for s in slow_calls[1:-1])
     assert len(slow_calls) >= 4
+
+
+# --- CPU time of every core and of the measured process (fake readings) -------------------
+
+
+class FakeCpu:
+    """Scripted ``(busy_s, idle_s)`` per core and measured-process CPU seconds, per read."""
+
+    def __init__(
+        self,
+        cores: list[list[tuple[float, float]]],
+        measured: list[float | None],
+        affinity: tuple[int, ...] | None = (0, 1),
+    ) -> None:
+        self.cores, self.measured, self.affinity = cores, measured, affinity
+        self.pids: list[int] = []
+
+    def reader(self) -> CpuReader:
+        return CpuReader(
+            per_cpu=lambda: self.cores.pop(0),
+            process_cpu_s=self._measured,
+            process_cpus=lambda pid: self.affinity,
+        )
+
+    def _measured(self, pid: int) -> float | None:
+        self.pids.append(pid)
+        return self.measured.pop(0)
+
+
+def _cpu_sampled(fake: FakeCpu, pid: int | None = 4242) -> Telemetry:
+    sampler = TelemetrySampler(
+        interval_s=60.0,  # the thread takes its first sample, then waits for the stop
+        slow_interval_s=60.0,
+        nvml=None,
+        slow_in_thread=False,
+        measured_pid=pid,
+        cpu=fake.reader(),
+    )
+    sampler.start()
+    return sampler.stop()
+
+
+# Core 0: the worker alone (busy 1.9 s of 2); core 1: another process 1.5 s of 2.
+_LOADED = [[(100.0, 500.0), (200.0, 400.0)], [(101.9, 500.1), (201.5, 400.5)]]
+
+
+def test_per_core_idle_share_and_the_measured_process_cpu_time() -> None:
+    fake = FakeCpu([list(c) for c in _LOADED], [7.0, 9.0])
+    telemetry = _cpu_sampled(fake)
+    assert fake.pids == [4242, 4242]
+    assert telemetry.cpus == (0, 1)
+    assert telemetry.cpu_idle_share == pytest.approx({0: 0.05, 1: 0.25})
+    assert telemetry.measured_cpu_s == pytest.approx(2.0)
+    assert telemetry.cpu_window_s == pytest.approx(2.0)
+    # busy 0.95 + 0.75 cores, the worker used 1.0: others 0.7 cores, one core taken
+    assert telemetry.others_cpu_cores == pytest.approx(0.7)
+    assert telemetry.idle_cores == 1
+
+
+def test_thread_warning_fires_when_threads_exceed_the_idle_cores() -> None:
+    telemetry = _cpu_sampled(FakeCpu([list(c) for c in _LOADED], [7.0, 9.0]))
+    (line,) = thread_warnings(telemetry, threads=2)
+    assert line.startswith("2 torch threads but only 1 of 2 cores were idle")
+    assert "other processes used 0.7 cores" in line and "--threads 1" in line
+    assert thread_warnings(telemetry, threads=1) == []
+    assert thread_warnings(telemetry, threads=None) == []
+
+
+def test_no_thread_warning_on_a_quiet_machine() -> None:
+    quiet = [[(100.0, 500.0), (200.0, 400.0)], [(101.9, 500.1), (200.1, 401.9)]]
+    telemetry = _cpu_sampled(FakeCpu(quiet, [7.0, 9.0]))
+    assert telemetry.others_cpu_cores == pytest.approx(0.0, abs=1e-9)
+    assert telemetry.idle_cores == 2
+    assert thread_warnings(telemetry, threads=2) == []
+
+
+def test_only_the_measured_process_cores_count() -> None:
+    # Pinned to core 0: the other process on core 1 leaves core 0 idle.
+    fake = FakeCpu([list(c) for c in _LOADED], [7.0, 8.9], affinity=(0,))
+    telemetry = _cpu_sampled(fake)
+    assert telemetry.cpus == (0,)
+    assert telemetry.idle_cores == 1
+    assert thread_warnings(telemetry, threads=1) == []
+    (line,) = thread_warnings(telemetry, threads=2)
+    assert "only 1 of 1 cores" in line
+
+
+def test_idle_cores_are_unknown_without_the_readings_they_need() -> None:
+    brief = [[(100.0, 500.0), (200.0, 400.0)], [(100.09, 500.01), (200.05, 400.05)]]
+    short = _cpu_sampled(FakeCpu(brief, [7.0, 7.1]))
+    assert short.cpu_window_s == pytest.approx(0.1)  # under MIN_CPU_WINDOW_S: 10 ms ticks
+    assert short.cpu_idle_share  # still recorded
+    assert short.idle_cores is None and thread_warnings(short, threads=64) == []
+    gone = _cpu_sampled(FakeCpu([list(c) for c in _LOADED], [7.0, None]))
+    assert gone.measured_cpu_s is None and gone.idle_cores is None
+    no_pid = _cpu_sampled(FakeCpu([list(c) for c in _LOADED], []), pid=None)
+    assert no_pid.cpus == () and no_pid.idle_cores is None
+    assert no_pid.cpu_idle_share == pytest.approx({0: 0.05, 1: 0.25})
+    no_cores = _cpu_sampled(FakeCpu([[], []], [7.0, 9.0]))
+    assert no_cores.cpu_idle_share == {} and no_cores.idle_cores is None
+
+
+def test_cpu_fields_round_trip_and_old_documents_still_read() -> None:
+    telemetry = _cpu_sampled(FakeCpu([list(c) for c in _LOADED], [7.0, 9.0]))
+    document = json.loads(json.dumps(telemetry.to_dict(), allow_nan=False))
+    assert document["cpus"] == [0, 1]
+    assert document["cpu_idle_share"] == pytest.approx({"0": 0.05, "1": 0.25})
+    assert document["idle_cores"] == 1
+    assert document["others_cpu_cores"] == pytest.approx(0.7)
+    assert Telemetry.from_dict(document) == telemetry
+    old = {k: v for k, v in document.items() if k not in ("cpus", "cpu_idle_share",
+           "measured_cpu_s", "cpu_window_s", "others_cpu_cores", "idle_cores")}  # fmt: skip
+    before = Telemetry.from_dict(old)
+    assert before.cpus == () and before.cpu_idle_share == {} and before.idle_cores is None

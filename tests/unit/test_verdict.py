@@ -250,7 +250,9 @@ def test_paired_processes_cancel_the_offset_both_sides_share():
     base = [o * t for o in offsets for t in (1.0, 1.01, 0.99)]
     contender = [1.2 * o * t for o in offsets for t in (1.0, 1.01, 0.99)]
     counts = (3, 3, 3, 3)
-    paired = estimate(base, contender, paired=True, base_processes=counts, contender_processes=counts)
+    paired = estimate(
+        base, contender, paired=True, base_processes=counts, contender_processes=counts
+    )
     unpaired = estimate(base, contender, base_processes=counts, contender_processes=counts)
     assert paired.paired and paired.p_value < 0.001 and mark(paired) == SLOWER
     assert not unpaired.significant
