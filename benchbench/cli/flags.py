@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from benchbench.core.errors import UsageError
+from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import parse_cpus
 from benchbench.run.rounds import DEFAULT_EXTRA_ROUNDS, DEFAULT_ROUNDS, Rounds
 from benchbench.store import Store, open_store
@@ -137,6 +138,19 @@ def stderr() -> Console:
 
 def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=str, allow_nan=False) + "\n")
+
+
+def add_allocator(parser: argparse.ArgumentParser) -> None:
+    """``--allocator``: the memory allocator of the worker processes."""
+    parser.add_argument(
+        "--allocator",
+        choices=ALLOCATORS,
+        help="memory allocator of the worker processes: system (glibc, its mmap and trim "
+        "thresholds fixed at 32 and 64 MiB so that no point depends on the points before it; "
+        "the default), jemalloc or tcmalloc (preloaded; Debian packages libjemalloc2, "
+        "libtcmalloc-minimal4). Part of the environment: a different allocator starts a new "
+        "history",
+    )
 
 
 def add_rounds(parser: argparse.ArgumentParser) -> None:

@@ -51,7 +51,6 @@ from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time, parse_one_size
 from benchbench.core.values import CACHE_MODES
-from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.run import runner, sharding
@@ -102,15 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="address-space limit per worker, e.g. 8G; an allocation past it is recorded as "
         "'out of memory' for that point (default: none)",
     )
-    parser.add_argument(
-        "--allocator",
-        choices=ALLOCATORS,
-        help="memory allocator of the worker processes: system (glibc, its mmap and trim "
-        "thresholds fixed at 32 and 64 MiB so that no point depends on the points before it; "
-        "the default), jemalloc or tcmalloc (preloaded; Debian packages libjemalloc2, "
-        "libtcmalloc-minimal4). Part of the environment: a different allocator starts a new "
-        "history",
-    )
+    flags.add_allocator(parser)
     parser.add_argument(
         "--label", metavar="NAME", help="a name for this run (compare and show accept it)"
     )

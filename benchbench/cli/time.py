@@ -93,6 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sampling time cap per point, split across its rounds (default %(default)s)",
     )
     flags.add_rounds(parser)
+    flags.add_allocator(parser)
     parser.add_argument(
         "--min-effect",
         type=float,
@@ -145,6 +146,7 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
         label=args.label,
         threads=args.threads,
         cpus=flags.cpus_from(args),
+        allocator=args.allocator or "system",
     )
 
 

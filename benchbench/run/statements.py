@@ -20,6 +20,7 @@ from typing import Any
 
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result, short_hash
+from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
@@ -64,6 +65,8 @@ class TimeConfig:
     threads: int | None = None
     #: ``--cpus``: the cores the worker is pinned to (empty: not pinned).
     cpus: tuple[int, ...] = ()
+    #: ``--allocator``: the workers' memory allocator (:mod:`benchbench.machine.allocator`).
+    allocator: str = "system"
 
     def __post_init__(self) -> None:
         if not 0 <= self.reference < len(self.statements):
@@ -77,6 +80,10 @@ class TimeConfig:
             raise UsageError(f"--threads must be >= 1, got {self.threads}")
         if self.cpus:
             object.__setattr__(self, "cpus", check_cpus(self.cpus))
+        if self.allocator not in ALLOCATORS:
+            raise UsageError(
+                f"--allocator must be one of {', '.join(ALLOCATORS)}, got {self.allocator!r}"
+            )
 
     @property
     def reference_text(self) -> str:
@@ -160,7 +167,7 @@ def time_statements(
         for size in sorted(config.sizes)
     ]
     run_id = str(uuid.uuid4())
-    with WorkerPool(launcher(cpus=config.cpus)) as pool:
+    with WorkerPool(launcher(allocator=config.allocator, cpus=config.cpus)) as pool:
         try:
             checked = pool.request(
                 config.request(points[0], check_only=True), ("timed",), config.timeout_s
@@ -210,5 +217,6 @@ def _run_row(run_id: str, config: TimeConfig, env: Environment) -> dict[str, Any
             "min_effect": config.min_effect,
             "threads": config.threads,
             "cpus": list(config.cpus) or None,
+            "allocator": config.allocator,
         },
     )
