@@ -89,15 +89,17 @@ def order(count: int, round_index: int, seed: int) -> list[int]:
 def round_request(request: Mapping[str, Any], rounds: int) -> dict[str, Any]:
     """A job's request with its policy's time budget split across ``rounds``.
 
-    ``max_time_s`` and ``min_time_s`` are divided; ``min_samples`` stays per process (a
-    process's median needs samples of its own); ``max_samples`` is divided, but not
-    below ``min_samples``.
+    ``max_time_s``, ``min_time_s`` and the warm-up's minimum time ``warmup_min_s`` are
+    divided (the run keeps the machine busy, so clocks are up; each process still makes
+    its first call and ``warmup_min_calls`` before timing); ``min_samples`` stays per
+    process (a process's median needs samples of its own); ``max_samples`` is divided,
+    but not below ``min_samples``.
     """
     out = dict(request)
     policy = request.get("policy")
     if rounds > 1 and isinstance(policy, Mapping):
         split = dict(policy)
-        for key in ("max_time_s", "min_time_s"):
+        for key in ("max_time_s", "min_time_s", "warmup_min_s"):
             if split.get(key) is not None:
                 split[key] = float(split[key]) / rounds
         if split.get("max_samples") is not None:

@@ -22,6 +22,8 @@ POLICY = {
     "min_samples": 10,
     "max_samples": 100,
     "target_rel_ci": 0.01,
+    "warmup_min_s": 0.3,
+    "warmup_min_calls": 10,
 }
 
 
@@ -54,6 +56,8 @@ def test_the_budget_is_split_across_rounds_but_each_process_keeps_its_minimum_sa
     split = round_request(request, 3)
     assert split["policy"]["max_time_s"] == pytest.approx(0.2)
     assert split["policy"]["min_time_s"] == pytest.approx(0.02)
+    assert split["policy"]["warmup_min_s"] == pytest.approx(0.1)
+    assert split["policy"]["warmup_min_calls"] == 10
     assert split["policy"]["min_samples"] == 10 and split["policy"]["max_samples"] == 33
     assert request["policy"]["max_time_s"] == 0.6  # the job's own request is untouched
     assert round_request(request, 1) == request
