@@ -15,6 +15,7 @@ one for "% of peak", cache markers and ceilings.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -144,21 +145,34 @@ def profile_tables(profile: Profile) -> Group:
 
 
 def paired_caches(profile: Profile) -> list[tuple[str, int | None, CacheLevel | None]]:
-    """``(level, OS size, detected boundary)`` rows.
+    """``(level, OS size, detected boundary)`` rows, L1 first.
 
-    The OS's levels from L2 up are paired in order with the detected boundaries: L1 hides
-    behind torch's ~5 µs per-call overhead (4 KiB in 5 µs is 0.8 GB/s), so it is never
-    found; boundaries beyond the OS's levels are listed on their own.
+    Each detected boundary goes to the OS level nearest to it in log-size (the probe now
+    finds L1 too, since its calls sweep a small working set many times); a level keeps the
+    nearest of the boundaries given to it, and the others are listed on their own.
     """
-    os_levels = sorted((c for c in profile.os_caches if c.level >= 2), key=lambda c: c.level)
-    found = list(profile.cache_levels)
+    os_levels = sorted(profile.os_caches, key=lambda c: (c.level, c.size_bytes))
+    matched: dict[int, CacheLevel] = {}
+    unmatched: list[CacheLevel] = []
+
+    def distance(index: int, found: CacheLevel) -> float:
+        return abs(math.log(found.size_bytes / os_levels[index].size_bytes))
+
+    for found in profile.cache_levels:
+        if not os_levels:
+            unmatched.append(found)
+            continue
+        index = min(range(len(os_levels)), key=lambda i: distance(i, found))
+        held = matched.get(index)
+        if held is None or distance(index, found) < distance(index, held):
+            matched[index] = found
+            if held is not None:
+                unmatched.append(held)
+        else:
+            unmatched.append(found)
     rows: list[tuple[str, int | None, CacheLevel | None]] = [
-        (f"L1 {c.type.lower()}", c.size_bytes, None) for c in profile.os_caches if c.level == 1
+        (f"L1 {c.type.lower()}" if c.level == 1 else f"L{c.level}", c.size_bytes, matched.get(i))
+        for i, c in enumerate(os_levels)
     ]
-    for index, cache in enumerate(os_levels):
-        rows.append(
-            (f"L{cache.level}", cache.size_bytes, found[index] if index < len(found) else None)
-        )
-    for extra in found[len(os_levels) :]:
-        rows.append(("beyond the OS's levels", None, extra))
+    rows.extend(("not an OS level", None, found) for found in unmatched)
     return rows
