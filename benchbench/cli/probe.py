@@ -1,7 +1,9 @@
 """Measure this machine's ceilings and store them with its environment.
 
 Memory bandwidth (read, write, copy) versus working-set size from 4 KiB to past the
-last-level cache, the cache boundaries found in it beside the sizes the OS reports,
+last-level cache (each call sweeps a small working set until it has moved 16 MiB, so the
+cache is measured rather than torch's per-call overhead; each point is the best of 3
+repeats), the cache boundaries found in it beside the sizes the OS reports,
 peak FLOP/s per dtype from large matmuls, the timer's resolution and overhead, and
 the thread count; on CUDA also host<->device bandwidth and launch / sync latency
 (that path has not run on a GPU yet). About 30 s on a 2-core CPU; --quick takes a
@@ -130,7 +132,7 @@ def profile_tables(profile: Profile) -> Group:
     for dtype, value in profile.peak_flop_per_s.items():
         peaks.add_row(dtype, format_rate(value, "FLOP/s"))
 
-    other = Table(title="timer and threads", header_style="bold")
+    other = Table(title="timer, threads and method", header_style="bold")
     other.add_column("figure")
     other.add_column("value", justify="right")
     other.add_row("timer resolution (reported)", f"{profile.timer_resolution_s * 1e9:.3g} ns")
@@ -139,6 +141,8 @@ def profile_tables(profile: Profile) -> Group:
     )
     other.add_row("timer overhead (pair of reads)", f"{profile.timer_overhead_s * 1e9:.3g} ns")
     other.add_row("threads", str(profile.threads))
+    other.add_row("bandwidth: each point the best of", f"{profile.repeats} repeats")
+    other.add_row("bandwidth: bytes moved per call, at least", format_bytes(profile.min_call_bytes))
     for name, value in profile.extra.items():
         other.add_row(name, f"{value:.4g}")
     return Group(bandwidth, caches, peaks, other)
