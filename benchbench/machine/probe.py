@@ -17,7 +17,7 @@
   beside the sizes the OS reports (:func:`benchbench.machine.caches.read_os_caches`);
 - peak FLOP/s per dtype (float64, float32, bfloat16, float16 where the device runs
   them) from square matmuls (2·n³ flop), n grown while one call stays short, the best of
-  3-20 blocks at the largest n;
+  blocks at every n, the largest n's timed again in ``repeats`` rounds over the dtypes;
 - the timer's resolution and overhead, and the thread count.
 
 On CUDA the same sweeps are timed with event pairs, and :mod:`benchbench.machine.probe_cuda` adds
@@ -43,7 +43,11 @@ from benchbench.machine.probe_bandwidth import (
     disturbed_points,
     sweep_sizes,
 )
-from benchbench.machine.probe_cuda import best_seconds_per_call, measure_cuda_extras
+from benchbench.machine.probe_cuda import (
+    best_seconds_per_call,
+    calls_per_block,
+    measure_cuda_extras,
+)
 
 __all__ = [
     "PROFILE_VERSION",
@@ -119,7 +123,7 @@ def detect_cache_levels(
 
 
 def _peak_flop_per_s(
-    device: str, *, quick: bool, progress: Callable[[str], None] | None
+    device: str, *, quick: bool, repeats: int, progress: Callable[[str], None] | None
 ) -> dict[str, float]:
     # float16 matmul on this CPU runs at ~1 GFLOP/s: a 1024² call takes 4 s. So n grows
     # only while the next size (8x the work) is predicted to stay under the call budget.
@@ -127,6 +131,7 @@ def _peak_flop_per_s(
     # our loaded 2-core machine without a steadier peak: 2048 is the largest size.
     call_budget_s, n_max, dtype_budget_s = (0.02, 256, 0.1) if quick else (0.4, 2048, 2.0)
     peaks: dict[str, float] = {}
+    finals: dict[str, tuple[Callable[[int], float], float, int, int]] = {}
     for name in _MATMUL_DTYPES:
         dtype = getattr(torch, name)
         try:
@@ -147,15 +152,25 @@ def _peak_flop_per_s(
 
             run = block_runner(device, matmul)
             seconds = best_seconds_per_call(run, blocks=2)
+            best = max(best, 2 * n**3 / seconds)
             if 8 * seconds <= call_budget_s and n < n_max:
-                best = max(best, 2 * n**3 / seconds)
                 n *= 2
                 continue
             # Last size: more blocks, since the machine is shared and the best one counts.
             extra = min(20, max(3, int(dtype_budget_s / max(seconds, 1e-9))))
-            seconds = min(seconds, best_seconds_per_call(run, blocks=extra))
-            peaks[name] = max(best, 2 * n**3 / seconds)
+            calls = calls_per_block(run)
+            finals[name] = (run, 2.0 * n**3, calls, max(1, -(-extra // repeats)))
+            peaks[name] = best
             break
+    # Those blocks in rounds over the dtypes, not in a row: one busy second (seen: float32
+    # and float64 both at 0.35 GFLOP/s, 1/300 of their peak, in one --quick probe) then
+    # sinks one round of a dtype, not every look at it.
+    if progress and finals:
+        progress(f"peak flop/s: best of {repeats} rounds over {', '.join(finals)}")
+    for _ in range(repeats):
+        for name, (run, flop, calls, blocks) in finals.items():
+            for _ in range(blocks):
+                peaks[name] = max(peaks[name], flop * calls / run(calls))
     return peaks
 
 
@@ -245,7 +260,7 @@ def run_probe(
     default_ops = ("read", "write", "copy")
     memory = {op: _plateau_beyond(curves[op], llc) for op in default_ops}
     cache = {op: max(v for _, v in curves[op]) for op in default_ops}
-    peaks = _peak_flop_per_s(device, quick=quick, progress=progress)
+    peaks = _peak_flop_per_s(device, quick=quick, repeats=repeats, progress=progress)
     resolution, observed, overhead = _timer_figures()
     extra: dict[str, float] = {}
     if device.startswith("cuda"):
