@@ -210,7 +210,7 @@ def run_probe(
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Profile:
-    """Measure ``device``'s ceilings; about 30 s on a 2-core CPU, ~1 s when ``quick``.
+    """Measure ``device``'s ceilings; 35-45 s on a loaded 2-core CPU, ~3 s when ``quick``.
 
     ``quick`` measures fewer, smaller points (to 16 MiB, one size per octave, one block
     per point and repeat, matmuls of n <= 256): the structure is complete, the figures
