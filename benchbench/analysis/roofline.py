@@ -7,6 +7,10 @@ bandwidth is read off the probe's curve at that working set, so a 256 KiB operan
 held to the L2 figure and a 1 GiB one to main memory. When the bandwidth term is the
 smaller one the point is memory-bound and its "% of peak" is its bytes/s over that
 bandwidth; otherwise it is compute-bound and the percentage is its FLOP/s over the peak.
+
+A ceiling is measured, so a point can beat it: :func:`above_ceiling` says when one beats
+it by more than :data:`ABOVE_CEILING_TOLERANCE`, and then the figure is the probe's error
+(it underestimated the machine at that size), not a fraction of peak to report.
 """
 
 from __future__ import annotations
@@ -20,10 +24,24 @@ import numpy as np
 from benchbench.core.errors import MeasurementError
 from benchbench.machine.hardware import Profile
 
-__all__ = ["Ceiling", "bandwidth_at", "ceiling_for"]
+__all__ = ["ABOVE_CEILING_TOLERANCE", "Ceiling", "above_ceiling", "bandwidth_at", "ceiling_for"]
 
 # The curves measured with torch's default threads: the ceilings a torch operator sees.
 _DEFAULT_OPS = ("read", "write", "copy")
+
+#: How far past 100 % of its ceiling a point may go before it is reported as above the
+#: measured ceiling. Up to 10 % is within what a ceiling can honestly be off by: the
+#: probe runs in one process and the run's median over several, the curve is
+#: interpolated between sizes a third of an octave apart, and at a cache edge it falls by
+#: 1.5x within about an octave. Beyond it, the probe missed something (before it swept
+#: small working sets many times per call, it reported 124-178 % at 8-768 KiB).
+ABOVE_CEILING_TOLERANCE = 0.10
+
+
+def above_ceiling(achieved: float, ceiling: float) -> bool:
+    """Whether ``achieved`` beats the measured ``ceiling`` (same unit) by more than
+    :data:`ABOVE_CEILING_TOLERANCE`: then the ceiling, not the point, is wrong."""
+    return ceiling > 0 and achieved > ceiling * (1.0 + ABOVE_CEILING_TOLERANCE)
 
 
 @dataclass(frozen=True)

@@ -4,30 +4,41 @@ CPU frequency governor, turbo boost, ASLR, load, swap, busy processes, thread
 settings, idle cores against torch's default thread count (fix: --threads or --cpus
 on run and time), torch debug build, CPU isolation, and per GPU persistence mode,
 application clocks and other processes (in the spirit of
-``python -m pyperf system show``). Exit 0 whatever it finds: it advises.
+``python -m pyperf system show``). Then the ceilings, from the store: the shape of the
+hardware profile the latest run is held to, and the run's points above their measured
+ceiling (either means: run `benchbench probe` again). Exit 0 whatever it finds: it
+advises.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 from rich.table import Table
 from rich.text import Text
 
 from benchbench.cli import flags
-from benchbench.machine.doctor import check_system
+from benchbench.core.errors import NotFoundError
+from benchbench.machine.doctor import Check, check_system
+from benchbench.machine.doctor_ceilings import check_profile, check_run
+from benchbench.store.migrations import sqlite_path
+from benchbench.store.profiles import latest_profiles
+from benchbench.store.store import normalize_url
+from benchbench.views.results import with_roofline
 
-HELP = "check this machine for sources of noise, with fixes"
+HELP = "check this machine for sources of noise and its stored ceilings, with fixes"
 
 _STYLE = {"ok": "green", "warn": "yellow", "info": "cyan", "unknown": "dim"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    flags.add_store(parser)
     flags.add_json(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    checks = check_system()
+    checks = check_system() + ceiling_checks(args)
     if args.json:
         flags.print_json({"checks": [c.to_dict() for c in checks]})
         return 0
@@ -45,3 +56,35 @@ def run(args: argparse.Namespace) -> int:
     warned = sum(1 for c in checks if c.status == "warn")
     flags.stderr().print(f"{warned} warning(s) of {len(checks)} checks")
     return 0
+
+
+def ceiling_checks(args: argparse.Namespace) -> list[Check]:
+    """The profile and latest-run checks of :mod:`benchbench.machine.doctor_ceilings`.
+
+    Without ``--store`` and without the default store there is nothing to check (one
+    ``unknown`` line); a ``--store`` that does not exist is an error, as everywhere.
+    """
+    if args.store is None and not os.environ.get("BENCHBENCH_STORE"):
+        path = sqlite_path(normalize_url(None))
+        if path is not None and not path.exists():
+            return [
+                Check(
+                    "ceilings",
+                    "unknown",
+                    f"no results store at {path}: no profile or run to check",
+                    "benchbench probe; benchbench run SUITE  # or pass --store URL",
+                )
+            ]
+    store = flags.store_from(args)
+    try:
+        run_row = store.resolve_run("latest")
+    except NotFoundError:
+        return [
+            Check("ceilings", "unknown", f"no run in {store.url}: nothing to hold to a profile")
+        ]
+    rows = store.measurements(run_row["id"])
+    profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in rows})
+    name = run_row.get("label") or str(run_row["id"])[:8]
+    found = [check for profile in profiles.values() for check in check_profile(profile)]
+    first = next(iter(profiles.values()), None)
+    return found + check_run(name, with_roofline(rows, profiles), first)

@@ -19,6 +19,7 @@ from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.machine.caches import cpu_cache_sizes
 from benchbench.store.profiles import latest_profiles
+from benchbench.views.results import above_ceiling_note
 
 HELP = "plot throughput versus size (or a roofline) of runs to PNG, SVG or PDF"
 
@@ -112,5 +113,7 @@ def run(args: argparse.Namespace) -> int:
     err = flags.stderr()
     if profile is None:
         err.print("no hardware profile for this environment: run `benchbench probe` for ceilings")
+    elif note := above_ceiling_note(rows, profile):
+        err.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
     err.print(f"wrote {out}")
     return 0

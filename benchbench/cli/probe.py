@@ -1,10 +1,12 @@
 """Measure this machine's ceilings and store them with its environment.
 
 Memory bandwidth (read, write, copy) versus working-set size from 4 KiB to past the
-last-level cache, the cache boundaries found in it beside the sizes the OS reports,
+last-level cache (each call sweeps a small working set until it has moved 16 MiB, so the
+cache is measured rather than torch's per-call overhead; each point is the best of 3
+repeats), the cache boundaries found in it beside the sizes the OS reports,
 peak FLOP/s per dtype from large matmuls, the timer's resolution and overhead, and
 the thread count; on CUDA also host<->device bandwidth and launch / sync latency
-(that path has not run on a GPU yet). About 30 s on a 2-core CPU; --quick takes a
+(that path has not run on a GPU yet). 35-45 s on a loaded 2-core CPU; --quick takes a
 few seconds for rough figures.
 
 The profile is stored under the environment a `benchbench run` on this machine gets
@@ -15,6 +17,7 @@ one for "% of peak", cache markers and ceilings.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -129,7 +132,7 @@ def profile_tables(profile: Profile) -> Group:
     for dtype, value in profile.peak_flop_per_s.items():
         peaks.add_row(dtype, format_rate(value, "FLOP/s"))
 
-    other = Table(title="timer and threads", header_style="bold")
+    other = Table(title="timer, threads and method", header_style="bold")
     other.add_column("figure")
     other.add_column("value", justify="right")
     other.add_row("timer resolution (reported)", f"{profile.timer_resolution_s * 1e9:.3g} ns")
@@ -138,27 +141,42 @@ def profile_tables(profile: Profile) -> Group:
     )
     other.add_row("timer overhead (pair of reads)", f"{profile.timer_overhead_s * 1e9:.3g} ns")
     other.add_row("threads", str(profile.threads))
+    other.add_row("bandwidth: each point the best of", f"{profile.repeats} repeats")
+    other.add_row("bandwidth: bytes moved per call, at least", format_bytes(profile.min_call_bytes))
     for name, value in profile.extra.items():
         other.add_row(name, f"{value:.4g}")
     return Group(bandwidth, caches, peaks, other)
 
 
 def paired_caches(profile: Profile) -> list[tuple[str, int | None, CacheLevel | None]]:
-    """``(level, OS size, detected boundary)`` rows.
+    """``(level, OS size, detected boundary)`` rows, L1 first.
 
-    The OS's levels from L2 up are paired in order with the detected boundaries: L1 hides
-    behind torch's ~5 µs per-call overhead (4 KiB in 5 µs is 0.8 GB/s), so it is never
-    found; boundaries beyond the OS's levels are listed on their own.
+    Each detected boundary goes to the OS level nearest to it in log-size (the probe now
+    finds L1 too, since its calls sweep a small working set many times); a level keeps the
+    nearest of the boundaries given to it, and the others are listed on their own.
     """
-    os_levels = sorted((c for c in profile.os_caches if c.level >= 2), key=lambda c: c.level)
-    found = list(profile.cache_levels)
+    os_levels = sorted(profile.os_caches, key=lambda c: (c.level, c.size_bytes))
+    matched: dict[int, CacheLevel] = {}
+    unmatched: list[CacheLevel] = []
+
+    def distance(index: int, found: CacheLevel) -> float:
+        return abs(math.log(found.size_bytes / os_levels[index].size_bytes))
+
+    for found in profile.cache_levels:
+        if not os_levels:
+            unmatched.append(found)
+            continue
+        index = min(range(len(os_levels)), key=lambda i: distance(i, found))
+        held = matched.get(index)
+        if held is None or distance(index, found) < distance(index, held):
+            matched[index] = found
+            if held is not None:
+                unmatched.append(held)
+        else:
+            unmatched.append(found)
     rows: list[tuple[str, int | None, CacheLevel | None]] = [
-        (f"L1 {c.type.lower()}", c.size_bytes, None) for c in profile.os_caches if c.level == 1
+        (f"L1 {c.type.lower()}" if c.level == 1 else f"L{c.level}", c.size_bytes, matched.get(i))
+        for i, c in enumerate(os_levels)
     ]
-    for index, cache in enumerate(os_levels):
-        rows.append(
-            (f"L{cache.level}", cache.size_bytes, found[index] if index < len(found) else None)
-        )
-    for extra in found[len(os_levels) :]:
-        rows.append(("beyond the OS's levels", None, extra))
+    rows.extend(("not an OS level", None, found) for found in unmatched)
     return rows

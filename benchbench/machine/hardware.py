@@ -12,7 +12,10 @@ from typing import Any
 
 from benchbench.core.errors import StoreError
 
-PROFILE_VERSION = 1
+# History: 1 — first version; 2 — ``repeats`` and ``min_call_bytes``. Version 1 documents
+# are still read (as one repeat of one pass per call): `doctor` says to probe again.
+PROFILE_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,10 @@ class Profile:
     thread) to ``((working_set_bytes, bytes_per_s), ...)`` ascending in size.
     ``memory_bytes_per_s`` is, per op, the plateau beyond the last-level cache (main
     memory) and ``cache_bytes_per_s`` the best in-cache figure. ``extra`` holds
-    device-specific figures (CUDA transfers and latencies).
+    device-specific figures (CUDA transfers and latencies). Each bandwidth point is the
+    best of ``repeats`` sweeps, and each timed call of them moved at least
+    ``min_call_bytes`` by sweeping its working set several times (0: one pass per call,
+    as version 1 profiles did, so small working sets measured the call overhead).
     """
 
     device: str
@@ -64,6 +70,8 @@ class Profile:
     timer_overhead_s: float
     duration_s: float
     extra: Mapping[str, float] = field(default_factory=dict)
+    repeats: int = 1
+    min_call_bytes: int = 0
 
     @property
     def peak_memory_bytes_per_s(self) -> float:
@@ -92,16 +100,19 @@ class Profile:
             "timer_overhead_s": self.timer_overhead_s,
             "duration_s": self.duration_s,
             "extra": dict(self.extra),
+            "repeats": self.repeats,
+            "min_call_bytes": self.min_call_bytes,
         }
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> Profile:
         """Rebuild a profile from :meth:`to_dict` output; data, so every field is checked."""
         version = doc.get("profile_version") if isinstance(doc, Mapping) else None
-        if version != PROFILE_VERSION:
+        if version not in _READABLE_VERSIONS:
             raise StoreError(
                 f"hardware profile: profile_version {version!r} is not supported (this "
-                f"benchbench reads version {PROFILE_VERSION}); run 'benchbench probe' again"
+                f"benchbench reads versions {', '.join(map(str, _READABLE_VERSIONS))}); "
+                "run 'benchbench probe' again"
             )
         try:
             return cls(
@@ -135,6 +146,8 @@ class Profile:
                 timer_overhead_s=float(doc["timer_overhead_s"]),
                 duration_s=float(doc["duration_s"]),
                 extra={str(k): float(v) for k, v in doc.get("extra", {}).items()},
+                repeats=int(doc["repeats"]) if version >= 2 else 1,
+                min_call_bytes=int(doc["min_call_bytes"]) if version >= 2 else 0,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StoreError(

@@ -3,25 +3,25 @@
 :func:`run_probe` measures, on one device:
 
 - memory bandwidth versus working-set size for ``read`` (``torch.sum``), ``write``
-  (``fill_``) and ``copy`` (``dst.copy_(src)``, counted as read + write), float32, from
-  4 KiB to at least 256 MiB and 4x the last-level cache, three sizes per octave. Each
-  point is the best per-call time over several blocks of calls, a block being grown until
-  it lasts 1 ms. Curves are measured with torch's default threads (the ceiling a torch
-  operator sees) and again with one thread (``read@1t`` ...), which is what the cache
-  plateaus are detected on: with two threads each core streams half the buffer through
-  its own L2, so the multi-thread drop sits at the sum of the L2s, not at one;
+  (``fill_``) and ``copy`` (counted as read + write), float32, from 4 KiB to at least
+  256 MiB and 4x the last-level cache, three sizes per octave
+  (:mod:`benchbench.machine.probe_bandwidth`). Each timed call sweeps the working set as
+  many times as it takes to move 16 MiB, so that torch's ~5 µs per call is a few percent
+  of it and small working sets show the cache, not the call overhead; each point is the
+  best of ``repeats`` sweeps of several 1 ms blocks. Curves are measured with torch's
+  default threads (the ceiling a torch operator sees) and again with one thread
+  (``read@1t`` ...), which is what the cache plateaus are detected on: with two threads
+  each core streams half the buffer through its own L2, so the multi-thread drop sits at
+  the sum of the L2s, not at one;
 - the cache boundaries, from the drops of that curve (:func:`detect_cache_levels`),
   beside the sizes the OS reports (:func:`benchbench.machine.caches.read_os_caches`);
 - peak FLOP/s per dtype (float64, float32, bfloat16, float16 where the device runs
-  them) from square matmuls (2·n³ flop), n grown while one call stays short;
+  them) from square matmuls (2·n³ flop), n grown while one call stays short, the best of
+  blocks at every n, the largest n's timed again in ``repeats`` rounds over the dtypes;
 - the timer's resolution and overhead, and the thread count.
 
 On CUDA the same sweeps are timed with event pairs, and :mod:`benchbench.machine.probe_cuda` adds
 host↔device bandwidth and launch / sync latency; that path has not run on a GPU.
-
-Small working sets show torch's ~5 µs per-call overhead rather than L1 bandwidth (4 KiB
-in 5 µs is 0.8 GB/s), so L1 is usually not detected on the CPU; the fitted ``t0`` of
-:mod:`benchbench.analysis.fit` is the place for that overhead.
 """
 
 from __future__ import annotations
@@ -36,9 +36,16 @@ import torch
 from benchbench.core.errors import UsageError
 from benchbench.machine.caches import read_os_caches
 from benchbench.machine.hardware import PROFILE_VERSION, CacheLevel, OsCache, Profile
+from benchbench.machine.probe_bandwidth import (
+    PASS_BYTES,
+    bandwidth_curves,
+    block_runner,
+    disturbed_points,
+    sweep_sizes,
+)
 from benchbench.machine.probe_cuda import (
     best_seconds_per_call,
-    cuda_block_runner,
+    calls_per_block,
     measure_cuda_extras,
 )
 
@@ -52,7 +59,7 @@ __all__ = [
     "run_probe",
 ]
 
-# History: 1 — first version.
+# History: 1 — first version; 2 — passes per call (min_call_bytes) and repeats recorded.
 
 _MIB = 1 << 20
 _MATMUL_DTYPES = ("float64", "float32", "bfloat16", "float16")
@@ -115,106 +122,8 @@ def detect_cache_levels(
     return tuple(levels)
 
 
-def disturbed_points(values: Sequence[float], *, factor: float = 0.75) -> list[int]:
-    """Indices of values below ``factor`` x their neighbours on *both* sides (2 per side).
-
-    A bandwidth curve is smooth within a plateau and falls over a few sizes at a cache
-    boundary, where the points after the drop are as low as the drop itself. A point far
-    below the points before it *and* after it was most likely disturbed.
-    """
-    flagged = []
-    for k, v in enumerate(values):
-        sides = [values[max(0, k - 2) : k], values[k + 1 : k + 3]]
-        levels = [float(np.mean(side)) for side in sides if side]
-        if levels and v < factor * min(levels):
-            flagged.append(k)
-    return flagged
-
-
-# --- measurement -----------------------------------------------------------------------
-
-
-def _block_runner(device: str, fn: Callable[[], object]) -> Callable[[int], float]:
-    """``run_block(k)`` on the device's clock: host clock (MPS synced after), events on CUDA."""
-    if device.startswith("cuda"):
-        return cuda_block_runner(torch.cuda, fn)
-    sync: Callable[[], None] = torch.mps.synchronize if device == "mps" else (lambda: None)
-
-    def run_block(calls: int) -> float:
-        begin = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        sync()
-        return (time.perf_counter_ns() - begin) / 1e9
-
-    return run_block
-
-
-def _sweep_sizes(max_bytes: int, per_octave: int) -> list[int]:
-    steps = round(math.log2(max_bytes / 4096) * per_octave) + 1
-    # Multiples of 128 bytes: copy splits the working set into two 64-byte aligned halves.
-    return sorted({int(s) // 128 * 128 for s in np.geomspace(4096, max_bytes, steps)})
-
-
-def _op_call(
-    op: str, src: torch.Tensor, dst: torch.Tensor, ws: int, total: torch.Tensor
-) -> Callable[[], object]:
-    """One call of ``op`` over a ``ws``-byte float32 working set (copy: half in, half out)."""
-    x, d, s = src[: ws // 4], dst[: ws // 4], src[: ws // 8]
-    half = dst[: ws // 8]
-
-    def read() -> object:
-        return torch.sum(x, dim=0, out=total)
-
-    def write() -> object:
-        return d.fill_(1.5)
-
-    def copy() -> object:
-        return half.copy_(s)
-
-    return {"read": read, "write": write, "copy": copy}[op]
-
-
-def _bandwidth_curves(
-    device: str,
-    sizes: Sequence[int],
-    *,
-    blocks: int,
-    one_thread_too: bool,
-    progress: Callable[[str], None] | None,
-) -> dict[str, tuple[tuple[int, float], ...]]:
-    n_max = max(sizes) // 4
-    src = torch.rand(n_max, device=device)  # random data, never zeros
-    dst = torch.zeros(n_max, device=device)  # zeros touches every page before timing
-    total = torch.empty((), device=device)
-    curves: dict[str, tuple[tuple[int, float], ...]] = {}
-    passes = [("", torch.get_num_threads())] + ([("@1t", 1)] if one_thread_too else [])
-    saved = torch.get_num_threads()
-    try:
-        for suffix, threads in passes:
-            torch.set_num_threads(threads)
-            for op in ("read", "write", "copy"):
-                if progress:
-                    progress(f"bandwidth: {op}{suffix}, {len(sizes)} sizes")
-                runs = [_block_runner(device, _op_call(op, src, dst, ws, total)) for ws in sizes]
-                values = [
-                    ws / best_seconds_per_call(r, blocks=blocks)
-                    for ws, r in zip(sizes, runs, strict=True)
-                ]
-                # Another process taking a core for a second sinks a run of points (seen:
-                # ten sizes at 1 GB/s inside a 40 GB/s plateau); measure those again.
-                for _ in range(2):
-                    for k in disturbed_points(values):
-                        again = sizes[k] / best_seconds_per_call(runs[k], blocks=blocks)
-                        values[k] = max(values[k], again)
-                curves[op + suffix] = tuple(zip(sizes, values, strict=True))
-    finally:
-        torch.set_num_threads(saved)
-    return curves
-
-
 def _peak_flop_per_s(
-    device: str, *, quick: bool, progress: Callable[[str], None] | None
+    device: str, *, quick: bool, repeats: int, progress: Callable[[str], None] | None
 ) -> dict[str, float]:
     # float16 matmul on this CPU runs at ~1 GFLOP/s: a 1024² call takes 4 s. So n grows
     # only while the next size (8x the work) is predicted to stay under the call budget.
@@ -222,6 +131,7 @@ def _peak_flop_per_s(
     # our loaded 2-core machine without a steadier peak: 2048 is the largest size.
     call_budget_s, n_max, dtype_budget_s = (0.02, 256, 0.1) if quick else (0.4, 2048, 2.0)
     peaks: dict[str, float] = {}
+    finals: dict[str, tuple[Callable[[int], float], float, int, int]] = {}
     for name in _MATMUL_DTYPES:
         dtype = getattr(torch, name)
         try:
@@ -240,17 +150,27 @@ def _peak_flop_per_s(
             def matmul(a: torch.Tensor = a, b: torch.Tensor = b, c: torch.Tensor = c) -> object:
                 return torch.mm(a, b, out=c)
 
-            run = _block_runner(device, matmul)
+            run = block_runner(device, matmul)
             seconds = best_seconds_per_call(run, blocks=2)
+            best = max(best, 2 * n**3 / seconds)
             if 8 * seconds <= call_budget_s and n < n_max:
-                best = max(best, 2 * n**3 / seconds)
                 n *= 2
                 continue
             # Last size: more blocks, since the machine is shared and the best one counts.
             extra = min(20, max(3, int(dtype_budget_s / max(seconds, 1e-9))))
-            seconds = min(seconds, best_seconds_per_call(run, blocks=extra))
-            peaks[name] = max(best, 2 * n**3 / seconds)
+            calls = calls_per_block(run)
+            finals[name] = (run, 2.0 * n**3, calls, max(1, -(-extra // repeats)))
+            peaks[name] = best
             break
+    # Those blocks in rounds over the dtypes, not in a row: one busy second (seen: float32
+    # and float64 both at 0.35 GFLOP/s, 1/300 of their peak, in one --quick probe) then
+    # sinks one round of a dtype, not every look at it.
+    if progress and finals:
+        progress(f"peak flop/s: best of {repeats} rounds over {', '.join(finals)}")
+    for _ in range(repeats):
+        for name, (run, flop, calls, blocks) in finals.items():
+            for _ in range(blocks):
+                peaks[name] = max(peaks[name], flop * calls / run(calls))
     return peaks
 
 
@@ -290,10 +210,11 @@ def run_probe(
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> Profile:
-    """Measure ``device``'s ceilings; about 30 s on a 2-core CPU, ~1 s when ``quick``.
+    """Measure ``device``'s ceilings; 35-45 s on a loaded 2-core CPU, ~3 s when ``quick``.
 
-    ``quick`` measures fewer, smaller points (to 16 MiB, one size per octave, matmuls of
-    n <= 256): the structure is complete, the figures are rough. ``progress`` receives
+    ``quick`` measures fewer, smaller points (to 16 MiB, one size per octave, one block
+    per point and repeat, matmuls of n <= 256): the structure is complete, the figures
+    are rough. ``progress`` receives
     one line per step. Raises :class:`UsageError` for an unknown or absent device.
     """
     if device.startswith("cuda"):
@@ -312,14 +233,23 @@ def run_probe(
     os_caches = read_os_caches() if on_cpu else ()
     llc = max((c.size_bytes for c in os_caches), default=0)
     max_bytes = 16 * _MIB if quick else max(256 * _MIB, 4 * llc)
-    sizes = _sweep_sizes(max_bytes, 1 if quick else 3)
-    curves = _bandwidth_curves(
-        device, sizes, blocks=2 if quick else 4, one_thread_too=on_cpu, progress=progress
+    sizes = sweep_sizes(max_bytes, 1 if quick else 3)
+    repeats = 3
+    curves = bandwidth_curves(
+        device,
+        sizes,
+        blocks=1 if quick else 2,
+        repeats=repeats,
+        min_call_bytes=PASS_BYTES,
+        one_thread_too=on_cpu,
+        progress=progress,
     )
-    # Cache detection on the geometric mean of the one-thread curves: three noisy views of
-    # the same plateaus; the constant factors between ops do not move the drops.
-    basis = [curves[k] for k in ("read@1t", "write@1t", "copy@1t") if k in curves] or [
-        curves["copy"]
+    # Cache detection on the geometric mean of the one-thread read and write curves: two
+    # noisy views of the same plateaus; the constant factor between them does not move the
+    # drops. Copy stays out: below ~64 KiB its per-pass overhead, not the cache, shapes it.
+    basis = [curves[k] for k in ("read@1t", "write@1t") if k in curves] or [
+        curves["read"],
+        curves["write"],
     ]
     mean_curve = [
         (pts[0][0], float(np.exp(np.mean(np.log([p[1] for p in pts])))))
@@ -330,7 +260,7 @@ def run_probe(
     default_ops = ("read", "write", "copy")
     memory = {op: _plateau_beyond(curves[op], llc) for op in default_ops}
     cache = {op: max(v for _, v in curves[op]) for op in default_ops}
-    peaks = _peak_flop_per_s(device, quick=quick, progress=progress)
+    peaks = _peak_flop_per_s(device, quick=quick, repeats=repeats, progress=progress)
     resolution, observed, overhead = _timer_figures()
     extra: dict[str, float] = {}
     if device.startswith("cuda"):
@@ -349,4 +279,6 @@ def run_probe(
         timer_overhead_s=overhead,
         duration_s=time.perf_counter() - started,
         extra=extra,
+        repeats=repeats,
+        min_call_bytes=PASS_BYTES,
     )

@@ -14,11 +14,18 @@ imports torch at module load, and ROCm builds (which expose ``torch.cuda``) work
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["best_seconds_per_call", "cuda_block_runner", "measure_cuda_extras"]
+__all__ = [
+    "MIN_BLOCK_S",
+    "best_seconds_per_call",
+    "calls_per_block",
+    "cuda_block_runner",
+    "measure_cuda_extras",
+]
 
 # Events resolve about 0.5 µs; a 1 ms block keeps that under 0.1 % of the reading.
 MIN_BLOCK_S = 1e-3
@@ -35,15 +42,22 @@ def best_seconds_per_call(
     blocks of ``k`` calls are timed and the fastest per-call time is returned, the
     ceiling being what the machine can attain, not what it usually does.
     """
+    calls = calls_per_block(run_block, min_block_s)
+    best = math.inf
+    for _ in range(blocks):
+        best = min(best, run_block(calls) / calls)
+    return best
+
+
+def calls_per_block(run_block: Callable[[int], float], min_block_s: float = MIN_BLOCK_S) -> int:
+    """Calls that make one block of ``run_block`` last ``min_block_s``: 1, 2, 4, ... calls
+    are run until one block is long enough (the doubling doubles as warm-up)."""
     calls = 1
     elapsed = run_block(calls)
     while elapsed < min_block_s and calls < _MAX_CALLS:
         calls *= 2
         elapsed = run_block(calls)
-    best = elapsed / calls
-    for _ in range(blocks):
-        best = min(best, run_block(calls) / calls)
-    return best
+    return calls
 
 
 def cuda_block_runner(cuda: Any, fn: Callable[[], object]) -> Callable[[int], float]:

@@ -3,8 +3,8 @@
 :func:`throughput_figure` draws, per workload, one line per curve on log-log axes with
 a band from Q1 to Q3, vertical markers at the cache sizes (the boundaries the probe
 found, else the OS's sizes), the probe's ceilings as horizontal lines and the measured
-crossovers. :func:`roofline_figure` places every point by its arithmetic intensity and
-FLOP/s under the bandwidth and compute roofs. Both return a
+crossovers. :func:`roofline_figure` places every point by intensity and FLOP/s under the
+roofs. Points above their measured ceiling are named in an orange note. Both return a
 :class:`matplotlib.figure.Figure` built without pyplot (no global state: safe in
 servers and threads); :func:`save_figure` writes PNG, SVG or PDF by file extension.
 
@@ -14,6 +14,7 @@ Rows are stored measurements tagged with their run (:func:`benchbench.analysis.c
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from benchbench.analysis.curves import Analysis, Curve, CurveKey, analyze
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.core.units import format_bytes, format_rate, format_size
 from benchbench.machine.hardware import Profile
+from benchbench.views.results import above_ceiling_note
 
 __all__ = ["BY_FIELDS", "FORMATS", "roofline_figure", "save_figure", "throughput_figure"]
 
@@ -175,6 +177,8 @@ def throughput_figure(
         )
     if title:
         figure.suptitle(title, fontsize=12)
+    if above := above_ceiling_note(rows, profile):
+        figure.supxlabel(textwrap.fill(above, 150), fontsize=8, color="darkorange")
     return figure
 
 
@@ -441,4 +445,6 @@ def roofline_figure(
     ax.legend(fontsize=7.5, loc="best", framealpha=0.85)
     if title:
         figure.suptitle(title, fontsize=12)
+    if above := above_ceiling_note(rows, profile):
+        figure.supxlabel(textwrap.fill(above, 150), fontsize=8, color="darkorange")
     return figure

@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from benchbench.analysis.roofline import ceiling_for
+from benchbench.analysis.roofline import ABOVE_CEILING_TOLERANCE, above_ceiling, ceiling_for
 from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES
 from benchbench.core.errors import MeasurementError
 from benchbench.core.units import format_rate, format_size, format_time
@@ -17,6 +17,8 @@ from benchbench.machine.hardware import Profile
 
 #: What ``results_table`` prints under the table when no profile covers the run.
 NO_PROFILE_NOTE = "% of peak: no hardware profile for this environment; run `benchbench probe`"
+#: The start of the warning a point above its measured ceiling carries.
+ABOVE_CEILING = "above the measured ceiling"
 
 #: Keys of every result in ``--json`` output (seconds as floats).
 RESULT_KEYS: tuple[str, ...] = (
@@ -79,18 +81,56 @@ def roofline_numbers(
         "intensity_flop_per_byte": _finite(ceiling.intensity_flop_per_byte),
         "attainable_flop_per_s": _finite(ceiling.attainable_flop_per_s),
         "profile_device": profile.device,
+        "above_measured": above_ceiling(achieved, ceiling.value),
     }
 
 
 def with_roofline(
     rows: Sequence[Mapping[str, Any]], profiles: Mapping[str, Profile]
 ) -> list[dict[str, Any]]:
-    """Rows with ``percent_of_peak`` and ``ceiling`` from the profile of their device."""
+    """Rows with ``percent_of_peak`` and ``ceiling`` from the profile of their device.
+
+    A row above its measured ceiling (``ceiling["above_measured"]``) also gets a warning
+    that says so and how to fix it, so it travels to ``--json`` and the table's notes.
+    """
     out = []
     for row in rows:
         percent, ceiling = roofline_numbers(row, profiles.get(str(row.get("device"))))
-        out.append({**row, "percent_of_peak": percent, "ceiling": ceiling})
+        extra: dict[str, Any] = {"percent_of_peak": percent, "ceiling": ceiling}
+        if ceiling and ceiling["above_measured"] and percent is not None:
+            unit = "B/s" if ceiling["kind"] == "memory" else "FLOP/s"
+            extra["warnings"] = [
+                *(row.get("warnings") or []),
+                f"{ABOVE_CEILING}: {percent:.0f} % of the probe's "
+                f"{format_rate(ceiling['value'], unit)}; the probe underestimates this "
+                "machine at this size: re-run `benchbench probe`",
+            ]
+        out.append({**row, **extra})
     return out
+
+
+def above_ceiling_note(
+    rows: Sequence[Mapping[str, Any]], profile: Profile | None = None
+) -> str | None:
+    """One line on the rows above their measured ceiling, naming up to three; ``None``
+    when there are none. Rows come from :func:`with_roofline`, or are held to ``profile``
+    here (rows on other devices then count as not above)."""
+    if profile is not None:
+        rows = with_roofline(rows, {profile.device: profile})
+    above = [r for r in rows if (r.get("ceiling") or {}).get("above_measured")]
+    if not above:
+        return None
+    named = ", ".join(
+        f"{r['workload']} {r['variant']} at {format_size(int(r['size']))} "
+        f"({r['percent_of_peak']:.0f} %)"
+        for r in above[:3]
+    )
+    more = f" and {len(above) - 3} more" if len(above) > 3 else ""
+    return (
+        f"{len(above)} point(s) {ABOVE_CEILING} (over {100 * (1 + ABOVE_CEILING_TOLERANCE):.0f} "
+        f"% of it): {named}{more}. The probe underestimates the machine at those sizes, so "
+        "their % of peak means nothing; re-run `benchbench probe`"
+    )
 
 
 def _finite(value: float) -> float | None:
@@ -141,7 +181,7 @@ def results_table(
         title=title,
         header_style="bold",
         show_lines=False,
-        caption=None if profiled else NO_PROFILE_NOTE,
+        caption=above_ceiling_note(rows) if profiled else NO_PROFILE_NOTE,
         caption_justify="left",
     )
     for name, justify in (
@@ -201,12 +241,15 @@ def results_table(
     return table
 
 
-def _peak_cell(row: Mapping[str, Any]) -> str:
+def _peak_cell(row: Mapping[str, Any]) -> str | Text:
     if row.get("bytes_per_s") is None and row.get("flop_per_s") is None:
         return "no work model"
     percent, ceiling = row.get("percent_of_peak"), row.get("ceiling")
     if percent is None or not ceiling:
         return "-"
+    if ceiling.get("above_measured"):
+        # A probe's error, not a percentage: the notes and the caption say by how much.
+        return Text("> ceiling", style="yellow")
     text = f"{percent:,.0f}" if percent >= 100 else f"{percent:.2g}"
     return f"{text}% {'mem' if ceiling['kind'] == 'memory' else 'flop'}"
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from benchbench.store import open_store
-from benchbench.store.profiles import latest_profile
+from benchbench.store.profiles import latest_profile, save_profile
 from tests.integration.cli import SUITES, benchbench, json_of
+from tests.unit.test_plot_views import profile as fake_profile
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,8 @@ def test_probe_stores_a_profile_that_show_then_uses(measured, tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     doc = json_of(done)
     profile = doc["profile"]
-    assert profile["device"] == "cpu" and profile["profile_version"] == 1
+    assert profile["device"] == "cpu" and profile["profile_version"] == 2
+    assert profile["repeats"] == 3 and profile["min_call_bytes"] == 16 << 20
     assert {"read", "write", "copy"} <= set(profile["bandwidth"])
     assert "float32" in profile["peak_flop_per_s"]
     assert profile["timer_overhead_s"] > 0 and profile["threads"] >= 1
@@ -105,3 +108,32 @@ def test_plot_of_unknown_run_or_workload_names_what_exists(measured, tmp_path) -
     )
     assert done.returncode == 2 and ".png, .svg or .pdf" in done.stderr
     assert not out.exists()
+
+
+def test_points_above_a_too_low_ceiling_are_flagged_by_show_plot_and_doctor(
+    measured, tmp_path
+) -> None:
+    db = tmp_path / "low.db"
+    shutil.copy(measured[0], db)
+    store = open_store(str(db))
+    run = store.resolve_run(measured[1])
+    low = fake_profile().to_dict()  # a profile of 1 MB/s everywhere: every point beats it
+    low["bandwidth"] = {op: [[b, 1e6] for b, _ in pts] for op, pts in low["bandwidth"].items()}
+    save_profile(store, run["environment_id"], "cpu", low)
+
+    shown = json_of(benchbench("show", measured[1], "--store", str(db), "--json", cwd=tmp_path))
+    sqrt = [r for r in shown["results"] if r["workload"] == "sqrt"]
+    assert sqrt and all(r["ceiling"]["above_measured"] for r in sqrt)
+    assert all(any(w.startswith("above the measured ceiling") for w in r["warnings"]) for r in sqrt)
+    table = benchbench("show", measured[1], "--store", str(db), cwd=tmp_path)
+    assert "> ceiling" in table.stdout and "re-run `benchbench probe`" in table.stdout
+    plotted = benchbench(
+        "plot", measured[1], "-o", str(tmp_path / "p.png"), "--store", str(db), cwd=tmp_path
+    )
+    assert plotted.returncode == 0, plotted.stderr
+    assert "above the measured ceiling" in plotted.stderr
+    doctor = json_of(benchbench("doctor", "--store", str(db), "--json", cwd=tmp_path))
+    checks = {c["name"]: c for c in doctor["checks"]}
+    assert checks["ceilings: latest run"]["status"] == "warn"
+    assert checks["ceilings: latest run"]["value"].startswith(f"run {measured[1]}: ")
+    assert checks["ceilings: cpu profile"]["status"] == "warn"  # 1 MB/s in L1: not a cache

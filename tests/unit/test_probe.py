@@ -29,6 +29,7 @@ from benchbench.machine.probe import (
     disturbed_points,
     run_probe,
 )
+from benchbench.machine.probe_bandwidth import PASS_BYTES
 from benchbench.machine.probe_cuda import best_seconds_per_call, measure_cuda_extras
 
 MIB = 1 << 20
@@ -170,12 +171,23 @@ def make_profile(**changes: Any) -> Profile:
 
 
 def test_profile_round_trips_through_json() -> None:
-    profile = make_profile(extra={"launch_latency_s": 5e-6})
+    profile = make_profile(extra={"launch_latency_s": 5e-6}, repeats=3, min_call_bytes=16 * MIB)
     doc = json.loads(json.dumps(profile.to_dict()))
-    assert doc["profile_version"] == PROFILE_VERSION
+    assert doc["profile_version"] == PROFILE_VERSION == 2
+    assert (doc["repeats"], doc["min_call_bytes"]) == (3, 16 * MIB)
     assert Profile.from_dict(doc) == profile
     assert profile.peak_memory_bytes_per_s == 12e9
     assert profile.peak_cache_bytes_per_s == 40e9
+
+
+def test_a_version_1_profile_reads_as_one_repeat_of_one_pass_per_call() -> None:
+    doc = make_profile(repeats=3, min_call_bytes=16 * MIB).to_dict()
+    old = {k: v for k, v in doc.items() if k not in ("repeats", "min_call_bytes")}
+    profile = Profile.from_dict({**old, "profile_version": 1})
+    assert (profile.repeats, profile.min_call_bytes) == (1, 0)
+    assert profile.bandwidth == make_profile().bandwidth
+    with pytest.raises(StoreError, match="malformed"):
+        Profile.from_dict(old)  # version 2 without them is not a profile this code wrote
 
 
 def test_profile_from_dict_rejects_other_versions_and_malformed_documents() -> None:
@@ -345,6 +357,7 @@ def test_quick_probe_on_this_cpu_has_the_full_structure() -> None:
         == {"read", "write", "copy"}
     )
     assert profile.timer_overhead_s > 0 and profile.timer_observed_resolution_s > 0
+    assert (profile.repeats, profile.min_call_bytes) == (3, PASS_BYTES)
     assert any(m.startswith("bandwidth: read") for m in messages)
     assert any("float32" in m for m in messages)
     assert Profile.from_dict(json.loads(json.dumps(profile.to_dict()))) == profile
