@@ -3,10 +3,11 @@
 An in-place variant (``x.sqrt_()``) overwrites its input, so a second call on the same
 buffer computes on other data (the square root of a square root; NaN after ``log_``
 of a result below zero). Each timed call must get the pristine inputs back, and the
-copy that restores them must stay out of the timed region: timing copy + call and
-subtracting the copy's median left the data in cache for the call (``x.sqrt_()`` at
-2^20-2^22 float32 reported 179-192 % of the memory ceiling) and turned a noisy
-subtraction into a reported error.
+copy that restores them must stay out of the timed region. Timing copy + call and
+subtracting the copy's median, measured alone, made the figure a difference of two
+larger times: the copy measured alone is not what it costs before a call that finds
+its output in cache (``x.sqrt_()`` at 2^20-2^22 float32 read 179-192 % of the memory
+ceiling), and a noisy difference at or below zero was reported as an error.
 
 So the sample's untimed ``pre`` restores **K working copies** of the inputs from the
 pristine ones (every tensor and array input, not only the first: an operator may
@@ -17,8 +18,10 @@ call wrote, no copy is timed, and nothing is subtracted.
 **K, the rule.** One restored call is timed :data:`PROBE_CALLS` times (after one
 untimed call for lazy initialisation) and the least time ``t`` is kept (preemption
 only lengthens a call). If ``t`` reaches the policy's ``min_sample_s`` (1 ms), one call
-makes a sample: K = 1. Otherwise K = ceil(min_sample_s / t), the calls calibration
-would have chosen, and in ``rotate`` mode at least the copies that span twice the
+makes a sample: K = 1. Otherwise K = ceil(1.2 min_sample_s / t), the calls calibration
+would have chosen with its 1.2x margin (a call timed alone carries the clock's cost
+and a cold start: x.sqrt_() of 2^10 float32 probed at 2.5 µs and ran at 2.0 µs in a
+sample here), and in ``rotate`` mode at least the copies that span twice the
 last-level cache. K never exceeds :data:`MAX_COPIES` nor :data:`MAX_COPY_BYTES` of
 copies; a sample then falls short of 1 ms and its result carries the ``sample < 1 ms``
 warning.
@@ -57,6 +60,9 @@ MAX_COPY_BYTES = 256 * 2**20
 
 #: Restored calls timed one at a time to estimate one call's time.
 PROBE_CALLS = 5
+
+#: K aims this much above the minimum sample time, as calibration does.
+MARGIN = 1.2
 
 
 def copy_value(value: Any) -> Any:
@@ -109,7 +115,7 @@ def copies_for(call_s: float, copy_bytes: int, min_sample_s: float, at_least: in
     elif call_s <= 0:  # a clock too coarse to see one call
         wanted = MAX_COPIES
     else:
-        wanted = math.ceil(min_sample_s / call_s)
+        wanted = math.ceil(MARGIN * min_sample_s / call_s)
     by_memory = MAX_COPY_BYTES // max(copy_bytes, 1)
     return max(1, min(max(wanted, at_least), MAX_COPIES, by_memory))
 

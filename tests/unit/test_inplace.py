@@ -11,7 +11,7 @@ from torch.overrides import TorchFunctionMode
 from benchbench.measure import inplace
 from benchbench.measure.policy import Block, Policy, measure
 
-#: What a fake call costs on the fake timer: 0.25 ms, so K = 4 for 1 ms samples.
+#: What a fake call costs on the fake timer: 0.25 ms, so K = ceil(1.2 ms / 0.25 ms) = 5.
 CALL_S = 250e-6
 
 
@@ -100,16 +100,16 @@ def test_timed_blocks_hold_calls_only_and_every_copy_is_restored_before_each():
         return a.mul_(b)
 
     planned, measured = _run(op, (x, y), events)
-    assert planned.copies == 4  # 1 ms / 0.25 ms per call
-    assert measured.calls_per_sample == 4
+    assert planned.copies == 5  # 1 ms (+20 %) / 0.25 ms per call
+    assert measured.calls_per_sample == 5
     blocks = _timed_blocks(events)
     assert len(blocks) == inplace.PROBE_CALLS + measured.stats.n
     for before, inside in blocks:
         assert inside and set(inside) == {"call"}  # no restore inside a timed block
         assert before.count("restore") >= 2  # both inputs of every copy used
     for before, inside in blocks[inplace.PROBE_CALLS :]:
-        assert inside == ["call"] * 4
-        assert before[-8:] == ["restore"] * 8  # 4 copies x 2 inputs, then the block
+        assert inside == ["call"] * 5
+        assert before[-10:] == ["restore"] * 10  # 5 copies x 2 inputs, then the block
     assert torch.equal(x, torch.full((8,), 2.0)) and torch.equal(y, torch.full((8,), 3.0))
 
 
@@ -137,7 +137,7 @@ def test_cold_mode_evicts_after_the_restore_and_says_so():
     for before, _inside in _timed_blocks(events)[inplace.PROBE_CALLS :]:
         assert before[-(planned.copies + 1) :] == ["restore"] * planned.copies + ["evict"]
     assert "evicted after the restore" in planned.note
-    assert planned.note.startswith("restored untimed before each sample: 4 copies")
+    assert planned.note.startswith("restored untimed before each sample: 5 copies")
 
 
 def test_numpy_inputs_are_restored_too():
@@ -156,7 +156,8 @@ def test_numpy_inputs_are_restored_too():
     [
         (2e-3, 4096, 1, 1),  # a call alone makes a 1 ms sample
         (1e-3, 4096, 1, 1),
-        (0.3e-3, 4096, 1, 4),  # ceil(1 / 0.3)
+        (0.3e-3, 4096, 1, 4),  # ceil(1.2 / 0.3)
+        (0.9e-3, 4096, 1, 2),  # short of 1 ms: two calls
         (0.3e-3, 4096, 16, 16),  # rotate: the copies that span 2x the LLC
         (1e-9, 4096, 1, inplace.MAX_COPIES),
         (0.0, 4096, 1, inplace.MAX_COPIES),  # a clock too coarse to see a call
