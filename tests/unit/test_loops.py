@@ -1,5 +1,6 @@
 """The timed loops: bound arguments, rotation, and how long each output lives."""
 
+import dis
 import weakref
 from collections.abc import Callable
 
@@ -94,3 +95,20 @@ def test_an_unknown_output_mode_is_refused_with_the_choices():
         make_loop(print, (), "hold")
     with pytest.raises(ValueError, match="'hold'"):
         make_rotating_loop(print, [()], "hold")
+
+
+def _loop_body(loop: Callable[[int], None]) -> list[str]:
+    """Opcodes of the per-call loop body: from FOR_ITER to the jump back."""
+    ops = [i.opname for i in dis.get_instructions(loop)]
+    start = ops.index("FOR_ITER")
+    end = next(k for k in range(start, len(ops)) if ops[k].startswith("JUMP_BACKWARD"))
+    return ops[start : end + 1]
+
+
+def test_keep_costs_one_store_per_call_and_nothing_else():
+    keep = _loop_body(make_loop(abs, (1,), "keep"))
+    drop = _loop_body(make_loop(abs, (1,), "drop"))
+    assert "LOAD_GLOBAL" not in keep and "LOAD_ATTR" not in keep  # locals only
+    # the output is bound to a local where drop pops it: the only difference per call
+    assert keep == ["STORE_FAST" if op == "POP_TOP" else op for op in drop]
+    assert "POP_TOP" in drop
