@@ -36,10 +36,12 @@ def cases() -> list[tuple[str, object, tuple[object, ...]]]:
     a = torch.rand(128, 32, 512, generator=g)
     b = torch.rand(128, 32, 512, generator=g)
     x16, y16 = torch.rand(2**16, generator=g), torch.rand(2**16, generator=g)
+    x18, y18 = torch.rand(2**18, generator=g), torch.rand(2**18, generator=g)
     x20, y20 = torch.rand(2**20, generator=g), torch.rand(2**20, generator=g)
     return [
         ("empty callable", empty, ()),
         ("torch.add 2^16", torch.add, (x16, y16)),
+        ("torch.add 2^18", torch.add, (x18, y18)),
         ("torch.add 2^20", torch.add, (x20, y20)),
         ("torch.add 128x32x512", torch.add, (a, b)),
         ("torch.sqrt 2^20", torch.sqrt, (x20 + 0.5,)),

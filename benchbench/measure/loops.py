@@ -9,9 +9,10 @@ Output lifetime is a recorded choice (``outputs``, one of
   it just handed out. The last output of a block is held until the next block (of the
   same loop) runs, so the first call of a sample sees it too.
 - ``drop``: each output is released as soon as its call returns; the allocator hands
-  the next call the same block, still in cache. ``add`` of two 128x32x512 float32
-  tensors took 876 µs so here against 2,155 µs in PyTorch's operator_benchmark, which
-  keeps its outputs.
+  the next call the same block, still in cache. Where outputs are cache-sized this is
+  the faster regime: ``torch.add`` of 2^20 float32 ran 16-41 % faster than under
+  ``keep`` here, one thread (``benchmarks/outputs_bench.py``, BENCHMARKS.md); at
+  8 MiB tensors both stream from memory alike.
 
 Both loops are compiled like ``timeit``'s: the callable and its arguments bound as
 locals, no ``*args`` unpacking and no attribute look-ups per call. ``keep`` costs one
