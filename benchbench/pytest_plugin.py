@@ -260,9 +260,11 @@ class Bench:
             raise UsageError(f"bench() needs a callable first, got {fn!r}")
         import torch
 
+        from benchbench.core.values import DEFAULT_OUTPUTS
         from benchbench.measure import timers as devices
+        from benchbench.measure.loops import make_loop
         from benchbench.measure.pipeline import ok_result, time_subjects
-        from benchbench.measure.policy import Policy, Subject, make_loop
+        from benchbench.measure.policy import Policy, Subject
 
         where = device or devices.device_of(args, torch)
         if policy is None:
@@ -271,7 +273,7 @@ class Bench:
         label = name or getattr(fn, "__name__", None) or repr(fn)
         point = self._point(torch, label, where, args)
         used, (measured,) = time_subjects(point, [Subject(label, make_loop(fn, args))], policy)
-        stored = ok_result(point, measured, used)
+        stored = ok_result(point, measured, used, extra={"outputs": DEFAULT_OUTPUTS})
         result = BenchResult(
             name=label,
             device=where,

@@ -28,8 +28,9 @@ from pathlib import Path
 import torch
 import torch.utils.benchmark as tbench
 
+from benchbench.measure.loops import make_loop
 from benchbench.measure.point import Options, measure_point
-from benchbench.measure.policy import Policy, Subject, make_loop, measure
+from benchbench.measure.policy import Policy, Subject, measure
 from benchbench.measure.timers import CpuTimer
 from benchbench.suite.inputs import SetupContext
 from benchbench.suite.load import load_suite

@@ -81,7 +81,8 @@ def pair_runs(repeat: int, sizes: list[int], budget_s: float, threads: int | Non
     if threads is not None:
         torch.set_num_threads(threads)
 
-    from benchbench.measure.policy import Policy, Subject, make_loop, measure
+    from benchbench.measure.loops import make_loop
+    from benchbench.measure.policy import Policy, Subject, measure
     from benchbench.measure.timers import CpuTimer
 
     policy = Policy(max_time_s=budget_s)

@@ -1,8 +1,8 @@
 """quick: a minute's tour of elementwise, reduction and matmul costs on one device.
 
-``x.sqrt_()`` runs in place: before every timed call the input is restored from a
-pristine copy (``x.copy_(x0)``); the copy is measured interleaved and subtracted, and
-its share is recorded with the result (``extra.restore``).
+``x.sqrt_()`` runs in place: before each sample, outside the timed region, its input
+is restored into K copies and the sample makes one call on each (``extra.inplace``
+says how many); the calls read what the restore left in cache (see the README).
 """
 
 import numpy as np

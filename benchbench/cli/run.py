@@ -50,7 +50,7 @@ from rich.progress import (
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time, parse_one_size
-from benchbench.core.values import CACHE_MODES
+from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
 from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.run import runner, sharding
@@ -86,6 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=CACHE_MODES,
         help="warm: back-to-back calls; cold: evict 2x the last-level cache before each sample; "
         "rotate: cycle through copies of the inputs (default warm)",
+    )
+    parser.add_argument(
+        "--outputs",
+        choices=OUTPUT_MODES,
+        help="output lifetime in the timed loop, for every point: keep holds the previous "
+        "call's output until the next call returns, as model code does (y = f(x) in a loop); "
+        "drop frees it first, so the allocator hands the same cache-hot block back "
+        "(default: each workload's outputs=, keep unless the suite says drop)",
     )
     flags.add_threads(parser)
     parser.add_argument(
@@ -183,6 +191,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
             target_rel_ci=args.target if args.target is not None else defaults.target_rel_ci,
         ),
         cache=args.cache or "warm",
+        outputs=args.outputs,
         threads=args.threads,
         cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
@@ -224,6 +233,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--budget", args.budget, stored.policy.max_time_s),
         ("--target", args.target, stored.policy.target_rel_ci),
         ("--cache", args.cache, stored.cache),
+        ("--outputs", args.outputs, stored.outputs),
         ("--threads", args.threads, stored.threads),
         ("--cpus", flags.cpus_from(args) or None, stored.cpus or None),
         ("--allocator", args.allocator, stored.allocator),

@@ -29,6 +29,13 @@ ITEMSIZE = {
 
 CACHE_MODES = ("warm", "cold", "rotate")
 
+#: Output lifetime in the timed loop: ``keep`` holds the previous call's output until
+#: the next call has returned (``y = f(x)`` in a model's loop: two outputs alive at
+#: once), ``drop`` releases each output before the next call (the allocator hands the
+#: same, cache-hot block back). See :mod:`benchbench.measure.loops`.
+OUTPUT_MODES = ("keep", "drop")
+DEFAULT_OUTPUTS = "keep"
+
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: the form hashed into ids."""

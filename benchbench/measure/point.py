@@ -13,14 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from benchbench.core.values import Point, Result
+from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
+from benchbench.measure import inplace
 from benchbench.measure import timers as devices
+from benchbench.measure.inplace import fresh as _fresh
+from benchbench.measure.loops import make_loop, make_rotating_loop
 from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
-from benchbench.measure.policy import Measured, Policy, Subject, make_loop, make_rotating_loop
+from benchbench.measure.policy import Policy, Subject
 from benchbench.measure.trace import profile_point, quiet_native_output
 from benchbench.suite.declare import Skip, Variant, Workload
 from benchbench.suite.inputs import SetupContext
@@ -40,6 +42,9 @@ class Options:
     #: Folder for a ``torch.profiler`` trace of the point, taken after the timed
     #: measurement (never inside it); ``None``: no profile.
     profile_dir: str | None = None
+    #: Output lifetime for every point (``run --outputs``); ``None``: each workload's
+    #: (or variant's) own, ``keep`` unless declared.
+    outputs: str | None = None
 
 
 def _skip(point: Point, reason: str, **kw: Any) -> Result:
@@ -172,29 +177,28 @@ def _measure_inputs(
         if accuracy.nonfinite:
             warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
 
-    subjects = _subjects(variant, fn, call_inputs, point, base["cache_mode"])
-    policy, measured = time_subjects(
-        point, subjects, _policy_for(workload, options), options.should_stop
-    )
-    main = measured[0]
+    outputs = workload.outputs_mode(variant, options.outputs)
+    extra["outputs"] = outputs
+    policy = _policy_for(workload, options)
+    cache = base["cache_mode"]
     if variant.inplace:
-        main, note = _subtract_restore(main, measured[1])
-        extra["restore"] = note
-        if main.stats.median_s <= 0:
-            return _error(
-                point,
-                "in-place call not measurable: the restore copy alone "
-                f"({note['restore_median_s']:.3g} s) took as long as copy + call; "
-                "use a larger size or a variant without inplace=True",
-                max_rel_error=max_rel_error,
-                extra=extra,
-                **base,
-            )
-        if note["fraction_of_total"] > 0.5:
-            warnings.append(
-                f"restore copy is {note['fraction_of_total']:.0%} of each timed call: "
-                "the in-place figure is a difference of two larger times"
-            )
+        planned = inplace.plan(
+            variant.name,
+            fn,
+            call_inputs,
+            timer=devices.timer_for(point.device, torch),
+            min_sample_s=policy.min_sample_s,
+            outputs=outputs,
+            evict=devices.cache_flusher(point.device, torch) if cache == "cold" else None,
+            at_least=_rotate_copies(call_inputs, point) if cache == "rotate" else 1,
+        )
+        subjects = [planned.subject]
+        policy = replace(policy, fixed_calls=planned.copies)
+        extra["inplace"] = planned.note
+        extra["inplace_copies"] = planned.copies
+    else:
+        subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
+    policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
     if options.profile_dir is not None:
         args = _fresh(call_inputs) if variant.inplace else call_inputs
@@ -243,18 +247,6 @@ def _numpy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return value
-
-
-def _fresh(inputs: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(_copy(x) for x in inputs)
-
-
 def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
     """The reference computation on float64 CPU copies of the inputs."""
     ref_inputs = tuple(
@@ -281,57 +273,25 @@ def _policy_for(workload: Workload, options: Options) -> Policy:
 
 
 def _subjects(
-    variant: Variant, fn: Callable[..., Any], inputs: tuple[Any, ...], point: Point, cache: str
+    variant: Variant,
+    fn: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    point: Point,
+    cache: str,
+    outputs: str = DEFAULT_OUTPUTS,
 ) -> list[Subject]:
     pre = devices.cache_flusher(point.device, torch) if cache == "cold" else None
-    if variant.inplace:
-        pristine = _copy(inputs[0])
-        restore = _restorer(pristine)
-
-        def restore_then_call(x: Any, *rest: Any) -> None:
-            restore(x)
-            fn(x, *rest)
-
-        def restore_only(x: Any, *rest: Any) -> None:
-            restore(x)
-
-        working = _fresh(inputs)
-        return [
-            Subject(variant.name, make_loop(restore_then_call, working), pre),
-            Subject("restore", make_loop(restore_only, working), pre),
-        ]
     if cache == "rotate":
-        return [Subject(variant.name, make_rotating_loop(fn, _rotated(inputs, point)), pre)]
-    return [Subject(variant.name, make_loop(fn, inputs), pre)]
+        copies = _rotate_copies(inputs, point)
+        sets = [inputs, *(_fresh(inputs) for _ in range(copies - 1))]
+        return [Subject(variant.name, make_rotating_loop(fn, sets, outputs), pre)]
+    return [Subject(variant.name, make_loop(fn, inputs, outputs), pre)]
 
 
-def _restorer(pristine: Any) -> Callable[[Any], Any]:
-    if isinstance(pristine, np.ndarray):
-        return lambda x: np.copyto(x, pristine)
-    return lambda x: x.copy_(pristine)
-
-
-def _rotated(inputs: tuple[Any, ...], point: Point) -> list[tuple[Any, ...]]:
-    """Enough copies of the inputs that cycling through them spans 2x the LLC."""
-    nbytes = sum(x.nbytes for x in inputs if isinstance(x, (torch.Tensor, np.ndarray)))
+def _rotate_copies(inputs: tuple[Any, ...], point: Point) -> int:
+    """Copies of the inputs that, cycled through, span 2x the LLC."""
     llc = devices.last_level_cache_bytes(point.device, torch)
-    copies = min(MAX_ROTATE_COPIES, max(2, -(-2 * llc // max(nbytes, 1))))
-    return [inputs, *(_fresh(inputs) for _ in range(copies - 1))]
-
-
-def _subtract_restore(main: Measured, restore: Measured) -> tuple[Measured, dict[str, Any]]:
-    """Subtract the restore copy's median per-call cost from every sample of ``main``."""
-    restore_s = restore.stats.median_s
-    total_s = main.stats.median_s
-    samples = tuple(s - restore_s * main.calls_per_sample for s in main.samples_s)
-    note = {
-        "what": "x.copy_(pristine) before each call, measured interleaved and subtracted",
-        "restore_median_s": restore_s,
-        "restore_samples_s": list(restore.samples_s),
-        "restore_calls_per_sample": restore.calls_per_sample,
-        "fraction_of_total": restore_s / total_s if total_s > 0 else 1.0,
-    }
-    return replace(main, samples_s=samples), note
+    return min(MAX_ROTATE_COPIES, max(2, -(-2 * llc // max(inplace.nbytes(inputs), 1))))
 
 
 def _work(fn: Callable[[Point], float] | None, point: Point, warnings: list[str]) -> float | None:

@@ -27,9 +27,6 @@ import resource
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import cycle as _cycle
-from itertools import islice as _islice
-from itertools import repeat as _repeat
 from typing import Protocol
 
 from benchbench.core.stats import Stats
@@ -126,7 +123,7 @@ class Policy:
 
 @dataclass(frozen=True)
 class Subject:
-    """One callable to measure, as a loop over calls (see :func:`make_loop`)."""
+    """One callable to measure, as a loop over calls (see :mod:`benchbench.measure.loops`)."""
 
     name: str
     loop: Callable[[int], object]
@@ -182,7 +179,14 @@ def warm_up(
     clock: Clock,
     should_stop: Callable[[], bool] = _never,
 ) -> dict[str, float]:
-    """One call and a sync (lazy init, compilation), then time-based warm-up."""
+    """One call and a sync (lazy init, compilation), then time-based warm-up.
+
+    The calls run as the samples will: the subject's ``pre`` before each chunk, and
+    with ``fixed_calls`` no chunk larger than a sample (an in-place variant's ``pre``
+    restores one input copy per call of a sample: a larger chunk would reuse one).
+    """
+    if subject.pre is not None:
+        subject.pre()
     t0 = clock()
     subject.loop(1)
     timer.sync()
@@ -194,9 +198,11 @@ def warm_up(
         enough = calls >= policy.warmup_min_calls and elapsed >= policy.warmup_min_s
         if enough or elapsed >= policy.warmup_max_s or should_stop():
             break
+        if subject.pre is not None:
+            subject.pre()
         subject.loop(chunk)
         calls += chunk
-        chunk = min(chunk * 2, 1 << 20)
+        chunk = min(chunk * 2, policy.fixed_calls or 1 << 20)
     timer.sync()
     return {
         "first_call_s": first_call_s,
@@ -346,44 +352,6 @@ def _reading(
             pre()
 
     return _pre
-
-
-def make_loop(fn: Callable[..., object], args: Sequence[object]) -> Callable[[int], None]:
-    """The cheapest Python loop calling ``fn(*args)`` ``n`` times.
-
-    Compiled from source with the callable and its arguments bound as locals, as
-    ``timeit`` does: no ``*args`` unpacking, no attribute look-ups per call. An empty
-    callable costs the same per call as under ``timeit`` (BENCHMARKS.md).
-    """
-    names = [f"_a{i}" for i in range(len(args))]
-    params = "".join(f", {n}={n}" for n in names)
-    source = (
-        f"def _loop(_n, _fn=_fn, _repeat=_repeat{params}):\n"
-        f"    for _ in _repeat(None, _n):\n"
-        f"        _fn({', '.join(names)})\n"
-    )
-    namespace: dict[str, object] = {
-        "_fn": fn,
-        "_repeat": _repeat,
-        **dict(zip(names, args, strict=True)),
-    }
-    exec(compile(source, "<benchbench loop>", "exec"), namespace)
-    loop = namespace["_loop"]
-    return loop  # type: ignore[return-value]
-
-
-def make_rotating_loop(
-    fn: Callable[..., object], arg_sets: Sequence[Sequence[object]]
-) -> Callable[[int], None]:
-    """Loop that cycles through several copies of the inputs (cache mode ``rotate``)."""
-    sets = [tuple(a) for a in arg_sets]
-    cycle = _cycle(sets)
-
-    def _loop(_n: int) -> None:
-        for args in _islice(cycle, _n):
-            fn(*args)
-
-    return _loop
 
 
 #: Kernel time of one minor fault that maps and zeroes a fresh 4 KiB page: 2.5-4.9 µs

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchbench.core.values import Point, Result
+from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
 from benchbench.measure import timers as device_support
+from benchbench.measure.loops import make_loop
 from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
-from benchbench.measure.policy import Policy, Subject, make_loop
+from benchbench.measure.policy import Policy, Subject
 from benchbench.measure.statements import Statement, statement_function, statement_names
 from benchbench.suite.inputs import SetupContext
 
@@ -109,7 +110,11 @@ def measure_variants(
             notes[i],
             items_per_call=float(point.size),
             max_rel_error=errors.get(i),
-            extra={"reference": ref_name, "interleaved_with": interleaved},
+            extra={
+                "reference": ref_name,
+                "interleaved_with": interleaved,
+                "outputs": DEFAULT_OUTPUTS,
+            },
         )
     return [outcome[i] for i in range(len(candidates))]
 

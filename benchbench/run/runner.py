@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbench.core.errors import UsageError
-from benchbench.core.values import CACHE_MODES, Point
+from benchbench.core.values import CACHE_MODES, OUTPUT_MODES, Point
 from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
@@ -80,6 +80,7 @@ class RunConfig:
     cpus: tuple[int, ...] = ()
     #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
     profile_dir: Path | None = None
+    outputs: str | None = None  # ``run --outputs``; None: each workload's own
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -93,6 +94,10 @@ class RunConfig:
         if self.allocator not in ALLOCATORS:
             raise UsageError(
                 f"--allocator must be one of {', '.join(ALLOCATORS)}, got {self.allocator!r}"
+            )
+        if self.outputs is not None and self.outputs not in OUTPUT_MODES:
+            raise UsageError(
+                f"--outputs must be one of {', '.join(OUTPUT_MODES)}, got {self.outputs!r}"
             )
         if self.shard_by not in ("cost", "count"):
             raise UsageError(f"--shard-by must be cost or count, got {self.shard_by!r}")
@@ -117,9 +122,10 @@ def _benchmark_id(planned: tuple[Path, Workload, Point]) -> str:
 def resume_config(store: Store, ref: str) -> RunConfig:
     """The configuration stored run ``ref`` was started with, set to resume it.
 
-    Suites (by path), selection, policy, cache mode, threads, pinned cores, timeout,
-    memory limit, allocator, rounds, kind, label, tags and the shard come from the run,
-    so that ``--resume RUN`` alone measures exactly the points the run still lacks.
+    Suites (by path), selection, policy, cache mode, output lifetime, threads, pinned
+    cores, timeout, memory limit, allocator, rounds, kind, label, tags and the shard come
+    from the run, so that ``--resume RUN`` alone measures exactly the points the run
+    still lacks.
     """
     row = store.resolve_run(ref)
     stored: dict[str, Any] = row.get("config") or {}
@@ -145,6 +151,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         selection=selection,
         policy=policy,
         cache=stored.get("cache", "warm"),
+        outputs=stored.get("outputs"),
         threads=stored.get("threads"),
         timeout_s=float(stored.get("timeout_s", 60.0)),
         memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
@@ -242,6 +249,7 @@ def _job(
         "point": point.to_dict(),
         "policy": dataclasses.asdict(config.policy),
         "cache": config.cache,
+        "outputs": config.outputs,
         "threads": config.threads,
         "profile_dir": profile_dir,
     }
@@ -271,6 +279,7 @@ def _run_row(
         config={
             "policy": dataclasses.asdict(config.policy),
             "cache": config.cache,
+            "outputs": config.outputs,
             "threads": config.threads,
             "timeout_s": config.timeout_s,
             "memory_limit_bytes": config.memory_limit_bytes,

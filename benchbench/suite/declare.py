@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchbench.core.errors import SuiteError
-from benchbench.core.values import CACHE_MODES, ITEMSIZE, Point
+from benchbench.core.values import CACHE_MODES, DEFAULT_OUTPUTS, ITEMSIZE, OUTPUT_MODES, Point
 
 if TYPE_CHECKING:
     from benchbench.suite.inputs import SetupContext
@@ -85,15 +85,17 @@ def _caller_location(depth: int = 2) -> str:
 class Variant:
     """A named implementation of a workload's computation, called as ``fn(*inputs)``.
 
-    - ``inplace``: ``fn`` overwrites its first input. Before every timed call the
-      input is restored from a pristine copy (``x.copy_(x0)``); the cost of that copy
-      is measured in the same run, interleaved, and subtracted (recorded in the result).
+    - ``inplace``: ``fn`` overwrites its input(s). Every timed call gets inputs freshly
+      restored from pristine copies, restored outside the timed region (see
+      :mod:`benchbench.measure.inplace`; the method is recorded in ``extra.inplace``).
     - ``numpy``: ``fn`` takes NumPy arrays (converted outside the timed region); CPU only.
     - ``compile``: ``fn`` is wrapped in ``torch.compile``; compile time is recorded
       with the warm-up, never in the samples.
     - ``devices`` / ``dtypes``: restrict where the variant applies (others are skipped).
     - ``check``: overrides the workload's reference-check mode for this variant
       (``"record"``: accuracy stored, never rejected; see :data:`CHECK_MODES`).
+    - ``outputs``: overrides the workload's output lifetime for this variant
+      (``"keep"`` or ``"drop"``; see :data:`~benchbench.core.values.OUTPUT_MODES`).
     """
 
     name: str
@@ -105,6 +107,7 @@ class Variant:
     dtypes: tuple[str, ...] | None = None
     description: str = ""
     check: bool | str | None = None
+    outputs: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class Workload:
     exclude: Callable[[Point], str | None] | None = None
     budget_s: float | None = None
     cache: str | None = None
+    outputs: str = DEFAULT_OUTPUTS
     version: int = 1
     description: str = ""
     location: str = ""
@@ -140,6 +144,11 @@ class Workload:
     def check_mode(self, variant: Variant) -> bool | str:
         """The reference-check mode of ``variant``: its own, else the workload's."""
         return self.check if variant.check is None else variant.check
+
+    def outputs_mode(self, variant: Variant, override: str | None = None) -> str:
+        """Output lifetime of ``variant``: ``override`` (``run --outputs``), else the
+        variant's own, else the workload's."""
+        return override or variant.outputs or self.outputs
 
     def variant(self, name: str) -> Variant:
         for v in self.variants:
@@ -221,6 +230,7 @@ class Suite:
         exclude: Callable[[Point], str | None] | None = None,
         budget_s: float | None = None,
         cache: str | None = None,
+        outputs: str = DEFAULT_OUTPUTS,
         version: int = 1,
         description: str = "",
     ) -> Workload:
@@ -233,7 +243,9 @@ class Suite:
         variant. ``rtol`` overrides the per-dtype tolerance of the reference check;
         ``check`` is one of :data:`CHECK_MODES`. ``teardown(*inputs)``, if given, runs
         after the point (measured or failed) to release what ``setup`` acquired
-        (helper processes, global flags).
+        (helper processes, global flags). ``outputs`` is the output lifetime in the
+        timed loop: ``"keep"`` (default; the previous output alive until the next call
+        returns, as in model code) or ``"drop"``; ``run --outputs`` overrides it.
         """
         where = f"{_caller_location()}: workload {name!r}"
         if not isinstance(name, str) or not _NAME.match(name):
@@ -268,6 +280,11 @@ class Suite:
                 )
         if cache is not None and cache not in CACHE_MODES:
             raise SuiteError(f"{where}: cache must be one of {CACHE_MODES}, got {cache!r}")
+        for lifetime in (outputs, *(v.outputs for v in variants if v.outputs is not None)):
+            if lifetime not in OUTPUT_MODES:
+                raise SuiteError(
+                    f"{where}: outputs must be one of {', '.join(OUTPUT_MODES)}, got {lifetime!r}"
+                )
         if budget_s is not None and not budget_s > 0:
             raise SuiteError(f"{where}: budget_s must be > 0 seconds, got {budget_s!r}")
         param_axes: list[tuple[str, tuple[Any, ...]]] = []
@@ -303,6 +320,7 @@ class Suite:
             exclude=exclude,
             budget_s=budget_s,
             cache=cache,
+            outputs=outputs,
             version=version,
             description=description,
             location=where,

@@ -49,14 +49,31 @@ def test_cache_modes_are_recorded_and_cold_takes_one_call_per_sample(cache):
         assert result.calls_per_sample == 1
 
 
-def test_in_place_variant_records_the_subtracted_restore():
+@pytest.mark.parametrize("cache", ["warm", "cold"])
+def test_in_place_variant_is_restored_untimed_and_records_how(cache):
     workload = _workload()
-    result = measure_point(workload, _point(workload, "x.sqrt_()"), Options(FAST))
+    policy = replace(FAST, max_time_s=0.3) if cache == "cold" else FAST
+    result = measure_point(workload, _point(workload, "x.sqrt_()"), Options(policy, cache=cache))
     assert result.status == "ok", result.reason
-    restore = result.extra["restore"]
-    assert restore["restore_median_s"] > 0
-    assert len(restore["restore_samples_s"]) == len(result.samples_s)
+    note = result.extra["inplace"]
+    assert note.startswith("restored untimed before each sample: ")
+    assert ("evicted after the restore" in note) == (cache == "cold")
+    # one call per restored copy: the calls per sample are the copies
+    assert result.extra["inplace_copies"] == result.calls_per_sample >= 1
+    assert "restore" not in result.extra  # nothing measured to be subtracted
+    assert not any("restore" in w for w in result.warnings)
     assert result.max_rel_error is not None and result.max_rel_error < 1e-6
+
+
+def test_output_lifetime_is_recorded_from_the_run_the_variant_or_the_workload():
+    workload = _workload()
+    point = _point(workload, "torch.sqrt")
+    assert measure_point(workload, point, Options(FAST)).extra["outputs"] == "keep"
+    dropped = measure_point(workload, point, Options(FAST, outputs="drop"))
+    assert dropped.status == "ok" and dropped.extra["outputs"] == "drop"
+    declared = _workload(outputs="drop")
+    assert measure_point(declared, point, Options(FAST)).extra["outputs"] == "drop"
+    assert measure_point(declared, point, Options(FAST, outputs="keep")).extra["outputs"] == "keep"
 
 
 def test_numpy_variant_is_checked_and_skipped_off_the_cpu():

@@ -42,6 +42,7 @@ def test_a_variant_computing_something_else_is_reported_and_not_timed():
     assert sqrt.status == "ok" and len(sqrt.samples_s) >= 3
     assert power.status == "ok" and power.max_rel_error is not None and power.max_rel_error < 1e-6
     assert power.extra["interleaved_with"] == ["sqrt", "pow"]
+    assert power.extra["outputs"] == "keep"
     assert plus_one.status == "error" and not plus_one.samples_s
     assert plus_one.reason.startswith("wrong result: max rel error")
     assert "against 'sqrt'" in plus_one.reason and "tolerance 0.0001 for float32" in plus_one.reason

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbench.run.runner import resume_config
 from benchbench.store import open_store
 from tests.integration.cli import SUITES, benchbench, env, json_of
 
@@ -123,6 +124,8 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
         "sum",
         "--budget",
         "0.05",
+        "--outputs",
+        "drop",
         "--store",
         str(db),
         "--json",
@@ -130,6 +133,7 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     run_id = json_of(done)["run_id"]
+    assert [r["extra"]["outputs"] for r in open_store(str(db)).measurements(run_id)] == ["drop"]
     conflict = benchbench(
         "run",
         str(SUITES / "tiny.py"),
@@ -143,6 +147,8 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
         "tcmalloc",
         "--rounds",
         "5",
+        "--outputs",
+        "keep",
         "--store",
         str(db),
         cwd=tmp_path,
@@ -152,6 +158,8 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
     assert "--budget 2.0 (the run has 0.05)" in conflict.stderr
     assert "--filter sqrt (the run has sum)" in conflict.stderr
     assert "--allocator tcmalloc (the run has system)" in conflict.stderr
+    assert "--outputs keep (the run has drop)" in conflict.stderr
+    assert resume_config(open_store(str(db)), run_id).outputs == "drop"
     # Resuming a complete run measures nothing and keeps its one point.
     again = benchbench("run", "--resume", run_id[:8], "--store", str(db), "--json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr

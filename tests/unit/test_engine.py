@@ -7,8 +7,6 @@ from benchbench.measure.policy import (
     Policy,
     Subject,
     calibrate,
-    make_loop,
-    make_rotating_loop,
     measure,
     warm_up,
     warnings_for,
@@ -151,26 +149,27 @@ def test_pre_runs_before_every_sample_outside_the_timed_region():
 
     policy = Policy(fixed_calls=1, max_time_s=0.5)
     (result,) = measure([Subject("op", vm.loop, pre=flush)], CpuTimer(vm.clock), policy, vm.clock)
-    assert len(flushes) == result.stats.n
+    # one flush per sample, and one per warm-up call (the warm-up runs as samples do)
+    assert len(flushes) == result.stats.n + 1 + result.warmup["calls"]
     assert result.stats.max_s < 1e-5
 
 
-def test_make_loop_calls_with_the_bound_arguments():
-    seen: list[tuple[int, int]] = []
-    loop = make_loop(lambda a, b: seen.append((a, b)), (1, 2))
-    loop(3)
-    assert seen == [(1, 2)] * 3
-    empty_calls: list[int] = []
-    make_loop(lambda: empty_calls.append(0), ())(4)
-    assert len(empty_calls) == 4
+def test_warm_up_runs_pre_before_each_chunk_no_larger_than_a_sample():
+    vm = VirtualMachine(cost_ns=1_000)
+    chunks: list[int] = []
+    pres: list[int] = []
 
+    def loop(n: int) -> None:
+        chunks.append(n)
+        vm.loop(n)
 
-def test_rotating_loop_cycles_through_copies():
-    seen: list[int] = []
-    loop = make_rotating_loop(lambda x: seen.append(x), [(1,), (2,), (3,)])
-    loop(4)
-    loop(2)
-    assert seen == [1, 2, 3, 1, 2, 3]
+    policy = Policy(fixed_calls=4)
+    info = warm_up(
+        Subject("op", loop, pre=lambda: pres.append(1)), CpuTimer(vm.clock), policy, vm.clock
+    )
+    assert max(chunks) == 4 and chunks[:4] == [1, 1, 2, 4]
+    assert len(pres) == len(chunks)  # every chunk on freshly prepared state
+    assert info["calls"] == sum(chunks) - 1
 
 
 def test_policy_rejects_nonsense():

@@ -55,6 +55,8 @@ def test_code_version_changes_the_benchmark_id():
         ({"variants": []}, "needs at least one Variant"),
         ({"cache": "lukewarm"}, "cache must be one of"),
         ({"budget_s": 0}, "budget_s must be > 0"),
+        ({"outputs": "hold"}, "outputs must be one of keep, drop, got 'hold'"),
+        ({"variants": [Variant("v", torch.sqrt, outputs="none")]}, "got 'none'"),
     ],
 )
 def test_invalid_declarations_name_the_workload_and_value(kwargs, message):
@@ -71,6 +73,25 @@ def test_invalid_declarations_name_the_workload_and_value(kwargs, message):
     assert message in text
     assert "workload 'w'" in text
     assert "test_suite.py" in text and "line" in text
+
+
+def test_output_lifetime_is_the_run_flag_else_the_variant_else_the_workload():
+    suite = Suite("t")
+    workload = suite.workload(
+        "w",
+        setup=lambda ctx: ctx.uniform(),
+        variants=[Variant("own", torch.sqrt, outputs="drop"), Variant("plain", torch.sqrt)],
+        sizes=[8],
+    )
+    own, plain = workload.variants
+    assert workload.outputs == "keep"  # the default: as model code holds its outputs
+    assert workload.outputs_mode(plain) == "keep"
+    assert workload.outputs_mode(own) == "drop"
+    assert workload.outputs_mode(own, "keep") == "keep"
+    dropping = suite.workload(
+        "d", setup=lambda ctx: ctx.uniform(), variants=[plain], sizes=[8], outputs="drop"
+    )
+    assert dropping.outputs_mode(plain) == "drop"
 
 
 def test_duplicate_names_are_rejected():
