@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
+from rich.text import Text
 
 from benchbench.core.errors import UsageError
 from benchbench.store import Store, open_store
 from benchbench.suite.load import Selection, resolve_suite
+from benchbench.views import tables
 
 DEVICES = ("cpu", "cuda", "mps")
 
@@ -41,6 +43,27 @@ def add_store(parser: argparse.ArgumentParser, *, create: bool = False) -> None:
 def add_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print one JSON document on stdout instead of a table"
+    )
+
+
+def add_format(parser: argparse.ArgumentParser) -> None:
+    """Add ``--format table|markdown|csv|json`` and ``--json`` (the same as
+    ``--format json``); the command reads ``args.format``."""
+    parser.add_argument(
+        "--format",
+        choices=tables.FORMATS,
+        default="table",
+        help="table: for people, at the width the content needs when stdout is not a "
+        'terminal; markdown: GitHub tables (a job summary: >> "$GITHUB_STEP_SUMMARY"); '
+        "csv: a header and a line per row, one block per table; json: one document "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="print one JSON document on stdout (the same as --format json)",
     )
 
 
@@ -104,11 +127,26 @@ def store_from(args: argparse.Namespace) -> Store:
 
 
 def stdout() -> Console:
-    return Console(file=sys.stdout, soft_wrap=False)
+    return tables.console_for(sys.stdout)
 
 
 def stderr() -> Console:
-    return Console(file=sys.stderr, stderr=True)
+    return tables.console_for(sys.stderr, stderr=True)
+
+
+def print_tables(args: argparse.Namespace, grids: Sequence[tables.Grid]) -> None:
+    """``grids`` on stdout in the ``--format`` the command was given (not json)."""
+    tables.write(grids, args.format, sys.stdout, sys.stderr)
+
+
+def print_failures(failed: Sequence[tuple[str, str]]) -> None:
+    """Each failed point's label and full reason on stderr, under the table: a table
+    cell holds a reason's first words only where the terminal is narrow."""
+    if not failed:
+        return
+    err = stderr()
+    for label, reason in failed:
+        err.print(Text(f"failed: {label}: {reason}", style="red"), soft_wrap=True)
 
 
 def print_json(document: Any) -> None:
