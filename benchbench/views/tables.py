@@ -105,7 +105,7 @@ def rich_table(grid: Grid) -> Table:
 
 #: Characters markdown would read as markup: ``[float32, cpu](n=1024)`` is a link,
 #: ``2**10`` bold, ``|`` ends a cell.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 
 
 def escape_markdown(text: str) -> str:

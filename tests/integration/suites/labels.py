@@ -14,9 +14,7 @@ suite.workload(
     setup=lambda ctx: ctx.uniform(0.5, 1.5),
     variants=[
         Variant("torch.nn.functional.layer_norm", lambda x: x - x.mean(-1, keepdim=True)),
-        Variant(
-            "manual_mean_and_variance", lambda x: x - x.sum(-1, keepdim=True) / x.shape[-1]
-        ),
+        Variant("manual_mean_and_variance", lambda x: x - x.sum(-1, keepdim=True) / x.shape[-1]),
     ],
     sizes=[(4, 64), (8, 64), (16, 64)],
     dtypes=("float32", "float64"),
