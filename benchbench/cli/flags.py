@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.text import Text
 
@@ -162,7 +163,8 @@ def progress_events(progress: Progress, description: str) -> Callable[[str, dict
         if event == "start":
             task.append(progress.add_task(description, total=data["total"], current=""))
         elif event == "point":
-            progress.update(task[0], current=data["label"])
+            # Escaped: the bar's text is markup, which would drop "[float32, cpu]".
+            progress.update(task[0], current=escape(data["label"]))
         elif event == "result":
             progress.advance(task[0])
 

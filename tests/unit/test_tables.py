@@ -7,9 +7,11 @@ import io
 
 import pytest
 from rich.console import Console
+from rich.progress import Progress, TextColumn
 from rich.text import Text
 
 from benchbench.analysis.curves import CurveKey
+from benchbench.cli.flags import progress_events
 from benchbench.core.units import parse_shapes
 from benchbench.core.values import Point
 from benchbench.views.fits import curve_label
@@ -138,3 +140,15 @@ def test_labels_name_dtype_and_device_for_points_and_curves() -> None:
 )
 def test_sizes_take_shapes_and_a_range_on_one_dimension(text, shapes) -> None:
     assert parse_shapes(text) == shapes
+
+
+def test_the_progress_line_names_the_point_with_dtype_and_device() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    columns = (TextColumn("{task.description}"), TextColumn("{task.fields[current]}"))
+    with Progress(*columns, console=console, auto_refresh=False) as progress:
+        on_event = progress_events(progress, "measuring")
+        on_event("start", {"total": 3})
+        on_event("point", {"label": "sqrt:torch.sqrt[float32, cpu](n=1024)"})
+        progress.refresh()
+    assert "measuring sqrt:torch.sqrt[float32, cpu](n=1024)" in out.getvalue()
