@@ -71,13 +71,13 @@ def _shard(args: argparse.Namespace, points: list[Any]) -> tuple[list[Any], dict
     # No group: a fresh id, whose history is the store's recent runs, as for a first shard.
     group_id = sharding.group_id_for(group) if group else str(uuid.uuid4())
     mine, doc = runner.shard_points(points, shard, args.shard_by, store, group_id)
-    if doc["balanced_by"] == "cost":
-        how = f"by the stored durations of {len(doc['cost_runs'])} run(s) in {store and store.url}"
-    elif args.shard_by == "count":
+    if args.shard_by == "count":
         how = "by count (--shard-by count)"
     elif store is None:
         where = safe_url(normalize_url(args.store))
         how = f"by count: no store at {where} yet, so no earlier durations to balance by"
+    elif doc["balanced_by"] == "cost":
+        how = f"by the stored durations of {len(doc['cost_runs'])} run(s) in {store.url}"
     else:
         how = f"by count: {store.url} holds no durations of these points yet"
     return mine, doc, f"shard {shard}: {len(mine)} of {len(points)} points, balanced {how}"
