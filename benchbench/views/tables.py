@@ -53,6 +53,8 @@ class Grid:
     rows: tuple[tuple[Cell, ...], ...]
     title: str | None = None
     notes: tuple[str, ...] = ()
+    #: Rules between rows, for rows of several lines (claims).
+    row_lines: bool = False
 
     @classmethod
     def of(
@@ -61,13 +63,15 @@ class Grid:
         rows: Sequence[Sequence[Cell]],
         title: str | None = None,
         notes: Sequence[str] = (),
+        *,
+        row_lines: bool = False,
     ) -> Grid:
         """A grid from column names (or :class:`Column`) and row sequences."""
         cols = tuple(c if isinstance(c, Column) else Column(c) for c in columns)
         for row in rows:
             if len(row) != len(cols):
                 raise ValueError(f"a row has {len(row)} cells for {len(cols)} columns: {row!r}")
-        return cls(cols, tuple(tuple(r) for r in rows), title, tuple(notes))
+        return cls(cols, tuple(tuple(r) for r in rows), title, tuple(notes), row_lines)
 
 
 def plain(cell: Cell) -> str:
@@ -91,7 +95,7 @@ def rich_table(grid: Grid) -> Table:
     into ``10.9`` and ``µs``, or ``0.188`` into ``0.18`` and ``8``, misreads. Text columns
     (names, notes) wrap at spaces, then inside a word, to make room for them.
     """
-    table = Table(title=grid.title, header_style="bold")
+    table = Table(title=grid.title, header_style="bold", show_lines=grid.row_lines)
     for at, column in enumerate(grid.columns):
         if column.justify == "right":
             widest = max((len(plain(row[at])) for row in grid.rows), default=0)

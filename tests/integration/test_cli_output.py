@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbench.cli import main
 from benchbench.core.units import format_time
 from tests.integration.cli import SUITES, env, json_of
 
@@ -151,3 +152,10 @@ def _list_json(folder: Path) -> list[dict]:
         timeout=300,
     )
     return json_of(done)["points"]
+
+
+def test_doctor_prints_its_checks_as_csv(capsys) -> None:
+    assert main(["doctor", "--format", "csv"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows[0] == ["check", "status", "value", "fix"]
+    assert len(rows) > 5 and {r[1] for r in rows[1:]} <= {"ok", "warn", "info", "unknown"}
