@@ -141,8 +141,8 @@ def print_tables(args: argparse.Namespace, grids: Sequence[tables.Grid]) -> None
 
 
 def print_failures(failed: Sequence[tuple[str, str]]) -> None:
-    """Each failed point's label and full reason on stderr, under the table: a table
-    cell holds a reason's first words only where the terminal is narrow."""
+    """Each failed point's label and full reason on stderr, under the table, one line
+    each: whole where a table cell folds it, and found by a search of the log."""
     if not failed:
         return
     err = stderr()
