@@ -83,10 +83,13 @@ class Row:
     p_value: float | None = None
     max_rel_error: float | None = None
     warnings: tuple[str, ...] = ()
+    #: The input's shape; ``(size,)`` for one-dimensional inputs.
+    shape: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["warnings"] = list(self.warnings)
+        out["shape"] = list(self.shape)
         return out
 
     @classmethod
@@ -100,6 +103,8 @@ class Row:
             values[f.name] = value
         values["warnings"] = tuple(values["warnings"] or ())
         values["size"] = int(values["size"])
+        shape = values["shape"]
+        values["shape"] = tuple(int(d) for d in shape) if shape is not None else ()
         if values["n"] is not None:
             values["n"] = int(values["n"])
         return cls(**values)
@@ -113,10 +118,10 @@ def rows_from_results(
     results: Iterable[Result], reference: str, min_effect: float = MIN_EFFECT
 ) -> list[Row]:
     """Rows in the order of ``results``; ratios against the ``reference`` variant's result
-    at the same (device, dtype, size)."""
+    at the same (device, dtype, shape)."""
     results = list(results)
     refs = {
-        (r.point.device, r.point.dtype, r.point.size): r
+        (r.point.device, r.point.dtype, r.point.shape): r
         for r in results
         if r.point.variant == reference and r.status == "ok" and len(r.samples_s) >= 2
     }
@@ -127,6 +132,7 @@ def rows_from_results(
             "device": p.device,
             "dtype": p.dtype,
             "size": p.size,
+            "shape": p.shape,
             "variant": p.variant,
             "reference": reference,
             "status": result.status,
@@ -149,7 +155,7 @@ def rows_from_results(
             n=stats.n,
             items_per_s=p.size / stats.median_s if stats.median_s > 0 else None,
         )
-        ref = refs.get((p.device, p.dtype, p.size))
+        ref = refs.get((p.device, p.dtype, p.shape))
         if p.variant == reference:
             base.update(ratio=1.0, verdict="reference")
         elif ref is not None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from benchbench.analysis.claims import FAILS, HOLDS, INCONCLUSIVE, evaluate_claims
 from benchbench.cli import flags
+from benchbench.views.tables import Grid
 
 HELP = "check the published claims against a run's measurements"
 
@@ -26,29 +26,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "run_ref", metavar="RUN", nargs="?", default="latest", help="run (default: latest)"
     )
     flags.add_store(parser)
-    flags.add_json(parser)
+    flags.add_format(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     store = flags.store_from(args)
     run_row = store.resolve_run(args.run_ref)
     results = evaluate_claims(store, run_row["id"])
-    if args.json:
+    if args.format == "json":
         flags.print_json({"run_id": run_row["id"], "claims": [r.to_dict() for r in results]})
         return 0
-    table = Table(title=f"claims on run {run_row['id']}", header_style="bold", show_lines=True)
-    for column in ("claim", "measured here", "verdict"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for result in results:
-        finding = result.finding
-        style = _STYLE.get(finding.verdict, "dim")
-        verdict = f"[{style}]{finding.verdict}[/{style}]"
+        finding, claim = result.finding, result.claim
+        verdict = Text(finding.verdict, style=_STYLE.get(finding.verdict, "dim"))
         if finding.reason:
-            verdict += f"\n{escape(finding.reason)}"
-        table.add_row(
-            f"[bold]{result.claim.id}[/bold] ({result.claim.section}) {escape(result.claim.text)}",
-            escape(finding.figure) or "-",
-            verdict,
+            verdict.append("\n" + finding.reason)
+        rows.append(
+            (
+                Text.assemble((claim.id, "bold"), f" ({claim.section}) {claim.text}"),
+                finding.figure or "-",
+                verdict,
+            )
         )
-    flags.stdout().print(table)
+    columns = ("claim", "measured here", "verdict")
+    title = f"claims on run {run_row['id']}"
+    flags.print_tables(args, [Grid.of(columns, rows, title=title, row_lines=True)])
     return 0

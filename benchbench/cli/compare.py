@@ -23,13 +23,13 @@ from __future__ import annotations
 import argparse
 import math
 
-from rich.table import Table
 from rich.text import Text
 
 from benchbench.analysis import compare
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
+from benchbench.views.tables import Column, Grid
 
 HELP = "compare two runs; exit 3 on regression"
 EXIT_REGRESSION = 3
@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 3 when a point regressed (default on; --no-fail-on-regression exits 0)",
     )
     flags.add_store(parser)
-    flags.add_json(parser)
+    flags.add_format(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,12 +94,12 @@ def run(args: argparse.Namespace) -> int:
         base_environment=(envs[0] or {}).get("fields"),
         contender_environment=(envs[1] or {}).get("fields"),
     )
-    if args.json:
+    if args.format == "json":
         flags.print_json(
             {"base": _run_info(base), "contender": _run_info(contender), **result.to_dict()}
         )
     else:
-        _print(result, base, contender)
+        _print(args, result, base, contender)
     regressed = bool(result.regressions)
     return EXIT_REGRESSION if regressed and args.fail_on_regression else 0
 
@@ -119,23 +119,11 @@ def _name(run: dict) -> str:
     return run["id"][:8] + (f" ({run['label']})" if run.get("label") else "")
 
 
-def _print(result: compare.Comparison, base: dict, contender: dict) -> None:
-    out, err = flags.stdout(), flags.stderr()
-    table = Table(
-        title=f"{_name(contender)} vs base {_name(base)}", header_style="bold", show_lines=False
-    )
-    for name, justify in (
-        ("point", "left"),
-        ("base", "right"),
-        ("contender", "right"),
-        ("ratio", "right"),
-        (f"{1 - result.alpha:.0%} CI", "right"),
-        ("p", "right"),
-        ("mark", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for p in result.points:
-        table.add_row(
+def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
+    """Per point: both medians, the ratio with its CI, p and the mark; geometric means
+    as notes under it."""
+    rows = [
+        (
             p.label,
             format_time(p.base_median_s) if p.base_median_s is not None else "-",
             format_time(p.contender_median_s) if p.contender_median_s is not None else "-",
@@ -146,11 +134,31 @@ def _print(result: compare.Comparison, base: dict, contender: dict) -> None:
             f"{p.p_value:.2g}" if p.p_value is not None else "-",
             Text(p.mark + (f": {p.reason}" if p.reason else ""), style=_STYLE.get(p.mark, "")),
         )
-    out.print(table)
-    for workload, value in result.geomean_by_workload().items():
-        out.print(f"geometric mean {workload}: {value:.3f}")
+        for p in result.points
+    ]
+    notes = [f"geometric mean {w}: {v:.3f}" for w, v in result.geomean_by_workload().items()]
     if result.geomean is not None and math.isfinite(result.geomean):
-        out.print(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
+        notes.append(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
+    columns = (
+        Column("point"),
+        Column("base", "right"),
+        Column("contender", "right"),
+        Column("ratio", "right"),
+        Column(f"{1 - result.alpha:.0%} CI", "right"),
+        Column("p", "right"),
+        Column("mark"),
+    )
+    title = f"{_name(contender)} vs base {_name(base)}"
+    return Grid.of(columns, rows, title=title, notes=notes)
+
+
+def _print(
+    args: argparse.Namespace, result: compare.Comparison, base: dict, contender: dict
+) -> None:
+    flags.print_tables(args, [grid(result, base, contender)])
+    failing = [p for p in result.points if p.mark == compare.FAILING]
+    flags.print_failures([(p.label, p.reason or "no reason recorded") for p in failing])
+    err = flags.stderr()
     if not result.same_environment:
         err.print("[yellow]the runs come from different environments; differing fields:[/yellow]")
         for key, (b, c) in result.environment_diff.items():

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from rich.table import Table
 from rich.text import Text
 
 from benchbench.cli import flags
@@ -26,6 +25,7 @@ from benchbench.store.migrations import sqlite_path
 from benchbench.store.profiles import latest_profiles
 from benchbench.store.store import normalize_url
 from benchbench.views.results import with_roofline
+from benchbench.views.tables import Grid
 
 HELP = "check this machine for sources of noise and its stored ceilings, with fixes"
 
@@ -34,25 +34,19 @@ _STYLE = {"ok": "green", "warn": "yellow", "info": "cyan", "unknown": "dim"}
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_store(parser)
-    flags.add_json(parser)
+    flags.add_format(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     checks = check_system() + ceiling_checks(args)
-    if args.json:
+    if args.format == "json":
         flags.print_json({"checks": [c.to_dict() for c in checks]})
         return 0
-    table = Table(header_style="bold", title="benchbench doctor")
-    for name in ("check", "status", "value", "fix"):
-        table.add_column(name)
-    for check in checks:
-        table.add_row(
-            check.name,
-            Text(check.status, style=_STYLE.get(check.status, "")),
-            check.value,
-            check.advice,
-        )
-    flags.stdout().print(table)
+    rows = [
+        (c.name, Text(c.status, style=_STYLE.get(c.status, "")), c.value, c.advice) for c in checks
+    ]
+    grid = Grid.of(("check", "status", "value", "fix"), rows, title="benchbench doctor")
+    flags.print_tables(args, [grid])
     warned = sum(1 for c in checks if c.status == "warn")
     flags.stderr().print(f"{warned} warning(s) of {len(checks)} checks")
     return 0

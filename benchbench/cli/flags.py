@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
+from rich.text import Text
 
 from benchbench.core.errors import UsageError
 from benchbench.machine.allocator import ALLOCATORS
@@ -17,6 +19,7 @@ from benchbench.machine.cpus import parse_cpus
 from benchbench.run.rounds import DEFAULT_EXTRA_ROUNDS, DEFAULT_ROUNDS, Rounds
 from benchbench.store import Store, open_store
 from benchbench.suite.load import Selection, resolve_suite
+from benchbench.views import tables
 
 DEVICES = ("cpu", "cuda", "mps")
 
@@ -67,6 +70,27 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
 def cpus_from(args: argparse.Namespace) -> tuple[int, ...]:
     """The cores ``--cpus`` names, checked against those this process may use; () if absent."""
     return parse_cpus(args.cpus) if args.cpus is not None else ()
+
+
+def add_format(parser: argparse.ArgumentParser) -> None:
+    """Add ``--format table|markdown|csv|json`` and ``--json`` (the same as
+    ``--format json``); the command reads ``args.format``."""
+    parser.add_argument(
+        "--format",
+        choices=tables.FORMATS,
+        default="table",
+        help="table: for people, at the width the content needs when stdout is not a "
+        'terminal; markdown: GitHub tables (a job summary: >> "$GITHUB_STEP_SUMMARY"); '
+        "csv: a header and a line per row, one block per table; json: one document "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="print one JSON document on stdout (the same as --format json)",
+    )
 
 
 def add_selection(parser: argparse.ArgumentParser, suites_nargs: str = "+") -> None:
@@ -129,11 +153,26 @@ def store_from(args: argparse.Namespace) -> Store:
 
 
 def stdout() -> Console:
-    return Console(file=sys.stdout, soft_wrap=False)
+    return tables.console_for(sys.stdout)
 
 
 def stderr() -> Console:
-    return Console(file=sys.stderr, stderr=True)
+    return tables.console_for(sys.stderr, stderr=True)
+
+
+def print_tables(args: argparse.Namespace, grids: Sequence[tables.Grid]) -> None:
+    """``grids`` on stdout in the ``--format`` the command was given (not json)."""
+    tables.write(grids, args.format, sys.stdout, sys.stderr)
+
+
+def print_failures(failed: Sequence[tuple[str, str]]) -> None:
+    """Each failed point's label and full reason on stderr, under the table, one line
+    each: whole where a table cell folds it, and found by a search of the log."""
+    if not failed:
+        return
+    err = stderr()
+    for label, reason in failed:
+        err.print(Text(f"failed: {label}: {reason}", style="red"), soft_wrap=True)
 
 
 def print_json(document: Any) -> None:
@@ -191,7 +230,8 @@ def progress_events(progress: Progress, description: str) -> Callable[[str, dict
             task.append(progress.add_task(description, total=data["total"], current=""))
         elif event == "point":
             where = f" (round {data['round']})" if data.get("round", 1) > 1 else ""
-            progress.update(task[0], current=data["label"] + where)
+            # Escaped: the bar's text is markup, which would drop "[float32, cpu]".
+            progress.update(task[0], current=escape(data["label"] + where))
         elif event == "advance":
             progress.update(task[0], total=data["total"], advance=1)
 

@@ -20,21 +20,21 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from rich.table import Table
-
 from benchbench.analysis.regressions import MIN_RUNS, SeriesReport, detect
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_size, format_time
+from benchbench.core.values import point_name
 from benchbench.store.history import list_alerts
 from benchbench.views.results import _iso
+from benchbench.views.tables import Grid
 
 HELP = "detect regressions over history and list alerts"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_store(parser)
-    flags.add_json(parser)
+    flags.add_format(parser)
     parser.add_argument(
         "--since",
         metavar="DATE",
@@ -88,6 +88,42 @@ def history_note(reports: list[SeriesReport], store_url: str) -> str | None:
     )
 
 
+#: The columns of :func:`alerts_grid`.
+ALERT_COLUMNS = (
+    "alert",
+    "status",
+    "severity",
+    "change",
+    "benchmark",
+    "before → after",
+    "commits",
+    "first bad run",
+)
+
+
+def alerts_grid(alerts: list[dict], title: str) -> Grid:
+    """One row per alert: its change, the benchmark's label, the times and commits."""
+    rows = []
+    for a in alerts:
+        d = a["detail"] or {}
+        good, bad = d.get("good_sha"), d.get("bad_sha")
+        commits = f"{(good or '?')[:8]}..{(bad or '?')[:8]}" if good or bad else "-"
+        name = point_name(a["workload"], a["variant"], a["dtype"], a["device"])
+        rows.append(
+            (
+                str(a["id"]),
+                a["status"],
+                a["severity"],
+                f"{a['rel_change']:+.1%}",
+                f"{name}(n={format_size(a['size'])})",
+                f"{format_time(d.get('before_s'))} → {format_time(d.get('after_s'))}",
+                commits,
+                f"{a['first_bad_run_id'][:8]} {a['first_bad_at']:%Y-%m-%d}",
+            )
+        )
+    return Grid.of(ALERT_COLUMNS, rows, title=title)
+
+
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.min_effect < 1:
         raise UsageError(f"--min-effect must be a fraction between 0 and 1, got {args.min_effect}")
@@ -98,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     unstable = [r for r in reports if r.unstable]
     note = history_note(reports, store.url)
     open_count = sum(1 for a in alerts if a["status"] == "open")
-    if args.json:
+    if args.format == "json":
         flags.print_json(
             {
                 "series": len(reports),
@@ -127,34 +163,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             flags.stderr().print(note, highlight=False, soft_wrap=True)
     else:
-        table = Table(header_style="bold", title=f"regressions in {store.url}")
-        for name in (
-            "alert",
-            "status",
-            "severity",
-            "change",
-            "benchmark",
-            "before → after",
-            "commits",
-            "first bad run",
-        ):
-            table.add_column(name)
-        for a in alerts:
-            d = a["detail"] or {}
-            good, bad = d.get("good_sha"), d.get("bad_sha")
-            commits = f"{(good or '?')[:8]}..{(bad or '?')[:8]}" if good or bad else "-"
-            table.add_row(
-                str(a["id"]),
-                a["status"],
-                a["severity"],
-                f"{a['rel_change']:+.1%}",
-                f"{a['workload']}:{a['variant']}[{a['dtype']}, {a['device']}]"
-                f"(n={format_size(a['size'])})",
-                f"{format_time(d.get('before_s'))} → {format_time(d.get('after_s'))}",
-                commits,
-                f"{a['first_bad_run_id'][:8]} {a['first_bad_at']:%Y-%m-%d}",
-            )
-        flags.stdout().print(table)
+        flags.print_tables(args, [alerts_grid(alerts, f"regressions in {store.url}")])
         flags.stderr().print(
             f"{len(reports)} series, {len(unstable)} too noisy to judge, {new} new alert(s), "
             f"{open_count} open"

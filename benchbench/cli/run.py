@@ -56,7 +56,13 @@ from benchbench.measure.policy import Policy
 from benchbench.run import runner, sharding
 from benchbench.store import Store
 from benchbench.store.profiles import latest_profiles
-from benchbench.views.results import results_table, run_document, summary_line, with_roofline
+from benchbench.views.results import (
+    failures,
+    results_grid,
+    run_document,
+    summary_line,
+    with_roofline,
+)
 
 HELP = "measure suites and store the results"
 
@@ -66,7 +72,7 @@ DEFAULT_TIMEOUT_S = 60.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_selection(parser, suites_nargs="*")
     flags.add_store(parser, create=True)
-    flags.add_json(parser)
+    flags.add_format(parser)
     parser.add_argument(
         "--budget",
         type=float,
@@ -318,12 +324,12 @@ def run(args: argparse.Namespace) -> int:
     profiles = latest_profiles(store, run_row["environment_id"], {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)
     elapsed = time.monotonic() - started
-    if args.json:
+    if args.format == "json":
         flags.print_json(run_document(run_row, rows))
     else:
-        flags.stdout().print(
-            results_table(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
-        )
+        grid = results_grid(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
+        flags.print_tables(args, [grid])
+    flags.print_failures(failures(rows))
     where = f"run {summary.run_id} stored in {store.url}"
     if config.shard is not None:
         where += f" (shard {config.shard} of group {run_row['group_id']})"

@@ -10,24 +10,28 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.table import Table
-
 from benchbench.cli import flags
 from benchbench.views.results import _iso
+from benchbench.views.tables import Column, Grid
 
 HELP = "list the runs in the store"
+
+COLUMNS = (
+    *(Column(name) for name in ("run", "started (UTC)", "label", "kind", "status", "machine")),
+    *(Column(name, "right") for name in ("ok", "failed", "skipped")),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_store(parser)
-    flags.add_json(parser)
+    flags.add_format(parser)
     parser.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
 
 
 def run(args: argparse.Namespace) -> int:
     store = flags.store_from(args)
     runs = store.runs(limit=args.limit)
-    if args.json:
+    if args.format == "json":
         flags.print_json(
             {
                 "store": store.url,
@@ -38,21 +42,8 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         flags.stderr().print(f"no runs in {store.url}; add one with: benchbench run quick")
         return 0
-    table = Table(header_style="bold", title=f"runs in {store.url}")
-    for name in (
-        "run",
-        "started (UTC)",
-        "label",
-        "kind",
-        "status",
-        "machine",
-        "ok",
-        "failed",
-        "skipped",
-    ):
-        table.add_column(name)
-    for r in _collapse_groups(runs):
-        table.add_row(
+    rows = [
+        (
             r["id"][:8],
             r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "",
             r["label"] or "",
@@ -63,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
             str(r["errors"]),
             str(r["skipped"]),
         )
-    flags.stdout().print(table)
+        for r in _collapse_groups(runs)
+    ]
+    flags.print_tables(args, [Grid.of(COLUMNS, rows, title=f"runs in {store.url}")])
     return 0
 
 

@@ -19,8 +19,14 @@ from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError
 from benchbench.run import sharding
 from benchbench.store.profiles import latest_profiles
-from benchbench.views.fits import fits_json, fits_table
-from benchbench.views.results import results_table, run_document, summary_line, with_roofline
+from benchbench.views.fits import fits_grid, fits_json
+from benchbench.views.results import (
+    failures,
+    results_grid,
+    run_document,
+    summary_line,
+    with_roofline,
+)
 
 HELP = "show the results of a run, with percent of peak and model fits"
 
@@ -28,7 +34,7 @@ HELP = "show the results of a run, with percent of peak and model fits"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id, id prefix, label or 'latest'")
     flags.add_store(parser)
-    flags.add_json(parser)
+    flags.add_format(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,14 +61,15 @@ def run(args: argparse.Namespace) -> int:
     profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)
     analysis = analyze(with_run(run_row, stored))
-    if args.json:
+    if args.format == "json":
         flags.print_json(run_document(run_row, rows, fits_json(analysis)))
         return 0
     title = f"run {run_row['id']}" + (f" ({run_row['label']})" if run_row["label"] else "")
-    out = flags.stdout()
-    out.print(results_table(rows, title=title, profiled=bool(profiles)))
+    grids = [results_grid(rows, title=title, profiled=bool(profiles))]
     if analysis.curves:
-        out.print(fits_table(analysis))
+        grids.append(fits_grid(analysis))
+    flags.print_tables(args, grids)
+    flags.print_failures(failures(rows))
     flags.stderr().print(f"{summary_line(rows)}; status {run_row['status']}")
     return 0
 

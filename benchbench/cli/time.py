@@ -1,13 +1,13 @@
 """Compare Python statements at several sizes, like `python -m timeit` with devices and CIs.
 
-Each statement is a variant: `n`, `device`, `dtype` (a torch.dtype), `torch`, `np`
-and `ctx` (a seeded input generator) are bound at every point, and the setup makes
-the inputs (default: `x` and `y` of the point's size, dtype and device, uniform in
-[0.5, 1.5)). Every statement is evaluated once before anything is timed; one that
-computes something different from the reference is reported as a wrong result and
-not timed. The statements are measured interleaved (one sample of each per round,
-in a shuffled order) in a worker process, so drift hits them alike and a crash
-costs one point.
+Each statement is a variant: `n` (elements), `shape`, `device`, `dtype` (a
+torch.dtype), `torch`, `np` and `ctx` (a seeded input generator) are bound at every
+point, and the setup makes the inputs (default: `x` and `y` of the point's shape,
+dtype and device, uniform in [0.5, 1.5)). Every statement is evaluated once before
+anything is timed; one that computes something different from the reference is
+reported as a wrong result and not timed. The statements are measured interleaved
+(one sample of each per round, in a shuffled order) in a worker process, so drift
+hits them alike and a crash costs one point.
 
 The table gives per size each statement's median time and its ratio to the
 reference (median time over the reference's: below 1 is faster) with a 95 %
@@ -21,6 +21,11 @@ more threads than the cores other processes left idle during it gets a warning.
 
 Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**22
 
+--size takes numbers of elements (one-dimensional inputs) or shapes, separated by
+commas: 1024,4096; 2**10..2**22 and 1k..16M (the start, then the powers of two up to
+the end); 64x1024 or (64,1024); 64x1024..8192 (a range on one dimension: 64x1024,
+64x2048, 64x4096, 64x8192). Sizes are at least 1.
+
 Exit codes: 0 every statement measured at every point; 1 a point failed (including
 a wrong result) or nothing could be measured; 2 usage error (a statement with a
 syntax or name error, a malformed --size).
@@ -29,13 +34,14 @@ syntax or name error, a malformed --size).
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from benchbench.analysis.variants import (
@@ -47,12 +53,13 @@ from benchbench.analysis.variants import (
 )
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
-from benchbench.core.units import SIZE_FORMS, format_size, format_time, parse_sizes
-from benchbench.core.values import ITEMSIZE, Result
+from benchbench.core.units import SHAPE_FORMS, format_size, format_time, parse_shapes
+from benchbench.core.values import ITEMSIZE, Result, point_name
 from benchbench.measure.policy import Policy
 from benchbench.measure.statements import check_names, parse_statements
 from benchbench.run.statements import DEFAULT_BUDGET_S, TimeConfig, TimeOutcome, time_statements
 from benchbench.views.results import short_warning
+from benchbench.views.tables import Cell, Column, Grid
 
 HELP = "compare statements at several sizes (ratio, CI, verdict, crossover)"
 
@@ -70,7 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--size",
         default="2**10..2**22",
         metavar="SIZES",
-        help=f"sizes in elements: {SIZE_FORMS} (default %(default)s)",
+        help=f"sizes in elements or shapes: {SHAPE_FORMS}; a range gives its start and "
+        "the powers of two up to its end; the statements see n (elements) and shape "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--device", default="cpu", metavar="LIST", help="cpu,cuda,mps (default cpu)"
@@ -108,7 +117,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_store(parser, create=True)
     parser.add_argument("--label", metavar="NAME", help="a name for the stored run")
     parser.add_argument("--no-store", action="store_true", help="do not store the results")
-    flags.add_json(parser)
+    flags.add_format(parser)
 
 
 def _list(text: str, flag: str, known: Sequence[str]) -> tuple[str, ...]:
@@ -135,7 +144,7 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
     check_names(parse_statements(args.statements), args.setup)
     return TimeConfig(
         statements=tuple(args.statements),
-        sizes=tuple(parse_sizes(args.size)),
+        sizes=tuple(parse_shapes(args.size)),
         setup=args.setup,
         devices=_list(args.device, "--device", flags.DEVICES),
         dtypes=_list(args.dtype, "--dtype", list(ITEMSIZE)),
@@ -174,14 +183,15 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         figure = _plot(rows, config)
         figure.savefig(args.plot)
-    if args.json:
+    if args.format == "json":
         flags.print_json(document(config, outcome, rows, crossovers, elapsed))
     else:
-        out = flags.stdout()
-        for table in tables(config, rows):
-            out.print(table)
-        for crossover in crossovers:
-            out.print(f"crossover: {crossover.describe()}")
+        found = grids(config, rows)
+        if crossovers:
+            crossings = tuple(f"crossover: {c.describe()}" for c in crossovers)
+            found[-1] = dataclasses.replace(found[-1], notes=(*found[-1].notes, *crossings))
+        flags.print_tables(args, found)
+    flags.print_failures(failures(rows))
     statuses = [r.status for r in outcome.results]
     stored = f"; run {outcome.run_id} stored in {store.url}" if store and outcome.run_id else ""
     err.print(
@@ -271,41 +281,60 @@ def _ratio_cell(row: Row | None) -> Text:
     return text
 
 
-def tables(config: TimeConfig, rows: Sequence[Row]) -> list[Table]:
-    """One table per device and dtype: median per statement, ratio and verdict per size."""
-    out: list[Table] = []
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) if len(shape) > 1 else format_size(shape[0])
+
+
+def grids(config: TimeConfig, rows: Sequence[Row]) -> list[Grid]:
+    """One table per device and dtype: median per statement, ratio and verdict per size;
+    skipped points' reasons as notes under it."""
+    out: list[Grid] = []
     numbers = {text: i for i, text in enumerate(config.statements, start=1)}
     ref = config.reference + 1
     others = [i for i in numbers.values() if i != ref]
+    columns = [
+        Column("size", "right"),
+        *(Column(f"#{i} {text}", "right") for text, i in numbers.items()),
+        *(Column(f"#{i} vs #{ref}") for i in others),
+    ]
     for device in config.devices:
         for dtype in config.dtypes:
-            by_size: dict[int, dict[int, Row]] = {}
+            by_shape: dict[tuple[int, ...], dict[int, Row]] = {}
             for row in rows:
                 if row.device == device and row.dtype == dtype:
-                    by_size.setdefault(row.size, {})[numbers[row.variant]] = row
+                    shape = row.shape or (row.size,)
+                    by_shape.setdefault(shape, {})[numbers[row.variant]] = row
             title = f"{dtype}, {device}"
             if others:
                 title += f" (ratio: median time / median time of #{ref}, below 1 is faster)"
-            table = Table(title=title, header_style="bold")
-            table.add_column("size", justify="right")
-            for text, i in numbers.items():
-                table.add_column(f"#{i} {text}", justify="right")
-            for i in others:
-                table.add_column(f"#{i} vs #{ref}", justify="left")
+            cells: list[tuple[Cell, ...]] = []
             notes: list[str] = []
-            for size in sorted(by_size):
-                cells = by_size[size]
-                table.add_row(
-                    format_size(size),
-                    *(_time_cell(cells.get(i)) for i in numbers.values()),
-                    *(_ratio_cell(cells.get(i)) for i in others),
+            for shape in sorted(by_shape, key=lambda s: (math.prod(s), s)):
+                found = by_shape[shape]
+                cells.append(
+                    (
+                        _shape_text(shape),
+                        *(_time_cell(found.get(i)) for i in numbers.values()),
+                        *(_ratio_cell(found.get(i)) for i in others),
+                    )
                 )
                 notes.extend(
-                    f"{format_size(size)} #{i}: {row.reason}"
-                    for i, row in sorted(cells.items())
-                    if row.status != "ok" and row.reason
+                    f"{_shape_text(shape)} #{i}: {row.reason}"
+                    for i, row in sorted(found.items())
+                    if row.status == "skipped" and row.reason
                 )
-            if notes:
-                table.caption = "\n".join(notes)
-            out.append(table)
+            out.append(Grid.of(columns, cells, title=title, notes=notes))
     return out
+
+
+def failures(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """``(label, full reason)`` of every failed statement at every point."""
+    return [
+        (
+            point_name("time", row.variant, row.dtype, row.device)
+            + f"(n={'x'.join(map(str, row.shape or (row.size,)))})",
+            row.reason or "no reason recorded",
+        )
+        for row in rows
+        if row.status == "error"
+    ]

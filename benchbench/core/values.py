@@ -46,6 +46,15 @@ def short_hash(value: Any, length: int = 16) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
 
 
+def point_name(workload: str, variant: str, dtype: str, device: str) -> str:
+    """A point's label without its size and parameters: ``sqrt:torch.sqrt[float32, cpu]``.
+
+    The one form of a name in every table (points, comparisons, curves, alerts), so
+    that two dtypes or devices of one workload never print the same name.
+    """
+    return f"{workload}:{variant}[{dtype}, {device}]"
+
+
 @dataclass(frozen=True)
 class Point:
     """One thing to measure: a workload's variant at one value of every axis.
@@ -86,7 +95,8 @@ class Point:
         """Reads like ``sqrt:torch.sqrt[float32, cpu](n=1048576)``."""
         size = "x".join(map(str, self.shape)) if len(self.shape) > 1 else str(self.size)
         extra = "".join(f", {k}={v}" for k, v in self.params)
-        return f"{self.workload}:{self.variant}[{self.dtype}, {self.device}](n={size}{extra})"
+        name = point_name(self.workload, self.variant, self.dtype, self.device)
+        return f"{name}(n={size}{extra})"
 
     @property
     def canonical_params(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchbench.core.errors import UsageError
 
-POINT_NAMES = ("n", "device", "dtype", "torch", "np", "ctx")
+POINT_NAMES = ("n", "shape", "device", "dtype", "torch", "np", "ctx")
 #: The setup used when none is given (what the worker runs, in words).
 DEFAULT_SETUP = "x, y = ctx.uniform(0.5, 1.5), ctx.uniform(0.5, 1.5)"
 DEFAULT_SETUP_NAMES = ("x", "y")

@@ -126,10 +126,11 @@ def unavailable(point: Point, names: Sequence[str], reason: str) -> list[Result]
 def time_request(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Answer the worker's ``time`` request: statements measured at one point.
 
-    Binds ``n``, ``device``, ``dtype`` (a torch.dtype), ``torch``, ``np`` and ``ctx``
-    (a seeded :class:`~benchbench.suite.inputs.SetupContext`), runs the setup (default:
-    ``x`` and ``y`` uniform in [0.5, 1.5), inside every operator's domain) with torch's
-    and NumPy's global generators seeded by the point, then measures the statements.
+    Binds ``n`` (elements), ``shape`` (a tuple), ``device``, ``dtype`` (a torch.dtype),
+    ``torch``, ``np`` and ``ctx`` (a seeded :class:`~benchbench.suite.inputs.SetupContext`),
+    runs the setup (default: ``x`` and ``y`` uniform in [0.5, 1.5), inside every
+    operator's domain) with torch's and NumPy's global generators seeded by the point,
+    then measures the statements.
     """
     started = time.perf_counter()
     point = Point.from_dict(request["point"])
@@ -142,6 +143,7 @@ def time_request(request: Mapping[str, Any]) -> list[dict[str, Any]]:
     ctx = SetupContext(point)
     namespace: dict[str, Any] = {
         "n": point.size,
+        "shape": point.shape,
         "device": point.device,
         "dtype": ctx.dtype,
         "torch": torch,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,19 +189,40 @@ def _plan_run(
         )
     if config.shard is None:
         return run_id, group_id, points, None
+    chosen, shard_doc = shard_points(points, config.shard, config.shard_by, store, group_id)
+    return run_id, group_id, chosen, shard_doc
+
+
+def shard_points(
+    points: Sequence[tuple[Path, Workload, Point]],
+    shard: sharding.Shard,
+    shard_by: str,
+    store: Store | None,
+    group_id: str,
+) -> tuple[list[tuple[Path, Workload, Point]], dict[str, Any]]:
+    """The planned points shard ``shard`` measures, and the shard document stored with it.
+
+    ``shard_by="cost"`` balances by the expected durations ``store`` holds for group
+    ``group_id`` (:func:`benchbench.run.sharding.cost_runs`); without a store, or
+    without history, every point costs the same (``balanced_by: "count"``).
+    ``benchbench list --shard`` calls this too, so its preview is the run's choice.
+    """
     ids = [_benchmark_id(p) for p in points]
-    basis = sharding.cost_runs(store, group_id) if config.shard_by == "cost" else []
-    costs = sharding.expected_costs(store, basis)
-    mine_at = sharding.assign(ids, config.shard.count, costs)[config.shard.index - 1]
+    basis: list[str] = []
+    costs: dict[str, float] = {}
+    if shard_by == "cost" and store is not None:
+        basis = sharding.cost_runs(store, group_id)
+        costs = sharding.expected_costs(store, basis)
+    mine_at = sharding.assign(ids, shard.count, costs)[shard.index - 1]
     shard_doc = {
-        "index": config.shard.index,
-        "count": config.shard.count,
-        "by": config.shard_by,
+        "index": shard.index,
+        "count": shard.count,
+        "by": shard_by,
         "cost_runs": basis,
         "balanced_by": "cost" if costs else "count",
         "benchmark_ids": [ids[k] for k in mine_at],
     }
-    return run_id, group_id, [points[k] for k in mine_at], shard_doc
+    return [points[k] for k in mine_at], shard_doc
 
 
 def run(

@@ -13,6 +13,7 @@ process) by
 from __future__ import annotations
 
 import dataclasses
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -46,10 +47,14 @@ DEFAULT_BUDGET_S = 0.5
 
 @dataclass(frozen=True)
 class TimeConfig:
-    """What ``benchbench time`` measures; ``reference`` is a 0-based statement index."""
+    """What ``benchbench time`` measures; ``reference`` is a 0-based statement index.
+
+    ``sizes``: numbers of elements (one-dimensional inputs) or shapes such as
+    ``(64, 1024)``; the statements see ``n`` (the number of elements) and ``shape``.
+    """
 
     statements: tuple[str, ...]
-    sizes: tuple[int, ...]
+    sizes: tuple[int | tuple[int, ...], ...]
     setup: str | None = None
     devices: tuple[str, ...] = ("cpu",)
     dtypes: tuple[str, ...] = ("float32",)
@@ -89,14 +94,23 @@ class TimeConfig:
     def reference_text(self) -> str:
         return self.statements[self.reference]
 
-    def point(self, size: int, device: str, dtype: str, variant: str = "") -> Point:
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        """Every size as a shape, by number of elements (then shape)."""
+        shapes = {(s,) if isinstance(s, int) else tuple(s) for s in self.sizes}
+        return sorted(shapes, key=lambda shape: (math.prod(shape), shape))
+
+    def point(
+        self, size: int | tuple[int, ...], device: str, dtype: str, variant: str = ""
+    ) -> Point:
         """The stored point of one statement; the setup is a parameter (it splits history)."""
+        shape = (size,) if isinstance(size, int) else tuple(size)
         return Point(
             suite="time",
             workload="time",
             variant=variant,
-            size=size,
-            shape=(size,),
+            size=math.prod(shape),
+            shape=shape,
             dtype=dtype,
             device=device,
             params=(("setup", self.setup or DEFAULT_SETUP),),
@@ -120,7 +134,7 @@ class TimeConfig:
         return Job(
             self.request(point),
             tuple(replace(point, variant=s) for s in self.statements),
-            f"{point.dtype}, {point.device}, n={point.size}",
+            f"{point.dtype}, {point.device}, n={'x'.join(map(str, point.shape))}",
             answer="timed",
         )
 
@@ -164,7 +178,7 @@ def time_statements(
         config.point(size, device, dtype)
         for device in config.devices
         for dtype in config.dtypes
-        for size in sorted(config.sizes)
+        for size in config.shapes
     ]
     run_id = str(uuid.uuid4())
     with WorkerPool(launcher(allocator=config.allocator, cpus=config.cpus)) as pool:
@@ -209,7 +223,7 @@ def _run_row(run_id: str, config: TimeConfig, env: Environment) -> dict[str, Any
             "statements": list(config.statements),
             "setup": config.setup or DEFAULT_SETUP,
             "reference": config.reference_text,
-            "sizes": list(config.sizes),
+            "sizes": [s if isinstance(s, int) else list(s) for s in config.sizes],
             "devices": list(config.devices),
             "dtypes": list(config.dtypes),
             "policy": dataclasses.asdict(config.policy),

@@ -7,21 +7,22 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rich.table import Table
-
 from benchbench.analysis.curves import Analysis, Crossover, CurveKey
 from benchbench.analysis.fit import Fit
 from benchbench.core.units import format_rate, format_time
+from benchbench.core.values import point_name
+from benchbench.views.tables import Column, Grid
 
 _RATE_UNIT = {"bytes": "B/s", "flop": "FLOP/s", "items": "items/s"}
 
 
 def curve_label(key: CurveKey, varying: Sequence[str] = ()) -> str:
-    """``sqrt torch.sqrt [float32, cpu]``, with params and the run when they vary."""
-    text = f"{key.workload} {key.variant} [{key.dtype}, {key.device}]"
+    """``sqrt:torch.sqrt[float32, cpu]`` (a point's label without the size), with its
+    params as ``(dim=1)`` and the run and environment when they vary."""
+    text = point_name(key.workload, key.variant, key.dtype, key.device)
     params = json.loads(key.params) if key.params else {}
     if params:
-        text += " " + ", ".join(f"{k}={v}" for k, v in params.items())
+        text += "(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
     if "run_id" in varying and key.run_id:
         text += f" run {key.run_id[:8]}"
     if "environment_id" in varying and key.environment_id:
@@ -62,33 +63,37 @@ def crossover_text(crossing: Crossover, key: CurveKey) -> str:
     return text + (f" (+{crossing.more} more)" if crossing.more else "")
 
 
-def fits_table(analysis: Analysis, title: str = "fits: time = t0 + work / rate") -> Table:
+#: The columns of :func:`fits_grid`.
+FIT_COLUMNS = (
+    Column("curve"),
+    Column("sizes", "right"),
+    Column("t0", "right"),
+    Column("rate", "right"),
+    Column("R²", "right"),
+    Column("crossovers"),
+)
+
+
+def fits_grid(analysis: Analysis, title: str = "fits: time = t0 + work / rate") -> Grid:
     """Per curve: points, fixed cost t0, asymptotic rate, R² and crossovers."""
-    table = Table(title=title, header_style="bold")
-    for name, justify in (
-        ("curve", "left"),
-        ("sizes", "right"),
-        ("t0", "right"),
-        ("rate", "right"),
-        ("R²", "right"),
-        ("crossovers", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
     varying = varying_fields([c.key for c in analysis.curves])
+    rows = []
     for curve, cf in zip(analysis.curves, analysis.fits, strict=True):
         crossings = [
             crossover_text(x, curve.key) for x in analysis.crossovers if curve.key in (x.a, x.b)
         ]
         fit = cf.fit
-        table.add_row(
-            curve_label(curve.key, varying),
-            str(len(curve.points)),
-            _t0_text(fit.t0_s) if fit else "-",
-            format_fit_rate(fit) if fit else (cf.reason or "-"),
-            f"{fit.r2:.3f}" if fit else "-",
-            "; ".join(crossings),
+        rows.append(
+            (
+                curve_label(curve.key, varying),
+                str(len(curve.points)),
+                _t0_text(fit.t0_s) if fit else "-",
+                format_fit_rate(fit) if fit else (cf.reason or "-"),
+                f"{fit.r2:.3f}" if fit else "-",
+                "; ".join(crossings),
+            )
         )
-    return table
+    return Grid.of(FIT_COLUMNS, rows, title=title)
 
 
 def _finite(value: float | None) -> float | None:

@@ -1,4 +1,5 @@
-"""Rendering stored measurements: a rich table for people, a JSON document for tools."""
+"""Rendering stored measurements: a table for people (:mod:`benchbench.views.tables`),
+a JSON document for tools."""
 
 from __future__ import annotations
 
@@ -6,16 +7,17 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rich.table import Table
 from rich.text import Text
 
 from benchbench.analysis.roofline import ABOVE_CEILING_TOLERANCE, above_ceiling, ceiling_for
 from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES
 from benchbench.core.errors import MeasurementError
 from benchbench.core.units import format_rate, format_size, format_time
+from benchbench.core.values import Point
 from benchbench.machine.hardware import Profile
+from benchbench.views.tables import Cell, Column, Grid
 
-#: What ``results_table`` prints under the table when no profile covers the run.
+#: What ``results_grid`` notes under the table when no profile covers the run.
 NO_PROFILE_NOTE = "% of peak: no hardware profile for this environment; run `benchbench probe`"
 #: The start of the warning a point above its measured ceiling carries.
 ABOVE_CEILING = "above the measured ceiling"
@@ -169,76 +171,70 @@ def _throughput(row: Mapping[str, Any]) -> str:
     return "no work model"
 
 
-def results_table(
+#: The columns of :func:`results_grid`.
+RESULT_COLUMNS = (
+    Column("workload"),
+    Column("variant"),
+    Column("dtype"),
+    Column("device"),
+    Column("size", "right"),
+    Column("median", "right"),
+    Column("±95% CI", "right"),
+    Column("GB/s", "right"),
+    Column("GFLOP/s", "right"),
+    Column("% peak", "right"),
+    Column("max rel err", "right"),
+    Column("notes"),
+)
+
+
+def results_grid(
     rows: Sequence[Mapping[str, Any]], title: str | None = None, *, profiled: bool = False
-) -> Table:
+) -> Grid:
     """Median with its 95 % CI, throughput, % of peak, accuracy and warnings per point.
 
     ``profiled``: the rows carry roofline numbers (:func:`with_roofline`) from a stored
-    profile; without one the caption says how to get it.
+    profile; without one a note under the table says how to get it.
     """
-    table = Table(
-        title=title,
-        header_style="bold",
-        show_lines=False,
-        caption=above_ceiling_note(rows) if profiled else NO_PROFILE_NOTE,
-        caption_justify="left",
-    )
-    for name, justify in (
-        ("workload", "left"),
-        ("variant", "left"),
-        ("dtype", "left"),
-        ("device", "left"),
-        ("size", "right"),
-        ("median", "right"),
-        ("±95% CI", "right"),
-        ("GB/s", "right"),
-        ("GFLOP/s", "right"),
-        ("% peak", "right"),
-        ("max rel err", "right"),
-        ("notes", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    cells: list[tuple[Cell, ...]] = []
     for row in rows:
         shape = row.get("shape") or [row.get("size")]
         size = "x".join(map(str, shape)) if len(shape) > 1 else format_size(int(row["size"]))
+        names = (row["workload"], row["variant"], row["dtype"], row["device"], size)
         if row["status"] != "ok":
             style = "yellow" if row["status"] == "skipped" else "red"
-            table.add_row(
-                row["workload"],
-                row["variant"],
-                row["dtype"],
-                row["device"],
-                size,
-                Text(row["status"], style=style),
-                "",
-                "",
-                "",
-                "",
-                "",
-                Text(str(row.get("reason") or ""), style=style),
-            )
+            reason = Text(str(row.get("reason") or ""), style=style)
+            cells.append((*names, Text(row["status"], style=style), *[""] * 5, reason))
             continue
         bandwidth = row.get("bytes_per_s")
         flops = row.get("flop_per_s")
         warnings = row.get("warnings") or []
         error = row.get("max_rel_error")
-        table.add_row(
-            row["workload"],
-            row["variant"],
-            row["dtype"],
-            row["device"],
-            size,
-            format_time(row.get("median_s")),
-            _ci_percent(row),
-            f"{bandwidth / 1e9:.3g}" if bandwidth is not None else "-",
-            f"{flops / 1e9:.3g}" if flops is not None else "-",
-            _peak_cell(row),
-            f"{error:.2g}" if error is not None else "-",
-            # dict.fromkeys: one telemetry warning per sample window would repeat 5 times.
-            Text(", ".join(dict.fromkeys(short_warning(w) for w in warnings)), style="yellow"),
+        cells.append(
+            (
+                *names,
+                format_time(row.get("median_s")),
+                _ci_percent(row),
+                f"{bandwidth / 1e9:.3g}" if bandwidth is not None else "-",
+                f"{flops / 1e9:.3g}" if flops is not None else "-",
+                _peak_cell(row),
+                f"{error:.2g}" if error is not None else "-",
+                # dict.fromkeys: one telemetry warning per sample window would repeat 5 times.
+                Text(", ".join(dict.fromkeys(short_warning(w) for w in warnings)), style="yellow"),
+            )
         )
-    return table
+    above = above_ceiling_note(rows) if profiled else None
+    notes = ((above,) if above else ()) if profiled else (NO_PROFILE_NOTE,)
+    return Grid.of(RESULT_COLUMNS, cells, title=title, notes=notes)
+
+
+def failures(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """``(label, full reason)`` of every failed (status error) stored row, in order."""
+    return [
+        (Point.from_row(row).label, str(row.get("reason") or "no reason recorded"))
+        for row in rows
+        if row.get("status") == "error"
+    ]
 
 
 def _peak_cell(row: Mapping[str, Any]) -> str | Text:

@@ -48,6 +48,14 @@ def test_subset_of_every_suite_passes_its_reference_checks_and_answers_claims(tm
     assert "benchbench run collectives --tag quick" in collectives["reason"]
     table = benchbench("claims", doc["run_id"], "--store", db, cwd=tmp_path)
     assert table.returncode == 0 and "A-float16-sqrt" in table.stdout
+    summary = benchbench(
+        "claims", doc["run_id"], "--store", db, "--format", "markdown", cwd=tmp_path
+    )
+    rows = [line for line in summary.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| claim | measured here | verdict |" and len(rows) == 1 + len(by_id)
+    # A verdict's reason is on a second line of its cell.
+    tf32 = next(row for row in rows if row.startswith("| D-tf32 "))
+    assert "| not measurable here<br>" in tf32 and "CUDA is not available" in tf32
 
 
 def test_collectives_with_two_ranks_report_bus_bandwidth(tmp_path):

@@ -13,6 +13,7 @@ ROW_KEYS = {
     "device",
     "dtype",
     "size",
+    "shape",
     "variant",
     "reference",
     "status",
@@ -121,6 +122,32 @@ def test_wrong_result_crash_and_no_store(tmp_path):
     assert by[1024, "x + x if n < 2048 else os.abort()"]["ratio"] is not None
     # The crash at 4096 costs that point only, for every statement of it.
     assert {r["reason"] for r in doc["results"] if r["size"] == 4096} == {"crashed: SIGABRT"}
+    # Each failed statement's label and full reason follow on stderr.
+    assert (
+        "failed: time:x * 2 + 1[float32, cpu](n=1024): wrong result: max rel error" in done.stderr
+    )
+    assert "failed: time:x * 2[float32, cpu](n=4096): crashed: SIGABRT" in done.stderr
+
+
+def test_shapes_with_a_range_on_one_dimension(tmp_path):
+    done = benchbench(
+        "time",
+        "x.sum(-1)",
+        "x.reshape(shape).sum(len(shape) - 1)",
+        "--size",
+        "4x64..128,(2, 32)",
+        "--budget",
+        "0.05",
+        "--no-store",
+        "--format",
+        "markdown",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stdout.splitlines() if line.startswith("|")]
+    # Header, alignment, then one row per shape by number of elements.
+    assert [row.split("|")[1].strip() for row in table[2:]] == ["2x32", "4x64", "4x128"]
+    assert table[0].startswith("| size | #1 x.sum(-1) |")
 
 
 @pytest.mark.parametrize(
@@ -130,6 +157,9 @@ def test_wrong_result_crash_and_no_store(tmp_path):
         (["torch.rsqrt(z)"], "statement 1 'torch.rsqrt(z)': name 'z' is not defined"),
         (["x", "--size", "2**10..2**5"], "accepted forms: 2**10..2**24, 1024,4096, 1k..16M"),
         (["x", "--size", "ten"], "size 'ten' is not a number; accepted forms"),
+        (["x", "--size", "-4"], "size '-4' must be >= 1"),
+        (["x", "--size=64x0"], "size '0' must be >= 1"),
+        (["x", "--size", "8x1..2x3..4"], "has a range on 2 dimensions"),
         (["x", "--setup", "x = ("], "--setup 'x = (': syntax error"),
         (["x", "--cpus", "0,100000"], "--cpus '0,100000': this machine has no usable core 100000"),
         (["x", "--cpus", "1-0"], "--cpus '1-0': '1-0' is not an ascending range"),

@@ -39,6 +39,11 @@ def test_regression_is_found_listed_and_fails_the_job(tmp_path):
 
     table = benchbench("regressions", "--store", str(db), cwd=tmp_path)
     assert table.returncode == 0 and "+2" in table.stdout and "major" in table.stdout
+    assert "sqrt:torch.sqrt[float32, cpu](n=2^10)" in table.stdout  # the label, whole
+    summary = benchbench("regressions", "--store", str(db), "--format", "markdown", cwd=tmp_path)
+    rows = [line for line in summary.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| alert | status | severity | change | benchmark |")
+    assert len(rows) == 2 and "sqrt:torch.sqrt\\[float32, cpu\\](n=2^10)" in rows[1]
 
     ack = benchbench(
         "annotate",

@@ -55,6 +55,36 @@ def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path):
     assert sorted(labels[0] + labels[1]) == expected  # covering
     assert abs(len(labels[0]) - len(labels[1])) <= 1  # no history yet: balanced by count
 
+    # `list --shard` previews each shard's choice of the group from the same store.
+    for index, measured in enumerate(labels, start=1):
+        preview = _preview(tmp_path, index, "nightly-42", "--store", str(db))
+        assert sorted(p["label"] for p in preview["points"]) == sorted(measured)
+        assert preview["shard"]["balanced_by"] == "count"
+    # A new group is priced by the history now stored: the preview is still the run's.
+    preview = _preview(tmp_path, 1, "nightly-43", "--store", str(db))
+    assert preview["shard"]["balanced_by"] == "cost"
+    assert len(preview["shard"]["cost_runs"]) == 2
+    done = benchbench(
+        "run",
+        str(GRID),
+        "--filter",
+        SIX,
+        "--shard",
+        "1/2",
+        "--group",
+        "nightly-43",
+        "--store",
+        str(db),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    measured = [
+        f"{r['workload']}:{r['variant']}[{r['dtype']}, {r['device']}](n={r['size']})"
+        for r in json_of(done)["results"]
+    ]
+    assert sorted(p["label"] for p in preview["points"]) == sorted(measured)
+
     group = json_of(benchbench("show", "nightly-42", "--store", str(db), "--json", cwd=tmp_path))
     assert group["run_id"] == sharding.group_id_for("nightly-42")
     assert len(group["results"]) == 6 and group["status"] == "finished"
@@ -66,6 +96,38 @@ def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path):
     assert table.returncode == 0
     assert "(2 shards)" in table.stdout and group["run_id"][:8] in table.stdout
     assert shard_runs[0]["run_id"][:8] not in table.stdout  # one row for the group
+
+
+def _preview(cwd: Path, index: int, group: str, *args: str) -> dict:
+    done = benchbench(
+        "list",
+        str(GRID),
+        "--filter",
+        SIX,
+        "--shard",
+        f"{index}/2",
+        "--group",
+        group,
+        *args,
+        "--json",
+        cwd=cwd,
+    )
+    assert done.returncode == 0, done.stderr
+    return json_of(done)
+
+
+def test_list_shard_without_a_store_balances_by_count_and_says_so(tmp_path):
+    both = []
+    for index in (1, 2):
+        done = benchbench("list", str(GRID), "--shard", f"{index}/2", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        note = " ".join(done.stderr.split())
+        assert f"shard {index}/2: 20 of 40 points, balanced by count: no store at" in note
+        both.append({line for line in done.stdout.splitlines() if "grid" in line})
+    assert len(both[0]) == len(both[1]) == 20 and not both[0] & both[1]
+    assert not (tmp_path / "results").exists()  # a preview creates no store
+    named = benchbench("list", str(GRID), "--shard", "1/2", "--store", "nope.db", cwd=tmp_path)
+    assert named.returncode == 1 and "nope.db" in named.stderr  # a named store must exist
 
 
 def test_shard_without_a_group_is_a_usage_error(tmp_path, monkeypatch, capsys):

@@ -24,9 +24,10 @@ from benchbench.views.results import (
     ABOVE_CEILING,
     above_ceiling_note,
     result_json,
-    results_table,
+    results_grid,
     with_roofline,
 )
+from benchbench.views.tables import rich_table
 from tests.unit.test_curves import row
 from tests.unit.test_plot_views import profile
 from tests.unit.test_store_queries import _create_run, _ok, _point
@@ -65,9 +66,9 @@ def test_a_point_above_its_ceiling_is_flagged_and_warned_about_not_reported() ->
     assert "re-run `benchbench probe`" in warning
     assert result_json(out[1])["warnings"] == out[1]["warnings"]  # --json carries it
 
-    table = results_table(out, profiled=True)
+    grid = results_grid(out, profiled=True)
     console = Console(width=250, record=True)
-    console.print(table)
+    console.print(rich_table(grid))
     text = console.export_text()
     lines = {
         line.split("│")[2].strip(): line for line in text.splitlines() if line.startswith("│ sqrt")
@@ -75,11 +76,11 @@ def test_a_point_above_its_ceiling_is_flagged_and_warned_about_not_reported() ->
     assert "% mem" in lines["torch.sqrt"] and "105%" in lines["torch.sqrt"]
     assert "> ceiling" in lines["numpy.sqrt"] and "180%" not in lines["numpy.sqrt"]
     assert ABOVE_CEILING in lines["numpy.sqrt"]  # in the notes column
-    assert table.caption is not None and str(table.caption).startswith(
+    assert len(grid.notes) == 1 and grid.notes[0].startswith(
         f"1 point(s) {ABOVE_CEILING} (over 110 % of it): sqrt numpy.sqrt at 2^13 (180 %)"
     )
-    assert "re-run `benchbench probe`" in str(table.caption)
-    assert results_table(out[:1], profiled=True).caption is None
+    assert "re-run `benchbench probe`" in grid.notes[0]
+    assert results_grid(out[:1], profiled=True).notes == ()
 
 
 def test_the_note_names_three_and_counts_the_rest() -> None:

@@ -9,7 +9,7 @@ from benchbench.analysis.curves import with_run
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.machine.probe import CacheLevel, OsCache, Profile
 from benchbench.views.plot import roofline_figure, save_figure, throughput_figure
-from benchbench.views.results import NO_PROFILE_NOTE, results_table, with_roofline
+from benchbench.views.results import NO_PROFILE_NOTE, results_grid, with_roofline
 from tests.unit.test_curves import curve_rows
 
 MIB = 1 << 20
@@ -138,5 +138,5 @@ def test_percent_of_peak_against_the_ceiling_that_applies() -> None:
 
 
 def test_results_table_says_how_to_get_a_profile() -> None:
-    assert results_table([], profiled=False).caption == NO_PROFILE_NOTE
-    assert results_table([], profiled=True).caption is None
+    assert results_grid([], profiled=False).notes == (NO_PROFILE_NOTE,)
+    assert results_grid([], profiled=True).notes == ()
