@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -199,8 +200,8 @@ def add_rounds(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="measure every point in N fresh worker processes, one per round, each round in "
-        f"a shuffled order; the interval comes from their spread (default {DEFAULT_ROUNDS}; "
-        "1: one process per point)",
+        "a shuffled order; the interval comes from their spread (default $BENCHBENCH_ROUNDS "
+        f"or {DEFAULT_ROUNDS}; 1: one process per point)",
     )
     parser.add_argument(
         "--max-rounds",
@@ -212,11 +213,26 @@ def add_rounds(parser: argparse.ArgumentParser) -> None:
 
 
 def rounds_from(args: argparse.Namespace) -> Rounds:
-    """The :class:`Rounds` of ``--rounds`` / ``--max-rounds`` (their defaults if absent)."""
-    count = args.rounds if args.rounds is not None else DEFAULT_ROUNDS
+    """The :class:`Rounds` of ``--rounds`` / ``--max-rounds``; without ``--rounds``,
+    ``$BENCHBENCH_ROUNDS``, then :data:`DEFAULT_ROUNDS`."""
+    count = args.rounds if args.rounds is not None else default_rounds()
     if args.max_rounds is not None:
         return Rounds(count, args.max_rounds)
     return Rounds(count, count + DEFAULT_EXTRA_ROUNDS)
+
+
+def default_rounds() -> int:
+    """``$BENCHBENCH_ROUNDS`` when set (a machine's own default), else :data:`DEFAULT_ROUNDS`."""
+    text = os.environ.get("BENCHBENCH_ROUNDS")
+    if text is None or not text.strip():
+        return DEFAULT_ROUNDS
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(
+            f"$BENCHBENCH_ROUNDS must be a whole number of rounds (>= 1), got {text!r}; "
+            "unset it to use the default of 3"
+        ) from None
 
 
 def progress_events(progress: Progress, description: str) -> Callable[[str, dict[str, Any]], None]:

@@ -17,6 +17,9 @@ def env() -> dict[str, str]:
     out = dict(os.environ)
     out["PYTHONPATH"] = str(ROOT) + os.pathsep + out.get("PYTHONPATH", "")
     out.pop("BENCHBENCH_STORE", None)
+    # One process per point unless a test asks for rounds: the tests check behaviour, and
+    # three fresh processes a point would triple their time.
+    out["BENCHBENCH_ROUNDS"] = "1"
     out["COLUMNS"] = "200"
     return out
 

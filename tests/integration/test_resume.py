@@ -154,7 +154,7 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
         cwd=tmp_path,
     )
     assert conflict.returncode == 2
-    assert "--rounds 5 (the run has 3)" in conflict.stderr
+    assert "--rounds 5 (the run has 1)" in conflict.stderr
     assert "--budget 2.0 (the run has 0.05)" in conflict.stderr
     assert "--filter sqrt (the run has sum)" in conflict.stderr
     assert "--allocator tcmalloc (the run has system)" in conflict.stderr

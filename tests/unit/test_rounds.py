@@ -192,3 +192,15 @@ def test_a_stopped_run_stores_only_points_whose_rounds_are_all_in(tmp_path: Path
     )
     assert summary.status == "interrupted" and summary.results == []
     assert store.measurements("run-1") == []  # --resume measures both, all rounds
+
+
+def test_the_default_rounds_come_from_the_environment_when_set(monkeypatch):
+    from benchbench.cli import flags
+
+    monkeypatch.delenv("BENCHBENCH_ROUNDS", raising=False)
+    assert flags.default_rounds() == rounds.DEFAULT_ROUNDS
+    monkeypatch.setenv("BENCHBENCH_ROUNDS", "5")
+    assert flags.default_rounds() == 5
+    monkeypatch.setenv("BENCHBENCH_ROUNDS", "three")
+    with pytest.raises(UsageError, match=r"\$BENCHBENCH_ROUNDS must be a whole number.*'three'"):
+        flags.default_rounds()
