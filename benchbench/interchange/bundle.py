@@ -277,6 +277,16 @@ def _parse_measurements(
         if status == "ok" and not samples:
             check.fail(f"{where}.samples_s", "is empty for an ok measurement", samples)
         telemetry = m.get("telemetry")
+        # Absent in bundles written before rounds: one process.
+        processes = m.get("process_samples")
+        if processes is not None:
+            processes = check.int_list(m, "process_samples", where, low=1)
+            if processes and sum(processes) != len(samples):
+                check.fail(
+                    f"{where}.process_samples",
+                    f"must add up to the {len(samples)} samples",
+                    processes,
+                )
         result = Result(
             point=point,
             status=status,
@@ -298,6 +308,10 @@ def _parse_measurements(
             extra=check.json_object(m, "extra", where),
             code_version=version,
             duration_s=check.number(m, "duration_s", where, low=0.0, optional=True),
+            max_abs_error=check.number(m, "max_abs_error", where, low=0.0, optional=True)
+            if "max_abs_error" in m
+            else None,
+            process_samples=tuple(processes or ()),
         )
         check.consistent_stats(m, where, result)
         results.append(result)

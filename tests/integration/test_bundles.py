@@ -20,7 +20,7 @@ from benchbench.interchange.bundle import (
 )
 from benchbench.store import open_store
 from tests.integration.cli import benchbench
-from tests.storedata import STORE_V1
+from tests.storedata import STORE_V1, add_run, point, result
 
 
 @pytest.fixture
@@ -60,6 +60,19 @@ def test_round_trip_keeps_every_row_and_a_second_import_changes_nothing(tmp_path
 
 
 @pytest.mark.postgres
+def test_points_of_several_processes_keep_their_processes_and_interval(tmp_path):
+    source = open_store(str(tmp_path / "source.db"))
+    three = result(point(), n=30, process_samples=(10, 10, 10), max_abs_error=1e-6)
+    run_id = add_run(source, [three], label="rounds")
+    stored = source.measurements(run_id)[0]
+    assert stored["process_samples"] == [10, 10, 10] and len(stored["process_medians_s"]) == 3
+    target = open_store(str(tmp_path / "target.db"))
+    import_bundles(target, [parse_bundle(export_bundle(source, run_id), "rounds.json")])
+    theirs = target.measurements(run_id)[0]
+    for key in ("process_samples", "process_medians_s", "ci_low_s", "ci_high_s", "max_abs_error"):
+        assert theirs[key] == stored[key], key
+
+
 def test_bundles_move_runs_from_sqlite_into_postgresql(tmp_path, source, pg_database):
     path = tmp_path / "b.json"
     write_bundle(export_bundle(source, "contender"), path)
@@ -105,6 +118,8 @@ def _break(doc, path, value):
         (("measurements", 0, "status"), "great", "status must be one of ok, skipped, error"),
         (("measurements", 0, "benchmark_id"), "f" * 16, "refers to a benchmark missing"),
         (("measurements", 0, "warnings"), KeyError, "measurements[0].warnings is missing"),
+        (("measurements", 0, "process_samples"), [1, 2], "process_samples must add up to the"),
+        (("measurements", 0, "process_samples"), [0], "must be an array of integers >= 1"),
         (("measurements",), {}, "measurements must be a JSON array"),
     ],
 )
