@@ -40,7 +40,7 @@ def _point(workload, variant, **changes):
 def test_cache_modes_are_recorded_and_cold_takes_one_call_per_sample(cache):
     workload = _workload()
     # cold mode writes over 2x the LLC (~70 MiB here) before every sample: give it time
-    policy = replace(FAST, max_time_s=0.3) if cache == "cold" else FAST
+    policy = replace(FAST, max_time_s=2.0) if cache == "cold" else FAST
     result = measure_point(workload, _point(workload, "torch.sqrt"), Options(policy, cache=cache))
     assert result.status == "ok", result.reason
     assert result.cache_mode == cache
@@ -52,7 +52,7 @@ def test_cache_modes_are_recorded_and_cold_takes_one_call_per_sample(cache):
 @pytest.mark.parametrize("cache", ["warm", "cold"])
 def test_in_place_variant_is_restored_untimed_and_records_how(cache):
     workload = _workload()
-    policy = replace(FAST, max_time_s=0.3) if cache == "cold" else FAST
+    policy = replace(FAST, max_time_s=2.0) if cache == "cold" else FAST
     result = measure_point(workload, _point(workload, "x.sqrt_()"), Options(policy, cache=cache))
     assert result.status == "ok", result.reason
     note = result.extra["inplace"]
