@@ -384,7 +384,13 @@ def _bmm(rows: Rows) -> Finding:
     found = [r for r in rows.find("bmm difference") if r["status"] == "ok"]
     if not found:
         return rows.one("bmm difference")  # type: ignore[return-value]
-    diffs = {r["size"]: (r.get("extra") or {}).get("max_abs_error", 0.0) for r in found}
+    # Runs stored before the max_abs_error column kept it in ``extra``.
+    diffs = {
+        r["size"]: r.get("max_abs_error")
+        if r.get("max_abs_error") is not None
+        else (r.get("extra") or {}).get("max_abs_error", 0.0)
+        for r in found
+    }
     figure = ", ".join(f"n={n}: max |diff| {d:.3g}" for n, d in sorted(diffs.items()))
     verdict = HOLDS if any(d > 0 for d in diffs.values()) else "does not hold"
     return Finding(

@@ -86,7 +86,9 @@ def test_failures_are_isolated_and_recorded_with_their_reason(tmp_path):
         f"ValueError: boom from the suite (at {SUITES / 'faulty.py'}:14)"
     )
     assert re.fullmatch(
-        r"wrong result: max rel error \d+(\.\d+)? \(tolerance 0\.0001 for float32\)",
+        r"wrong result: 512 of 512 float32 elements beyond "
+        r"atol 1e-05 \+ rtol 1\.3e-06·\|expected\|; "
+        r"max abs error 1; worst at index \d+ \(expected [0-9.]+, got [0-9.]+\)",
         by_variant["wrong"]["reason"],
     ), by_variant["wrong"]["reason"]
     assert by_variant["oom"]["reason"].startswith("out of memory: ")
