@@ -24,7 +24,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchbench.core.errors import SuiteError
@@ -113,8 +113,9 @@ class Variant:
     dtypes: tuple[str, ...] | None = None
     description: str = ""
     check: bool | str | None = None
-    rtol: ToleranceSpec = None
-    atol: ToleranceSpec = None
+    # Out of the hash: a dict by dtype is not hashable, and the name identifies a variant.
+    rtol: ToleranceSpec = field(default=None, hash=False)
+    atol: ToleranceSpec = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
