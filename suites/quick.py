@@ -78,5 +78,6 @@ suite.workload(
     sizes=[(n, n) for n in (32, 64, 128, 256)],
     bytes=lambda p: 3 * p.numel * p.itemsize,
     flops=lambda p: 2 * p.shape[0] ** 3,
+    reduction_size=lambda p: p.shape[1],  # each output sums n products
     description="square float32 matrices, n x n @ n x n",
 )

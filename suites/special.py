@@ -15,6 +15,9 @@ Parameters: ``polygamma`` order ``n`` and ``multigammaln`` dimension ``p`` are a
 implement (``ndtri``, ``log_ndtr``, ``zeta``, the Bessel functions in float16 and
 bfloat16) are skipped with torch's own message.
 
+Every function is checked at torch's default tolerance for its dtype but three in
+float16 (:data:`FLOAT16_RTOL`).
+
 ``erf`` starts at 0.05: the CPU bfloat16 kernel loses relative accuracy for
 |x| < 1e-4 (0.31 at 2^22 inputs from [-3, 3); 0.004 from [0.05, 3), measured here).
 
@@ -58,6 +61,12 @@ FUNCTIONS = {
 }
 PARAMS = {"n": [1, 2], "p": [3], "q": [1.0]}
 
+#: Functions whose CPU float16 kernel keeps an intermediate in float16 (``1 - x`` in
+#: ``logit``, the sum of ``lgamma`` terms in ``multigammaln``, ``0.5 * (1 + erf)`` in
+#: ``ndtr``) and so reach 2e-3 relative here (measured; 2 to 3 float16 ULPs), past
+#: torch's float16 default of 1e-3: checked at 4 float16 ULPs instead.
+FLOAT16_RTOL = {"logit": 4e-3, "multigammaln": 4e-3, "ndtr": 4e-3}
+
 
 def make_setup(domain, second):
     low, high = domain
@@ -87,6 +96,7 @@ for name, (fn, domain, second) in FUNCTIONS.items():
         items=lambda p: p.numel,
         bytes=work_bytes(3 if two_tensors else 2),
         description=f"x in [{domain[0]:g}, {domain[1]:g})",
+        rtol={"float16": FLOAT16_RTOL[name]} if name in FLOAT16_RTOL else None,
     )
     suite.workload(name, sizes=[2**16], tags=("quick", "nightly", "full"), **common)
     suite.workload(
@@ -116,7 +126,12 @@ def _all_within_tolerance(rows: Rows) -> Finding:
         if not failed and len({r["workload"] for r in ok}) == len(FUNCTIONS)
         else ("does not hold")
     )
-    return Finding(verdict, figure, worst["max_rel_error"], reason="float32 tolerance 1e-4")
+    return Finding(
+        verdict,
+        figure,
+        worst["max_rel_error"],
+        reason="float32 tolerance atol 1e-5 + rtol 1.3e-6·|expected|",
+    )
 
 
 suite.claims.append(

@@ -104,6 +104,9 @@ MEASUREMENT: tuple[Column, ...] = (
     Column("bytes_per_s", "float", "rate", unit="bytes/s", per_call="bytes_per_call"),
     Column("flop_per_s", "float", "rate", unit="flop/s", per_call="flop_per_call"),
     Column("items_per_s", "float", "rate", unit="items/s", per_call="items_per_call"),
+    # The reference check's largest |actual - expected| / max(|expected|, floor), the
+    # floor being the dtype's default atol (1e-5; 1e-7 in float64): relative error
+    # that stays finite where outputs cross zero (benchbench.measure.accuracy).
     Column("max_rel_error", "float", "result"),
     Column("duration_s", "float", "result", unit="s"),
     Column("samples_s", "json", "result", unit="s", nullable=False),
@@ -118,6 +121,7 @@ MEASUREMENT: tuple[Column, ...] = (
     Column("extra", "json", "result", nullable=False),
     Column("created_at", "time", "store", nullable=False),
     # Schema version 2: the reference check's absolute error, and the process level.
+    # max_abs_error: the largest |actual - expected| over the output's elements.
     Column("max_abs_error", "float", "result"),
     Column("process_samples", "json", "result"),
     Column("process_medians_s", "json", "stat", unit="s"),

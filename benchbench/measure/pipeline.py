@@ -17,7 +17,7 @@ rest is here, once:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +25,7 @@ import torch
 
 from benchbench.core.values import Point, Result
 from benchbench.measure import timers
-from benchbench.measure.accuracy import Accuracy, as_float64, compare
+from benchbench.measure.accuracy import Accuracy, Tolerance, as_float64, compare
 from benchbench.measure.policy import Measured, Policy, Subject, warnings_for
 from benchbench.measure.policy import measure as engine_measure
 
@@ -54,16 +54,17 @@ def check_output(
     output: Any,
     reference: Any,
     dtype: str,
-    rtol: Mapping[str, float] | None = None,
+    tolerance: Tolerance | None = None,
     reference_name: str | None = None,
 ) -> tuple[str | None, Accuracy | None]:
     """(why ``output`` is wrong or None, its :class:`Accuracy` or None).
 
-    The tolerance is :mod:`benchbench.measure.accuracy`'s for ``dtype`` unless ``rtol``
-    names one. The accuracy is None when nothing was compared: the reference is not a
-    tensor, array or number (reason None: unchecked), or the output is not one while
-    the reference is (a wrong result). ``reference_name`` names the reference in the
-    reason (a variant compared with another).
+    The tolerance is torch's default for ``dtype`` (see
+    :mod:`benchbench.measure.accuracy`) unless ``tolerance`` is given. The accuracy is
+    None when nothing was compared: the reference is not a tensor, array or number
+    (reason None: unchecked), or the output is not one while the reference is (a
+    wrong result). ``reference_name`` names the reference in the reason (a variant
+    compared with another).
     """
     against = f" against {reference_name!r}" if reference_name else ""
     try:
@@ -71,19 +72,13 @@ def check_output(
     except TypeError:
         return None, None
     try:
-        accuracy = compare(output, reference, dtype, rtol or {})
+        accuracy = compare(output, reference, dtype, tolerance)
     except TypeError:
         what = repr(reference_name) if reference_name else "the reference"
         return f"wrong result: returns {type(output).__name__}, {what} does not", None
     if accuracy.ok:
         return None, accuracy
-    detail = f"max rel error {accuracy.max_rel_error:.3g}"
-    if accuracy.mismatched_nonfinite:
-        detail += f", {accuracy.mismatched_nonfinite} NaN/Inf not in the reference"
-    return (
-        f"wrong result: {detail}{against} (tolerance {accuracy.tolerance:g} for {dtype})",
-        accuracy,
-    )
+    return f"wrong result{against}: {accuracy.why_wrong(dtype)}", accuracy
 
 
 def time_subjects(

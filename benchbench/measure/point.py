@@ -19,6 +19,7 @@ from torch.profiler import ProfilerActivity, profile
 from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
 from benchbench.measure import inplace
 from benchbench.measure import timers as devices
+from benchbench.measure.accuracy import Tolerance, tolerance_for
 from benchbench.measure.inplace import fresh as _fresh
 from benchbench.measure.loops import make_loop, make_rotating_loop
 from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
@@ -153,7 +154,10 @@ def _measure_inputs(
         output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
         sync(point.device)
         wrong, accuracy = check_output(
-            output, _reference_output(workload, inputs), point.dtype, workload.rtol
+            output,
+            _reference_output(workload, inputs),
+            point.dtype,
+            _tolerance(workload, variant, point),
         )
         if accuracy is None:
             # A suite's reference is float64 tensors: an output or reference that is not
@@ -161,16 +165,15 @@ def _measure_inputs(
             reason = wrong or "cannot check the result: the reference returns no tensor or array"
             return _error(point, reason, extra=extra, **base)
         max_rel_error = accuracy.max_rel_error
-        extra["max_abs_error"] = accuracy.max_abs_error
+        base["max_abs_error"] = accuracy.max_abs_error
+        extra["tolerance"] = {"rtol": accuracy.tolerance.rtol, "atol": accuracy.tolerance.atol}
         extra["nonfinite"] = accuracy.nonfinite
         extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
         if check == "record":
             extra["check"] = "record"
             if wrong is not None:
                 warnings.append(
-                    f"accuracy recorded, not enforced: max rel error "
-                    f"{accuracy.max_rel_error:.3g}, {accuracy.mismatched_nonfinite} NaN/Inf "
-                    "not in the reference"
+                    f"accuracy recorded, not enforced: {accuracy.why_wrong(point.dtype)}"
                 )
         elif wrong is not None:
             return _error(point, wrong, max_rel_error=max_rel_error, extra=extra, **base)
@@ -245,6 +248,17 @@ def _prepare(variant: Variant) -> Callable[..., Any]:
 
 def _numpy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def _tolerance(workload: Workload, variant: Variant, point: Point) -> Tolerance:
+    """The check's tolerance at ``point``: the variant's, the workload's, the dtype's."""
+    size = workload.reduction_size(point) if workload.reduction_size is not None else None
+    return tolerance_for(
+        point.dtype,
+        rtol=(variant.rtol, workload.rtol),
+        atol=(variant.atol, workload.atol),
+        reduction_size=int(size) if size is not None else None,
+    )
 
 
 def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:

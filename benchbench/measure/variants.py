@@ -74,6 +74,7 @@ def measure_variants(
     ref_name = candidates[reference].name
     notes: dict[int, list[str]] = {i: [] for i in range(len(candidates))}
     errors: dict[int, float | None] = {}
+    abs_errors: dict[int, float | None] = {}
     for i in outputs:
         if i == reference:
             continue
@@ -87,11 +88,16 @@ def measure_variants(
             notes[i].append(f"result not checked: {ref_name!r} returns no tensor or array")
         if accuracy is not None:
             errors[i] = accuracy.max_rel_error
+            abs_errors[i] = accuracy.max_abs_error
             if accuracy.nonfinite:
                 notes[i].append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
         if wrong is not None:
             outcome[i] = Result(
-                point=points[i], status="error", reason=wrong, max_rel_error=errors.get(i)
+                point=points[i],
+                status="error",
+                reason=wrong,
+                max_rel_error=errors.get(i),
+                max_abs_error=abs_errors.get(i),
             )
     outputs.clear()  # large outputs are not kept alive while timing
     timed = [i for i in range(len(candidates)) if i not in outcome]
@@ -110,6 +116,7 @@ def measure_variants(
             notes[i],
             items_per_call=float(point.size),
             max_rel_error=errors.get(i),
+            max_abs_error=abs_errors.get(i),
             extra={
                 "reference": ref_name,
                 "interleaved_with": interleaved,

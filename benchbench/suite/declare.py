@@ -30,12 +30,17 @@ from typing import TYPE_CHECKING, Any
 from benchbench.core.errors import SuiteError
 from benchbench.core.values import CACHE_MODES, DEFAULT_OUTPUTS, ITEMSIZE, OUTPUT_MODES, Point
 
+#: The dtypes a tolerance may name (the others are compared exactly).
+FLOATING = ("float64", "float32", "float16", "bfloat16", "complex64", "complex128")
+
 if TYPE_CHECKING:
     from benchbench.suite.inputs import SetupContext
 
 SetupFn = Callable[["SetupContext"], Any]
 WorkFn = Callable[[Point], float]
 Size = int | tuple[int, ...]
+#: A reference-check tolerance: one number, or a number per dtype name.
+ToleranceSpec = float | Mapping[str, float] | None
 
 _DEVICE = re.compile(r"^(cpu|cuda|mps)(:\d+)?$")
 _NAME = re.compile(r"^[^\s\[\]():,/]+( [^\s\[\]():,/]+)*$")
@@ -96,6 +101,9 @@ class Variant:
       (``"record"``: accuracy stored, never rejected; see :data:`CHECK_MODES`).
     - ``outputs``: overrides the workload's output lifetime for this variant
       (``"keep"`` or ``"drop"``; see :data:`~benchbench.core.values.OUTPUT_MODES`).
+    - ``rtol`` / ``atol``: the reference check's tolerance for this variant, a number
+      or a number per dtype name (``{"bfloat16": 2e-2}``); it wins over the
+      workload's, which wins over the dtype's default.
     """
 
     name: str
@@ -108,6 +116,9 @@ class Variant:
     description: str = ""
     check: bool | str | None = None
     outputs: str | None = None
+    # Out of the hash: a dict by dtype is not hashable, and the name identifies a variant.
+    rtol: ToleranceSpec = field(default=None, hash=False)
+    atol: ToleranceSpec = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
@@ -129,7 +140,9 @@ class Workload:
     flops: WorkFn | None = None
     items: WorkFn | None = None
     reference: Callable[..., Any] | None = None
-    rtol: Mapping[str, float] = field(default_factory=dict)
+    rtol: ToleranceSpec = None
+    atol: ToleranceSpec = None
+    reduction_size: WorkFn | None = None
     check: bool | str = True
     tags: tuple[str, ...] = ()
     exclude: Callable[[Point], str | None] | None = None
@@ -223,7 +236,9 @@ class Suite:
         flops: WorkFn | None = None,
         items: WorkFn | None = None,
         reference: Callable[..., Any] | None = None,
-        rtol: Mapping[str, float] | None = None,
+        rtol: ToleranceSpec = None,
+        atol: ToleranceSpec = None,
+        reduction_size: WorkFn | None = None,
         check: bool | str = True,
         teardown: Callable[..., Any] | None = None,
         tags: Iterable[str] = (),
@@ -240,8 +255,12 @@ class Suite:
         seeded generator on ``ctx.device``; it is never timed. ``bytes``, ``flops`` and
         ``items`` give the work per call as functions of the point. ``reference`` is
         called with the inputs in float64 on the CPU; by default it is the first
-        variant. ``rtol`` overrides the per-dtype tolerance of the reference check;
-        ``check`` is one of :data:`CHECK_MODES`. ``teardown(*inputs)``, if given, runs
+        variant. The check passes where ``|actual - expected| <= atol + rtol *
+        |expected|`` elementwise; ``rtol`` / ``atol`` (a number, or a number per dtype
+        name) replace the dtype's default (a variant's own win over these).
+        ``reduction_size(point)`` is the number of terms summed into each output
+        element (a matmul's inner dimension): the default tolerances grow by its
+        square root. ``check`` is one of :data:`CHECK_MODES`. ``teardown(*inputs)``, if given, runs
         after the point (measured or failed) to release what ``setup`` acquired
         (helper processes, global flags). ``outputs`` is the output lifetime in the
         timed loop: ``"keep"`` (default; the previous output alive until the next call
@@ -298,7 +317,15 @@ class Suite:
                 raise SuiteError(f"{where}: check must be True, False or 'record', got {mode!r}")
         if teardown is not None and not callable(teardown):
             raise SuiteError(f"{where}: teardown must be callable(*inputs), got {teardown!r}")
-        for label, fn in (("bytes", bytes), ("flops", flops), ("items", items)):
+        _check_tolerance(where, "", rtol=rtol, atol=atol)
+        for v in variants:
+            _check_tolerance(where, f" variant {v.name!r}", rtol=v.rtol, atol=v.atol)
+        for label, fn in (
+            ("bytes", bytes),
+            ("flops", flops),
+            ("items", items),
+            ("reduction_size", reduction_size),
+        ):
             if fn is not None and not callable(fn):
                 raise SuiteError(f"{where}: {label} must be callable(point), got {fn!r}")
         workload = Workload(
@@ -314,7 +341,9 @@ class Suite:
             flops=flops,
             items=items,
             reference=reference,
-            rtol=dict(rtol or {}),
+            rtol=_frozen(rtol),
+            atol=_frozen(atol),
+            reduction_size=reduction_size,
             check=check,
             tags=tuple(dict.fromkeys((*self.tags, *tags))),
             exclude=exclude,
@@ -335,6 +364,34 @@ class Suite:
                 return w
         known = ", ".join(w.name for w in self.workloads)
         raise SuiteError(f"suite {self.name!r} has no workload {name!r}; it has: {known}")
+
+
+def _check_tolerance(where: str, whose: str, **values: ToleranceSpec) -> None:
+    """A tolerance is a number >= 0, or such a number per floating dtype name."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        per_dtype = value.items() if isinstance(value, Mapping) else [(None, value)]
+        for dtype, number in per_dtype:
+            if dtype is not None and dtype not in FLOATING:
+                raise SuiteError(
+                    f"{where}:{whose} {name}={value!r} names unknown dtype {dtype!r}; "
+                    f"use one of {', '.join(FLOATING)}"
+                )
+            if (
+                isinstance(number, bool)
+                or not isinstance(number, int | float)
+                or not math.isfinite(number)
+                or number < 0
+            ):
+                raise SuiteError(
+                    f"{where}:{whose} {name}={value!r}: a tolerance is a finite number "
+                    f">= 0 or a dict of them by dtype, e.g. {name}={{'bfloat16': 2e-2}}"
+                )
+
+
+def _frozen(value: ToleranceSpec) -> ToleranceSpec:
+    return dict(value) if isinstance(value, Mapping) else value
 
 
 def _check_size(size: Any, where: str) -> Size:

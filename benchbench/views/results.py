@@ -36,6 +36,7 @@ RESULT_KEYS: tuple[str, ...] = (
     "percent_of_peak",
     "ceiling",
     "max_rel_error",
+    "max_abs_error",
     "peak_memory_bytes",
     "converged",
     "cache_mode",

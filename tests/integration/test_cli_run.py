@@ -86,7 +86,9 @@ def test_failures_are_isolated_and_recorded_with_their_reason(tmp_path):
         f"ValueError: boom from the suite (at {SUITES / 'faulty.py'}:14)"
     )
     assert re.fullmatch(
-        r"wrong result: max rel error \d+(\.\d+)? \(tolerance 0\.0001 for float32\)",
+        r"wrong result: 512 of 512 float32 elements beyond "
+        r"atol 1e-05 \+ rtol 1\.3e-06·\|expected\|; "
+        r"max abs error 1; worst at index \d+ \(expected [0-9.]+, got [0-9.]+\)",
         by_variant["wrong"]["reason"],
     ), by_variant["wrong"]["reason"]
     assert by_variant["oom"]["reason"].startswith("out of memory: ")
@@ -337,3 +339,31 @@ def test_cpus_the_machine_lacks_exit_2_with_the_valid_range(tmp_path, monkeypatc
     assert "--cpus '0,100000': this machine has no usable core 100000" in err
     assert f"the cores here are {format_cpus(usable_cpus())}" in err
     assert not (tmp_path / "results").exists()
+
+
+def test_operators_around_zero_pass_the_check_and_a_wrong_one_fails(tmp_path):
+    db = tmp_path / "store.db"
+    done = benchbench(
+        "run",
+        str(SUITES / "around_zero.py"),
+        "--rounds",
+        "1",
+        "--store",
+        str(db),
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr  # 1: the wrong variant is an error
+    results = {(r["workload"], r["variant"], r["dtype"]): r for r in json_of(done)["results"]}
+    assert len(results) == 8
+    for (workload, variant, dtype), result in results.items():
+        if variant == "relu":
+            assert result["status"] == "error"
+            assert result["reason"].startswith("wrong result: ")
+            assert f"{dtype} elements beyond atol 1e-05 + rtol " in result["reason"]
+            assert result["max_abs_error"] == pytest.approx(0.17, abs=0.01)
+        else:
+            assert result["status"] == "ok", (workload, dtype, result["reason"])
+            assert 0 < result["max_abs_error"] < 0.1
+    stored = open_store(str(db)).measurements(json_of(done)["run_id"])
+    assert all(m["max_abs_error"] is not None and m["max_abs_error"] > 0 for m in stored)

@@ -47,6 +47,7 @@ def row(workload: str, variant: str, median: float, **kw: Any) -> dict[str, Any]
         "ci_high_s": median + half,
         "peak_memory_bytes": kw.pop("peak", None),
         "max_rel_error": kw.pop("max_rel_error", None),
+        "max_abs_error": kw.pop("max_abs_error", None),
         "extra": kw.pop("extra", {}),
         "bytes_per_s": kw.pop("bytes_per_s", None),
     }
@@ -200,7 +201,10 @@ def test_broadcast_claim_needs_both_speed_and_memory():
 
 def test_bmm_claim_holds_only_for_a_nonzero_difference():
     claim = _claims()["D-bmm"]
-    zero = [row("bmm difference", "d", 1e-4, suite="precision", extra={"max_abs_error": 0.0})]
-    some = [row("bmm difference", "d", 1e-4, suite="precision", extra={"max_abs_error": 1e-7})]
+    zero = [row("bmm difference", "d", 1e-4, suite="precision", max_abs_error=0.0)]
+    some = [row("bmm difference", "d", 1e-4, suite="precision", max_abs_error=1e-7)]
     assert evaluate([claim], zero)[0].finding.verdict == FAILS
     assert evaluate([claim], some)[0].finding.verdict == HOLDS
+    # A run stored before the column kept the difference in ``extra``.
+    old = [row("bmm difference", "d", 1e-4, suite="precision", extra={"max_abs_error": 1e-7})]
+    assert evaluate([claim], old)[0].finding.verdict == HOLDS

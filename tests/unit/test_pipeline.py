@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from benchbench.core.values import Point
+from benchbench.measure.accuracy import Tolerance
 from benchbench.measure.pipeline import check_output, ok_result, policy_for_device
 from benchbench.measure.point import Options, measure_point
 from benchbench.measure.policy import Measured, Policy
@@ -35,15 +36,15 @@ def test_check_output_says_how_wrong_against_what_and_with_which_tolerance():
     x = torch.rand(64) + 0.5
     reason, accuracy = check_output(x * 1.01, x, "float32", reference_name="exact")
     assert accuracy is not None and accuracy.max_rel_error == pytest.approx(0.01, rel=1e-3)
-    assert (
-        reason == "wrong result: max rel error 0.01 against 'exact' (tolerance 0.0001 for float32)"
+    assert accuracy.max_abs_error == pytest.approx(float(x.max()) * 0.01, rel=1e-3)
+    assert reason is not None and reason.startswith(
+        "wrong result against 'exact': 64 of 64 float32 elements beyond "
+        "atol 1e-05 + rtol 1.3e-06·|expected|; max abs error "
     )
     nan = x.clone()
     nan[:3] = math.nan
-    reason, _ = check_output(nan, x, "float32", {"float32": 0.5})
-    assert reason == (
-        "wrong result: max rel error 0, 3 NaN/Inf not in the reference (tolerance 0.5 for float32)"
-    )
+    reason, _ = check_output(nan, x, "float32", Tolerance(rtol=0.5, atol=0.0))
+    assert reason == "wrong result: 3 NaN/Inf not in the reference; max abs error 0"
 
 
 def test_check_output_without_a_tensor_on_either_side():
