@@ -140,6 +140,16 @@ class Workload:
     description: str = ""
     location: str = ""
     teardown: Callable[..., Any] | None = None
+    x: str | int | None = None
+
+    def x_of(self, point: Point) -> tuple[str, float] | None:
+        """The declared x-axis of ``point`` as ``(name, value)``: the parameter named by
+        ``x``, or dimension ``x`` of the shape (named ``dim<x>``); None when undeclared."""
+        if self.x is None:
+            return None
+        if isinstance(self.x, int):
+            return f"dim{self.x}", float(point.shape[self.x])
+        return self.x, float(point[self.x])
 
     def check_mode(self, variant: Variant) -> bool | str:
         """The reference-check mode of ``variant``: its own, else the workload's."""
@@ -233,6 +243,7 @@ class Suite:
         outputs: str = DEFAULT_OUTPUTS,
         version: int = 1,
         description: str = "",
+        x: str | int | None = None,
     ) -> Workload:
         """Declare a workload (validated here; the error names the file and line).
 
@@ -246,6 +257,9 @@ class Suite:
         (helper processes, global flags). ``outputs`` is the output lifetime in the
         timed loop: ``"keep"`` (default; the previous output alive until the next call
         returns, as in model code) or ``"drop"``; ``run --outputs`` overrides it.
+        ``x`` is the x-axis that fits, crossovers and plots use when the size (elements)
+        is a product of several varying dimensions: the name of a numeric parameter
+        (``x="k"``) or the index of a shape dimension (``x=1`` for ``k`` in ``(m, k, n)``).
         """
         where = f"{_caller_location()}: workload {name!r}"
         if not isinstance(name, str) or not _NAME.match(name):
@@ -301,6 +315,7 @@ class Suite:
         for label, fn in (("bytes", bytes), ("flops", flops), ("items", items)):
             if fn is not None and not callable(fn):
                 raise SuiteError(f"{where}: {label} must be callable(point), got {fn!r}")
+        _check_x(x, param_axes, sizes_t, where)
         workload = Workload(
             suite=self.name,
             name=name,
@@ -325,6 +340,7 @@ class Suite:
             description=description,
             location=where,
             teardown=teardown,
+            x=x,
         )
         self.workloads.append(workload)
         return workload
@@ -335,6 +351,38 @@ class Suite:
                 return w
         known = ", ".join(w.name for w in self.workloads)
         raise SuiteError(f"suite {self.name!r} has no workload {name!r}; it has: {known}")
+
+
+def _check_x(
+    x: Any, params: Sequence[tuple[str, tuple[Any, ...]]], sizes: Sequence[Size], where: str
+) -> None:
+    if x is None:
+        return
+    if isinstance(x, str):
+        values = dict(params).get(x)
+        if values is None:
+            known = ", ".join(k for k, _ in params) or "none"
+            raise SuiteError(
+                f"{where}: x={x!r} names no parameter (parameters: {known}); "
+                "give a parameter name or a shape dimension index"
+            )
+        bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float))]
+        if bad or any(not v > 0 for v in values):
+            raise SuiteError(
+                f"{where}: x={x!r}: parameter values must be positive numbers, got {list(values)}"
+            )
+        return
+    if isinstance(x, int) and not isinstance(x, bool) and x >= 0:
+        short = [s for s in sizes if len((s,) if isinstance(s, int) else s) <= x]
+        if short:
+            raise SuiteError(
+                f"{where}: x={x} is no dimension of shape {short[0]!r}; "
+                "give an index below every shape's rank"
+            )
+        return
+    raise SuiteError(
+        f"{where}: x must be a parameter name or a shape dimension index >= 0, got {x!r}"
+    )
 
 
 def _check_size(size: Any, where: str) -> Size:
