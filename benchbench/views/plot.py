@@ -238,8 +238,13 @@ def _throughput_axes(
     elif x_name == ELEMENTS:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_size(round(v))))
         ax.set_xlabel("elements per tensor")
+    elif x_name in _WORK_AXES:
+        symbol = "FLOP" if x_name == "flop" else ""
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_rate(v, symbol)))
+        ax.set_xlabel(_WORK_AXES[x_name])
     else:
-        ax.set_xlabel(_WORK_AXES.get(x_name, f"{x_name} (the workload's declared x-axis)"))
+        ax.xaxis.set_major_formatter(FuncFormatter(plain))
+        ax.set_xlabel(f"{x_name} (the workload's declared x-axis)")
     plain_y(ax.yaxis)
     if unit is None:
         ax.set_ylabel("median time per call (s); band: Q1–Q3")

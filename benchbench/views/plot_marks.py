@@ -30,7 +30,7 @@ _MAX_CROSSOVER_NOTES = 4
 
 def plain(value: float, _pos: object = None) -> str:
     """``0.5``, ``20``, ``4000``: tick labels a reader reads without exponents."""
-    return f"{value:g}" if 1e-3 <= value < 1e5 else f"{value:.0e}"
+    return f"{value:g}" if 1e-3 <= value < 1e5 else f"{value:.3g}"
 
 
 def _plain_minor(value: float, _pos: object = None) -> str:
