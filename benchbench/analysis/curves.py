@@ -8,9 +8,14 @@ the one of the work model's bytes, FLOPs or items per call that the time is most
 in (highest R²; ties go to bytes, then FLOPs): an elementwise op's bytes and FLOPs are
 proportional and fit alike, a matmul's time follows its n³ FLOPs, not its n² bytes.
 
-A **crossover** is a size at which two curves of the same workload, dtype and params
-that differ only in their variant, or only in their device, swap order. It is found on
-the measured medians by :func:`benchbench.analysis.crossover.crossings`, anchored on the
+Fits and crossovers are read along the curve's x-axis
+(:func:`benchbench.analysis.axes.axis_of`): elements for a one-dimensional size, the
+axis the workload declares, else its work per call; a curve whose size is a product of
+several varying dimensions with none of these gets neither, and says why.
+
+A **crossover** is a position on that axis at which two curves of the same workload,
+dtype and params that differ only in their variant, or only in their device, swap order. It is found
+on the measured medians by :func:`benchbench.analysis.crossover.crossings`, anchored on the
 sizes where the two differ by at least the verdict's minimum effect (5 %,
 :func:`benchbench.analysis.verdict.decisive`): below it the order is noise, and on our
 shared machine two equal variants would otherwise "cross" at random. The model
@@ -34,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbench.analysis.axes import ELEMENTS, Axis, axis_of
 from benchbench.analysis.crossover import crossings, model_crossover
 from benchbench.analysis.fit import Fit, fit_curve
 from benchbench.analysis.verdict import MIN_EFFECT, decisive
@@ -85,7 +91,8 @@ class CurveKey:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One measured size of a curve: its median and quartile times per call and work."""
+    """One measured size of a curve: its median and quartile times per call and work,
+    its shape and its declared x-axis value (``x_name``, ``x``; None when undeclared)."""
 
     size: int
     median_s: float
@@ -94,6 +101,9 @@ class CurvePoint:
     bytes_per_call: float | None
     flop_per_call: float | None
     items_per_call: float | None
+    shape: tuple[int, ...] = ()
+    x_name: str | None = None
+    x: float | None = None
 
     def work(self, unit: str) -> float | None:
         """Work per call in ``unit`` (``bytes``, ``flop``, ``items``), None without a model."""
@@ -103,7 +113,8 @@ class CurvePoint:
 
 @dataclass(frozen=True)
 class Curve:
-    """A curve's points, ascending in size (one per size: repeats keep the lowest median)."""
+    """A curve's points, ascending in size (one per size, or per declared x value:
+    repeats keep the lowest median)."""
 
     key: CurveKey
     points: tuple[CurvePoint, ...]
@@ -134,12 +145,14 @@ class CurveFit:
 
 @dataclass(frozen=True)
 class Crossover:
-    """Sizes (elements) at which curves ``a`` and ``b`` swap order.
+    """Where curves ``a`` and ``b`` swap order, on their x-axis ``axis``.
 
-    ``faster_below`` is the key of the curve that is faster at the smaller sizes; the
-    other overtakes it at ``size`` (the first measured crossing; ``more`` counts further
+    ``size`` is the position on ``axis`` (elements, ``flop``/``bytes``/``items`` per
+    call, or the declared axis, e.g. ``k``; :func:`benchbench.analysis.axes.axis_of`).
+    ``faster_below`` is the key of the curve that is faster below it; the other
+    overtakes it at ``size`` (the first measured crossing; ``more`` counts further
     ones, from noise or a real second swap). ``model_size`` is where the fits cross within
-    the measured range, None when they do not or their work units differ.
+    the measured range, on the same axis, None when they do not or their work units differ.
     """
 
     a: CurveKey
@@ -149,6 +162,7 @@ class Crossover:
     faster_below: CurveKey
     more: int = 0
     model_size: float | None = None
+    axis: str = ELEMENTS
 
     @property
     def faster_above(self) -> CurveKey:
@@ -200,12 +214,20 @@ def _positive(value: Any) -> float | None:
 
 def curves_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Curve]:
     """Group measured (status ``ok``) rows into curves, in first-seen order."""
-    grouped: dict[CurveKey, dict[int, CurvePoint]] = defaultdict(dict)
+    grouped: dict[CurveKey, dict[float, CurvePoint]] = defaultdict(dict)
     for row in rows:
         median = row.get("median_s")
         if row.get("status") != "ok" or median is None or not median > 0:
             continue
         size = int(row["size"])
+        extra = row.get("extra")
+        declared = extra.get("x") if isinstance(extra, Mapping) else None
+        declared = declared if isinstance(declared, Mapping) else {}
+        x_name = declared.get("name")
+        params = dict(row.get("params") or {})
+        if x_name in params:  # a declared parameter axis joins its values into one curve
+            params.pop(x_name)
+            row = {**row, "params": params}
         point = CurvePoint(
             size=size,
             median_s=float(median),
@@ -214,10 +236,14 @@ def curves_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Curve]:
             bytes_per_call=_positive(row.get("bytes_per_call")),
             flop_per_call=_positive(row.get("flop_per_call")),
             items_per_call=_positive(row.get("items_per_call")),
+            shape=tuple(int(d) for d in row.get("shape") or ()),
+            x_name=x_name,
+            x=_positive(declared.get("value")),
         )
         points = grouped[key_of(row)]
-        if size not in points or point.median_s < points[size].median_s:
-            points[size] = point
+        at = point.x if point.x is not None else size
+        if at not in points or point.median_s < points[at].median_s:
+            points[at] = point
     return [Curve(key, tuple(points[s] for s in sorted(points))) for key, points in grouped.items()]
 
 
@@ -230,6 +256,8 @@ def fit_of_curve(curve: Curve) -> CurveFit:
     units = curve.work_units()
     if not units:
         return CurveFit(curve.key, None, "no work model")
+    if (axis := axis_of(curve)).reason is not None:
+        return CurveFit(curve.key, None, axis.reason)
     best: Fit | None = None
     for unit in units:
         work = [p.work(unit) or 0.0 for p in curve.points]
@@ -242,7 +270,7 @@ def fit_of_curve(curve: Curve) -> CurveFit:
     return CurveFit(curve.key, best)
 
 
-def _model_crossover(a: Curve, fa: Fit | None, fb: Fit | None) -> float | None:
+def _model_crossover(a: Curve, axis: Axis, fa: Fit | None, fb: Fit | None) -> float | None:
     if fa is None or fb is None or fa.work_unit != fb.work_unit:
         return None
     work = [p.work(fa.work_unit) or 0.0 for p in a.points]
@@ -252,22 +280,25 @@ def _model_crossover(a: Curve, fa: Fit | None, fb: Fit | None) -> float | None:
         return None
     if at is None:
         return None
-    # Work grows monotonically with size: read the size off curve a, in log-log.
-    return float(np.exp(np.interp(math.log(at), np.log(work), np.log(a.sizes))))
+    # Work grows monotonically along the axis: read the position off curve a, in log-log.
+    return float(np.exp(np.interp(math.log(at), np.log(work), np.log(axis.values))))
 
 
 def find_crossovers(
     curves: Sequence[Curve], fits: Sequence[CurveFit] = (), *, min_effect: float = MIN_EFFECT
 ) -> list[Crossover]:
-    """Crossovers between every pair of curves differing only in variant or in device."""
+    """Crossovers between every pair of curves differing only in variant or in device,
+    on their common x-axis (none when either has no meaningful one or they differ)."""
     fit_by_key = {f.key: f.fit for f in fits}
+    axes = {c.key: axis_of(c) for c in curves}
     found: list[Crossover] = []
     for a, b in itertools.combinations(curves, 2):
         differs = a.key.differs_only_in(b.key)
-        if differs is None:
+        axis = axes[a.key]
+        if differs is None or axis.name is None or axes[b.key].name != axis.name:
             continue
-        ta = dict(zip(a.sizes, a.medians_s, strict=True))
-        tb = dict(zip(b.sizes, b.medians_s, strict=True))
+        ta = dict(zip(axis.values, a.medians_s, strict=True))
+        tb = dict(zip(axes[b.key].values, b.medians_s, strict=True))
         sizes = sorted(set(ta) & set(tb))
         ratios = [ta[s] / tb[s] for s in sizes]
         at = crossings(sizes, ratios, [decisive(r, min_effect) for r in ratios])
@@ -281,7 +312,8 @@ def find_crossovers(
                 size=at[0].size,
                 faster_below=a.key if at[0].below < 0 else b.key,
                 more=len(at) - 1,
-                model_size=_model_crossover(a, fit_by_key.get(a.key), fit_by_key.get(b.key)),
+                model_size=_model_crossover(a, axis, fit_by_key.get(a.key), fit_by_key.get(b.key)),
+                axis=axis.name,
             )
         )
     return found
@@ -358,8 +390,9 @@ def crossovers_frame(
     rows: Iterable[Mapping[str, Any]], *, min_effect: float = MIN_EFFECT
 ) -> pd.DataFrame:
     """One row per crossover: workload, dtype, what ``differs``, the two sides, the
-    measured ``size`` (elements), which is ``faster_below`` / ``faster_above`` it, further
-    crossings (``more``) and the ``model_size``."""
+    measured ``size`` on the ``axis`` (elements, a work unit per call or the declared
+    axis), which is ``faster_below`` / ``faster_above`` it, further crossings (``more``)
+    and the ``model_size``."""
     analysis = analyze(rows, min_effect=min_effect)
     return pd.DataFrame.from_records(
         [
@@ -374,6 +407,7 @@ def crossovers_frame(
                 "faster_above": getattr(x.faster_above, x.differs),
                 "more": x.more,
                 "model_size": x.model_size,
+                "axis": x.axis,
             }
             for x in analysis.crossovers
         ],
@@ -388,5 +422,6 @@ def crossovers_frame(
             "faster_above",
             "more",
             "model_size",
+            "axis",
         ],
     )

@@ -22,7 +22,7 @@ within a round cancels in the ratio. A crossover is where the verdict flips from
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -46,8 +46,17 @@ class Crossover:
     below: str  # verdict at the smaller sizes
     above: str  # verdict at the larger sizes
     between: tuple[int, int]  # the measured sizes with significant verdicts around it
+    #: The measured shapes either side of the crossing when the size is a product of
+    #: several varying dimensions: an element count says nothing there.
+    shapes: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     def describe(self) -> str:
+        if self.shapes is not None:
+            low, high = ("x".join(map(str, s)) for s in self.shapes)
+            return (
+                f"{self.variant!r} vs {self.reference!r} [{self.dtype}, {self.device}]: "
+                f"{self.below} up to shape {low}, {self.above} from shape {high}"
+            )
         return (
             f"{self.variant!r} vs {self.reference!r} [{self.dtype}, {self.device}]: "
             f"{self.below} below ~{self.size:,.0f} elements (2^{math.log2(self.size):.1f}), "
@@ -199,5 +208,33 @@ def find_crossovers(rows: Iterable[Row]) -> list[Crossover]:
         for c in found:
             below, above = (FASTER, SLOWER) if c.below < 0 else (SLOWER, FASTER)
             between = (int(c.between[0]), int(c.between[1]))
-            out.append(Crossover(variant, reference, device, dtype, c.size, below, above, between))
+            out.append(
+                Crossover(
+                    variant,
+                    reference,
+                    device,
+                    dtype,
+                    c.size,
+                    below,
+                    above,
+                    between,
+                    _shapes_around(group, c.size),
+                )
+            )
     return out
+
+
+def _shapes_around(
+    group: Sequence[Row], size: float
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """The measured shapes just below and above ``size`` when more than one dimension
+    of the group's shapes varies (else None: the element count reads well)."""
+    shapes = [r.shape for r in group]
+    if any(len(s) != len(shapes[0]) for s in shapes) or not shapes[0]:
+        return None
+    if sum(len({s[d] for s in shapes}) > 1 for d in range(len(shapes[0]))) < 2:
+        return None
+    ordered = sorted(group, key=lambda r: r.size)
+    low = [r.shape for r in ordered if r.size <= size]
+    high = [r.shape for r in ordered if r.size > size]
+    return (low[-1], high[0]) if low and high else None

@@ -254,6 +254,7 @@ def document(
                 "below": c.below,
                 "above": c.above,
                 "between": list(c.between),
+                "shapes": [list(s) for s in c.shapes] if c.shapes else None,
             }
             for c in crossovers
         ],

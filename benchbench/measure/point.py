@@ -182,6 +182,8 @@ def _measure_inputs(
 
     outputs = workload.outputs_mode(variant, options.outputs)
     extra["outputs"] = outputs
+    if (axis := workload.x_of(point)) is not None:
+        extra["x"] = {"name": axis[0], "value": axis[1]}
     policy = _policy_for(workload, options)
     cache = base["cache_mode"]
     if variant.inplace:

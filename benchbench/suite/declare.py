@@ -29,18 +29,20 @@ from typing import TYPE_CHECKING, Any
 
 from benchbench.core.errors import SuiteError
 from benchbench.core.values import CACHE_MODES, DEFAULT_OUTPUTS, ITEMSIZE, OUTPUT_MODES, Point
-
-#: The dtypes a tolerance may name (the others are compared exactly).
-FLOATING = ("float64", "float32", "float16", "bfloat16", "complex64", "complex128")
+from benchbench.suite.checks import (
+    Size,
+    ToleranceSpec,
+    check_size,
+    check_tolerance,
+    check_x,
+    frozen,
+)
 
 if TYPE_CHECKING:
     from benchbench.suite.inputs import SetupContext
 
 SetupFn = Callable[["SetupContext"], Any]
 WorkFn = Callable[[Point], float]
-Size = int | tuple[int, ...]
-#: A reference-check tolerance: one number, or a number per dtype name.
-ToleranceSpec = float | Mapping[str, float] | None
 
 _DEVICE = re.compile(r"^(cpu|cuda|mps)(:\d+)?$")
 _NAME = re.compile(r"^[^\s\[\]():,/]+( [^\s\[\]():,/]+)*$")
@@ -153,6 +155,16 @@ class Workload:
     description: str = ""
     location: str = ""
     teardown: Callable[..., Any] | None = None
+    x: str | int | None = None
+
+    def x_of(self, point: Point) -> tuple[str, float] | None:
+        """The declared x-axis of ``point`` as ``(name, value)``: the parameter named by
+        ``x``, or dimension ``x`` of the shape (named ``dim<x>``); None when undeclared."""
+        if self.x is None:
+            return None
+        if isinstance(self.x, int):
+            return f"dim{self.x}", float(point.shape[self.x])
+        return self.x, float(point[self.x])
 
     def check_mode(self, variant: Variant) -> bool | str:
         """The reference-check mode of ``variant``: its own, else the workload's."""
@@ -248,6 +260,7 @@ class Suite:
         outputs: str = DEFAULT_OUTPUTS,
         version: int = 1,
         description: str = "",
+        x: str | int | None = None,
     ) -> Workload:
         """Declare a workload (validated here; the error names the file and line).
 
@@ -265,6 +278,9 @@ class Suite:
         (helper processes, global flags). ``outputs`` is the output lifetime in the
         timed loop: ``"keep"`` (default; the previous output alive until the next call
         returns, as in model code) or ``"drop"``; ``run --outputs`` overrides it.
+        ``x`` is the x-axis that fits, crossovers and plots use when the size (elements)
+        is a product of several varying dimensions: the name of a numeric parameter
+        (``x="k"``) or the index of a shape dimension (``x=1`` for ``k`` in ``(m, k, n)``).
         """
         where = f"{_caller_location()}: workload {name!r}"
         if not isinstance(name, str) or not _NAME.match(name):
@@ -286,7 +302,7 @@ class Suite:
                     f"without surrounding spaces, got {v.name!r}"
                 )
             seen.add(v.name)
-        sizes_t = tuple(_check_size(s, where) for s in sizes)
+        sizes_t = tuple(check_size(s, where) for s in sizes)
         if not sizes_t:
             raise SuiteError(f"{where}: sizes is empty; give at least one size")
         for dtype in dtypes:
@@ -317,9 +333,9 @@ class Suite:
                 raise SuiteError(f"{where}: check must be True, False or 'record', got {mode!r}")
         if teardown is not None and not callable(teardown):
             raise SuiteError(f"{where}: teardown must be callable(*inputs), got {teardown!r}")
-        _check_tolerance(where, "", rtol=rtol, atol=atol)
+        check_tolerance(where, "", rtol=rtol, atol=atol)
         for v in variants:
-            _check_tolerance(where, f" variant {v.name!r}", rtol=v.rtol, atol=v.atol)
+            check_tolerance(where, f" variant {v.name!r}", rtol=v.rtol, atol=v.atol)
         for label, fn in (
             ("bytes", bytes),
             ("flops", flops),
@@ -328,6 +344,7 @@ class Suite:
         ):
             if fn is not None and not callable(fn):
                 raise SuiteError(f"{where}: {label} must be callable(point), got {fn!r}")
+        check_x(x, param_axes, sizes_t, where)
         workload = Workload(
             suite=self.name,
             name=name,
@@ -341,8 +358,8 @@ class Suite:
             flops=flops,
             items=items,
             reference=reference,
-            rtol=_frozen(rtol),
-            atol=_frozen(atol),
+            rtol=frozen(rtol),
+            atol=frozen(atol),
             reduction_size=reduction_size,
             check=check,
             tags=tuple(dict.fromkeys((*self.tags, *tags))),
@@ -354,6 +371,7 @@ class Suite:
             description=description,
             location=where,
             teardown=teardown,
+            x=x,
         )
         self.workloads.append(workload)
         return workload
@@ -364,49 +382,3 @@ class Suite:
                 return w
         known = ", ".join(w.name for w in self.workloads)
         raise SuiteError(f"suite {self.name!r} has no workload {name!r}; it has: {known}")
-
-
-def _check_tolerance(where: str, whose: str, **values: ToleranceSpec) -> None:
-    """A tolerance is a number >= 0, or such a number per floating dtype name."""
-    for name, value in values.items():
-        if value is None:
-            continue
-        per_dtype = value.items() if isinstance(value, Mapping) else [(None, value)]
-        for dtype, number in per_dtype:
-            if dtype is not None and dtype not in FLOATING:
-                raise SuiteError(
-                    f"{where}:{whose} {name}={value!r} names unknown dtype {dtype!r}; "
-                    f"use one of {', '.join(FLOATING)}"
-                )
-            if (
-                isinstance(number, bool)
-                or not isinstance(number, int | float)
-                or not math.isfinite(number)
-                or number < 0
-            ):
-                raise SuiteError(
-                    f"{where}:{whose} {name}={value!r}: a tolerance is a finite number "
-                    f">= 0 or a dict of them by dtype, e.g. {name}={{'bfloat16': 2e-2}}"
-                )
-
-
-def _frozen(value: ToleranceSpec) -> ToleranceSpec:
-    return dict(value) if isinstance(value, Mapping) else value
-
-
-def _check_size(size: Any, where: str) -> Size:
-    if isinstance(size, bool):
-        raise SuiteError(f"{where}: size must be a positive int or shape, got {size!r}")
-    if isinstance(size, int):
-        if size < 1:
-            raise SuiteError(f"{where}: size must be a positive int, got {size}")
-        return size
-    if (
-        isinstance(size, (tuple, list))
-        and size
-        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in size)
-    ):
-        return tuple(size)
-    raise SuiteError(
-        f"{where}: size must be a positive int or a shape of positive ints, got {size!r}"
-    )

@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from benchbench.analysis.axes import axis_text
 from benchbench.analysis.curves import Analysis, Crossover, CurveKey
 from benchbench.analysis.fit import Fit
 from benchbench.core.units import format_rate, format_time
@@ -50,16 +51,13 @@ def _t0_text(t0_s: float) -> str:
     return "≈0" if t0_s < 1e-9 else format_time(t0_s)
 
 
-def _size_text(size: float) -> str:
-    return f"n≈{round(size):,} (2^{math.log2(size):.1f})"
-
-
 def crossover_text(crossing: Crossover, key: CurveKey) -> str:
-    """What ``crossing`` means for the curve ``key``: ``overtakes numpy.sqrt from n≈…``."""
+    """What ``crossing`` means for the curve ``key``: ``overtakes numpy.sqrt from n≈…``
+    (or ``from 2.1 GFLOP per call``, ``from k≈512``: the position on the curves' axis)."""
     other = crossing.b if key == crossing.a else crossing.a
     name = getattr(other, crossing.differs)
     verb = "overtakes" if key == crossing.faster_above else "overtaken by"
-    text = f"{verb} {name} from {_size_text(crossing.size)}"
+    text = f"{verb} {name} from {axis_text(crossing.axis, crossing.size)}"
     return text + (f" (+{crossing.more} more)" if crossing.more else "")
 
 
@@ -75,20 +73,27 @@ FIT_COLUMNS = (
 
 
 def fits_grid(analysis: Analysis, title: str = "fits: time = t0 + work / rate") -> Grid:
-    """Per curve: points, fixed cost t0, asymptotic rate, R² and crossovers."""
+    """Per curve: points, fixed cost t0, asymptotic rate, R² and crossovers. A reason
+    for no fit shared by several curves of a workload is said once, then "as above"."""
     varying = varying_fields([c.key for c in analysis.curves])
+    said: set[tuple[str, str]] = set()
     rows = []
     for curve, cf in zip(analysis.curves, analysis.fits, strict=True):
         crossings = [
             crossover_text(x, curve.key) for x in analysis.crossovers if curve.key in (x.a, x.b)
         ]
         fit = cf.fit
+        why = cf.reason or "-"
+        if fit is None and cf.reason:
+            seen = (curve.key.workload, cf.reason)
+            why = "no fit (as above)" if seen in said else cf.reason
+            said.add(seen)
         rows.append(
             (
                 curve_label(curve.key, varying),
                 str(len(curve.points)),
                 _t0_text(fit.t0_s) if fit else "-",
-                format_fit_rate(fit) if fit else (cf.reason or "-"),
+                format_fit_rate(fit) if fit else why,
                 f"{fit.r2:.3f}" if fit else "-",
                 "; ".join(crossings),
             )
@@ -136,6 +141,7 @@ def fits_json(analysis: Analysis) -> dict[str, Any]:
             "size": x.size,
             "more": x.more,
             "model_size": x.model_size,
+            "axis": x.axis,
         }
         for x in analysis.crossovers
     ]

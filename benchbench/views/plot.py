@@ -13,6 +13,7 @@ Rows are stored measurements tagged with their run (:func:`benchbench.analysis.c
 
 from __future__ import annotations
 
+import itertools
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -25,10 +26,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from benchbench.analysis.axes import ELEMENTS, Axis, axis_of, work_unit_of
 from benchbench.analysis.curves import Analysis, Curve, CurveKey, analyze
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.core.units import format_bytes, format_rate, format_size
 from benchbench.machine.hardware import Profile
+from benchbench.views.plot_marks import draw_crossovers, plain, plain_y
 from benchbench.views.results import above_ceiling_note
 
 __all__ = ["BY_FIELDS", "FORMATS", "roofline_figure", "save_figure", "throughput_figure"]
@@ -43,7 +46,10 @@ BY_FIELDS = {
 FORMATS = ("png", "svg", "pdf")
 _UNITS = {"bytes": ("GB/s", 1e9), "flop": ("GFLOP/s", 1e9), "items": ("Mitems/s", 1e6)}
 _STYLES = ("-", "--", ":", "-.")
-_MAX_CROSSOVER_NOTES = 4
+_WORK_AXES = {
+    "flop": "FLOPs per call (work model)",
+    "items": "items per call (work model)",
+}
 
 
 def save_figure(figure: Figure, path: str | Path, dpi: int = 150) -> Path:
@@ -100,35 +106,28 @@ def _label(key: CurveKey, by: str, varying: Sequence[str], names: Mapping[str, s
     return text(by) + (f" ({', '.join(rest)})" if rest else "")
 
 
-def _work_unit(curves: Sequence[Curve], analysis: Analysis) -> str | None:
-    """The unit the fits of these curves chose most often, else the first common one."""
-    chosen = [f.work_unit for c in curves if (f := analysis.fit_of(c.key)) is not None]
-    if chosen:
-        return max(set(chosen), key=chosen.count)
-    common = [u for u in ("bytes", "flop", "items") if all(u in c.work_units() for c in curves)]
-    return common[0] if common else None
+def _x_axis(
+    curves: Sequence[Curve], axes_of: Mapping[CurveKey, Axis]
+) -> tuple[str, dict[CurveKey, list[float]]]:
+    """The panel's x-axis and each curve's x values: a declared axis shared by every
+    curve; else bytes moved when every curve has a bytes model growing along its points
+    (so cache sizes line up); else the curves' common axis; else elements."""
+    names = {a.name for a in axes_of.values()}
+    declared = next(iter(names)) if len(names) == 1 else None
+    if declared is not None and declared not in (ELEMENTS, "bytes", "flop", "items"):
+        return declared, {k: list(a.values) for k, a in axes_of.items()}
+    moved = {c.key: [p.bytes_per_call or 0.0 for p in c.points] for c in curves}
+    if all(v[0] > 0 and all(b > a for a, b in itertools.pairwise(v)) for v in moved.values()):
+        return "bytes", moved
+    if declared is not None:
+        return declared, {k: list(a.values) for k, a in axes_of.items()}
+    return ELEMENTS, {c.key: [float(s) for s in c.sizes] for c in curves}
 
 
 def _bytes_axis(axis: Any) -> None:
     axis.set_major_locator(LogLocator(base=4.0))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_bytes(v).replace(".0 ", " ")))
     axis.set_minor_formatter(NullFormatter())
-
-
-def _plain(value: float, _pos: object = None) -> str:
-    """``0.5``, ``20``, ``4000``: tick labels a reader reads without exponents."""
-    return f"{value:g}" if 1e-3 <= value < 1e5 else f"{value:.0e}"
-
-
-def _plain_minor(value: float, _pos: object = None) -> str:
-    # Label the 2s and 5s between decades only: all nine minor ticks collide.
-    lead = round(value / 10 ** math.floor(math.log10(value) + 1e-9), 6) if value > 0 else 0
-    return _plain(value) if lead in (2, 5) else ""
-
-
-def _plain_y(axis: Any) -> None:
-    axis.set_major_formatter(FuncFormatter(_plain))
-    axis.set_minor_formatter(FuncFormatter(_plain_minor))
 
 
 def _cache_marks(profile: Profile | None, os_caches: Mapping[str, int]) -> list[tuple[float, str]]:
@@ -194,8 +193,10 @@ def _throughput_axes(
 ) -> None:
     fields = ("suite", "variant", "device", "dtype", "params", "environment_id", "run_id")
     varying = [f for f in fields if len({getattr(c.key, f) for c in curves}) > 1]
-    x_bytes = all("bytes" in c.work_units() for c in curves)
-    unit = _work_unit(curves, analysis) if metric == "throughput" else None
+    axes_of = {c.key: axis_of(c) for c in curves}
+    x_name, x_of = _x_axis(curves, axes_of)
+    x_bytes = x_name == "bytes"
+    unit = work_unit_of(curves) if metric == "throughput" else None
     colours = list(dict.fromkeys(getattr(c.key, by) for c in curves))
     others = list(
         dict.fromkeys(tuple(getattr(c.key, f) for f in varying if f != by) for c in curves)
@@ -205,7 +206,7 @@ def _throughput_axes(
     ys_of: dict[CurveKey, np.ndarray] = {}
     for curve in curves:
         pts = curve.points
-        x = np.array([p.bytes_per_call if x_bytes else p.size for p in pts], dtype=float)
+        x = np.array(x_of[curve.key], dtype=float)
         median = np.array([p.median_s for p in pts])
         q1, q3 = np.array([p.q1_s for p in pts]), np.array([p.q3_s for p in pts])
         if unit is None:
@@ -234,10 +235,17 @@ def _throughput_axes(
     if x_bytes:
         _bytes_axis(ax.xaxis)
         ax.set_xlabel("bytes moved per call (inputs read + outputs written)")
-    else:
+    elif x_name == ELEMENTS:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_size(round(v))))
         ax.set_xlabel("elements per tensor")
-    _plain_y(ax.yaxis)
+    elif x_name in _WORK_AXES:
+        symbol = "FLOP" if x_name == "flop" else ""
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: format_rate(v, symbol)))
+        ax.set_xlabel(_WORK_AXES[x_name])
+    else:
+        ax.xaxis.set_major_formatter(FuncFormatter(plain))
+        ax.set_xlabel(f"{x_name} (the workload's declared x-axis)")
+    plain_y(ax.yaxis)
     if unit is None:
         ax.set_ylabel("median time per call (s); band: Q1–Q3")
     else:
@@ -248,10 +256,13 @@ def _throughput_axes(
         _draw_caches(ax, _cache_marks(profile if on_profile else None, os_caches), xs_of)
     if on_profile and profile is not None and unit in ("bytes", "flop"):
         _draw_ceilings(ax, profile, unit, {c.key.dtype for c in curves})
-    _draw_crossovers(ax, curves, analysis, xs_of, ys_of, by)
+    draw_crossovers(ax, curves, analysis, axes_of, xs_of, ys_of)
     subtitle = curves[0].key.workload
     if metric == "throughput" and unit is None:
         subtitle += " (no work model: time per call)"
+    reason = next((a.reason for a in axes_of.values() if a.reason), None)
+    if reason:  # said once per panel, under the title
+        subtitle += "\n" + textwrap.fill(reason, 90)
     ax.set_title(subtitle, fontsize=11, fontweight="bold")
     ax.grid(True, which="major", alpha=0.3)
     # Below the axes, not inside: inside, "best" placement still covers cache labels.
@@ -304,52 +315,6 @@ def _draw_ceilings(ax: Axes, profile: Profile, unit: str, dtypes: set[str]) -> N
                 label=f"{text} {format_rate(value, symbol)}",
                 zorder=1,
             )
-
-
-def _draw_crossovers(
-    ax: Axes,
-    curves: Sequence[Curve],
-    analysis: Analysis,
-    xs_of: Mapping[CurveKey, np.ndarray],
-    ys_of: Mapping[CurveKey, np.ndarray],
-    by: str,
-) -> None:
-    keys = {c.key for c in curves}
-    sizes_of = {c.key: np.array(c.sizes, dtype=float) for c in curves}
-    notes: list[tuple[float, float, list[str]]] = []
-    for crossing in [x for x in analysis.crossovers if x.a in keys and x.b in keys]:
-        key = crossing.a
-        logx = np.interp(math.log(crossing.size), np.log(sizes_of[key]), np.log(xs_of[key]))
-        logy = float(np.interp(logx, np.log(xs_of[key]), np.log(ys_of[key])))
-        winner = getattr(crossing.faster_above, crossing.differs)
-        loser = getattr(crossing.faster_below, crossing.differs)
-        text = f"{winner} overtakes {loser}"
-        # Crossings within ~25 % of each other in x and y share one note: two notes there
-        # were seen printed on top of each other.
-        near = next(
-            (
-                n
-                for n in notes
-                if abs(math.log(n[0]) - logx) < 0.25 and abs(math.log(n[1]) - logy) < 0.25
-            ),
-            None,
-        )
-        if near is not None:
-            near[2].append(text)
-        elif len(notes) < _MAX_CROSSOVER_NOTES:
-            notes.append((math.exp(logx), math.exp(logy), [text]))
-    for index, (x, y, texts) in enumerate(notes):
-        ax.plot([x], [y], marker="X", markersize=9, color="black", linestyle="none", zorder=5)
-        ax.annotate(
-            "\n".join(texts) + "\nhere (crossover)",
-            (x, y),
-            xytext=(10, -30 - 24 * (index % 2)),
-            textcoords="offset points",
-            fontsize=7,
-            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.8, "linewidth": 0},
-            arrowprops={"arrowstyle": "-", "color": "0.3", "linewidth": 0.8},
-            zorder=6,
-        )
 
 
 def roofline_figure(
@@ -437,8 +402,8 @@ def roofline_figure(
     ax.set_xlim(lo, hi)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("achieved GFLOP/s (median)")
-    _plain_y(ax.yaxis)
-    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+    plain_y(ax.yaxis)
+    ax.xaxis.set_major_formatter(FuncFormatter(plain))
     ax.grid(True, which="major", alpha=0.3)
     note = "" if profile is not None else " (no hardware profile: run `benchbench probe` for roofs)"
     ax.set_title("roofline" + note, fontsize=11, fontweight="bold")

@@ -137,3 +137,26 @@ def test_points_above_a_too_low_ceiling_are_flagged_by_show_plot_and_doctor(
     assert checks["ceilings: latest run"]["status"] == "warn"
     assert checks["ceilings: latest run"]["value"].startswith(f"run {measured[1]}: ")
     assert checks["ceilings: cpu profile"]["status"] == "warn"  # 1 MB/s in L1: not a cache
+
+
+def test_a_declared_axis_is_stored_and_a_product_size_without_one_gets_no_fit(tmp_path) -> None:
+    db = tmp_path / "store.db"
+    suite = str(SUITES / "axes.py")
+    done = benchbench("run", suite, "--rounds", "1", "--store", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    store = open_store(str(db))
+    rows = store.measurements(store.resolve_run("latest")["id"])
+    declared = [r for r in rows if r["workload"] == "mm k"]
+    assert sorted(r["extra"]["x"]["value"] for r in declared) == [8, 8, 32, 32, 128, 128]
+    assert {r["extra"]["x"]["name"] for r in declared} == {"dim1"}
+    doc = json_of(benchbench("show", "latest", "--store", str(db), "--json", cwd=tmp_path))
+    fits = {(f["workload"], f["variant"]): f for f in doc["fits"]}
+    assert fits[("mm k", "torch.mm")]["work_unit"] == "flop"
+    assert "product of varying dimensions" in fits[("mm mixed", "torch.mm")]["note"]
+    assert all(c["axis"] == "dim1" for c in doc["crossovers"])  # timing decides if any
+    table = benchbench("show", "latest", "--store", str(db), cwd=tmp_path).stdout
+    assert table.count("product of varying dimensions") == 1
+    out = tmp_path / "axes.png"
+    plotted = benchbench("plot", "latest", "-o", str(out), "--store", str(db), cwd=tmp_path)
+    assert plotted.returncode == 0, plotted.stderr
+    assert out.stat().st_size > 0

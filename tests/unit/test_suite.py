@@ -57,6 +57,10 @@ def test_code_version_changes_the_benchmark_id():
         ({"budget_s": 0}, "budget_s must be > 0"),
         ({"outputs": "hold"}, "outputs must be one of keep, drop, got 'hold'"),
         ({"variants": [Variant("v", torch.sqrt, outputs="none")]}, "got 'none'"),
+        ({"x": "k"}, "x='k' names no parameter (parameters: none)"),
+        ({"x": "k", "params": {"k": ["a"]}}, "parameter values must be positive numbers"),
+        ({"x": 1}, "x=1 is no dimension of shape 8"),
+        ({"x": -1}, "x must be a parameter name or a shape dimension index >= 0, got -1"),
     ],
 )
 def test_invalid_declarations_name_the_workload_and_value(kwargs, message):

@@ -109,3 +109,21 @@ def test_statement_function_evaluates_over_the_namespace():
     assert fn() == 12
     namespace["x"] = 5
     assert fn() == 20
+
+
+def test_a_crossover_across_shapes_of_several_varying_dimensions_names_the_shapes():
+    def shaped(size: int, ratio: float, shape: tuple[int, ...]) -> Row:
+        verdict = "faster" if ratio < 0.95 else "slower" if ratio > 1.05 else "same"
+        return Row(
+            "cpu", "float32", size, "b", "a", "ok", ratio=ratio, verdict=verdict, shape=shape
+        )
+
+    square = [shaped(n * n, r, (n, n)) for n, r in ((64, 0.5), (128, 0.9), (256, 2.0))]
+    (crossover,) = find_crossovers(square)
+    assert crossover.shapes == ((128, 128), (256, 256))
+    text = crossover.describe()
+    assert "faster up to shape 128x128, slower from shape 256x256" in text
+    assert "elements" not in text
+    flat = [shaped(n, r, (n,)) for n, r in ((4096, 0.5), (16384, 0.9), (65536, 2.0))]
+    (crossover,) = find_crossovers(flat)
+    assert crossover.shapes is None and "elements" in crossover.describe()
