@@ -92,6 +92,7 @@ class WorkerPool:
     def __init__(self, launcher: Zygote | Spawner, fresh: bool = True) -> None:
         self._launcher = launcher
         self._fresh = fresh
+        self._spent = False
         self._worker: Worker | None = None
 
     def request(
@@ -113,13 +114,18 @@ class WorkerPool:
             worker.close()
             self._worker = None
             raise
-        if self._fresh:
-            worker.close()
-            self._worker = None
+        # A fresh pool's worker has served its one request: it stays (idle, so that the
+        # runner can read its CPU time) until the next request asks for a worker.
+        self._spent = self._fresh
         return answer
 
     def worker(self) -> Worker:
-        """The current worker, started now if there is none (MeasurementError if it cannot)."""
+        """The current worker, started now if there is none or it has served its request
+        in a fresh pool (MeasurementError if it cannot start)."""
+        if self._worker is not None and self._spent:
+            self._worker.close()
+            self._worker = None
+        self._spent = False
         if self._worker is None:
             try:
                 self._worker = self._launcher.worker()
@@ -160,7 +166,8 @@ class RunRecord:
 
 @dataclass
 class RunSummary:
-    """What a run did; ``results`` in the order they were measured."""
+    """What a run did; ``results`` in the jobs' (plan) order, whatever order the rounds
+    measured them in."""
 
     run_id: str
     results: list[Result] = field(default_factory=list)
@@ -211,6 +218,7 @@ def measure_jobs(
         total = len(jobs) * plan.count
         notify("start", {"total": total, "run_id": summary.run_id})
         taken: list[list[list[Result]]] = [[] for _ in jobs]  # [job][round] -> results
+        finished: dict[int, list[Result]] = {}  # job -> its merged results
         open_jobs = set(range(len(jobs)))
         round_index = 0
         while open_jobs and round_index < plan.max_count and not stop.requested:
@@ -245,9 +253,10 @@ def measure_jobs(
                 for result in merged:
                     if store is not None:
                         store.write_result(record.run_id, result)
-                summary.results.extend(merged)
+                finished[index] = merged
                 notify("result", {"index": index, "results": merged, "result": merged[0]})
             round_index += 1
+        summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
     except BaseException:

@@ -61,6 +61,8 @@ def measurement_row_for(
     row: dict[str, Any] = {"run_id": run_id, "benchmark_id": benchmark_id}
     for name in RESULT_FIELDS:
         row[name] = _plain(getattr(result, name))
+    # One process: no split to record (as in rows stored before rounds existed).
+    row["process_samples"] = row["process_samples"] or None
     for name in (*STATISTICS, *PROCESS_STATISTICS, *RATES):
         row[name] = None
     row["created_at"] = created_at or now()
@@ -68,6 +70,8 @@ def measurement_row_for(
         if stats is None:
             stats = _stats(result).summary()
         row.update(stats)
+        if row["process_samples"] is None:
+            row["process_medians_s"] = None  # one process: its median is median_s
         median = row["median_s"]
         for work, rate in THROUGHPUTS:
             row[rate] = row[work] / median if row[work] is not None and median > 0 else None

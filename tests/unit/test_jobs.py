@@ -222,10 +222,11 @@ def test_a_fresh_pool_gives_every_request_a_worker_of_its_own():
     launcher = FakeLauncher(_ok, _ok)
     with WorkerPool(launcher) as pool:
         pool.request({"size": 1}, ("result",), 5)
-        assert launcher.started[0].closed  # ended as soon as it answered
+        assert not launcher.started[0].closed  # idle until the next request
         pool.request({"size": 2}, ("result",), 5)
-        assert len(launcher.started) == 2 and launcher.started[1].closed
-    assert launcher.closed
+        assert launcher.started[0].closed  # ended before the next one started
+        assert len(launcher.started) == 2 and not launcher.started[1].closed
+    assert launcher.started[1].closed and launcher.closed
 
 
 def test_the_pool_keeps_a_worker_until_it_fails_then_starts_a_fresh_one():
