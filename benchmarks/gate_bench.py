@@ -68,6 +68,10 @@ for name, fn in [
 '''
 
 
+#: Flags every run of the script gets (``--threads``).
+RUN_FLAGS: list[str] = []
+
+
 def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "benchbench", *args],
@@ -79,6 +83,7 @@ def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
 
 
 def _run(suite: str, store: str, label: str, rounds: int, extra: float = 0.0) -> float:
+    """One ``benchbench run`` (with the script's run flags); its wall time."""
     started = time.monotonic()
     done = _bench(
         "run",
@@ -90,6 +95,7 @@ def _run(suite: str, store: str, label: str, rounds: int, extra: float = 0.0) ->
         "--rounds",
         str(rounds),
         "--json",
+        *RUN_FLAGS,
         env={"GATE_EXTRA_WORK": str(extra)},
     )
     if done.returncode not in (0, 1):
@@ -131,12 +137,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=6, help="A runs (and B runs) of gate")
     parser.add_argument("--quick-runs", type=int, default=4, help="A runs of quick (0: skip)")
     parser.add_argument("--rounds", type=int, default=3, help="--rounds of every run")
+    parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
     args = parser.parse_args()
+    if args.threads is not None:
+        RUN_FLAGS.extend(["--threads", str(args.threads)])
     work = Path(tempfile.mkdtemp(prefix="gate-bench-"))
     suite = work / "gate.py"
     suite.write_text(GATE_SUITE)
     store = str(work / "gate.db")
-    print(f"rounds {args.rounds}; load before: {os.getloadavg()}", flush=True)
+    print(f"rounds {args.rounds}, flags {RUN_FLAGS}; load before: {os.getloadavg()}", flush=True)
 
     a_labels, b_labels, seconds = [], [], []
     for k in range(args.runs):  # A and B alternate, so drift hits both alike

@@ -10,7 +10,8 @@ side), for R >= 2 at the process level. Printed per R: the share of points marke
 runs with any point flagged, and the median relative width of the points' intervals.
 The run's wall time per round is printed too, so the cost of a round is known.
 
-Usage: ``python benchmarks/rounds_bench.py [SUITE]`` (numbers in BENCHMARKS.md).
+Usage: ``python benchmarks/rounds_bench.py [SUITE [RUN FLAGS...]]``, e.g. ``quick
+--threads 1`` (numbers in BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def _groups(r: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
 
 def main() -> None:
     suite = sys.argv[1] if len(sys.argv) > 1 else "quick"
+    flags = sys.argv[2:]
     work = Path(tempfile.mkdtemp(prefix="rounds-bench-"))
     store_path = str(work / "r.db")
     load = os.getloadavg()
@@ -64,6 +66,7 @@ def main() -> None:
             "--store",
             store_path,
             "--json",
+            *flags,
         ],
         capture_output=True,
         text=True,
@@ -79,7 +82,7 @@ def main() -> None:
         if r["status"] == "ok" and len(r["process_samples"] or ()) == ROUNDS
     ]
     print(
-        f"{suite}: {len(rows)} points x {ROUNDS} processes in {seconds:.0f} s "
+        f"{suite} {' '.join(flags)}: {len(rows)} points x {ROUNDS} processes in {seconds:.0f} s "
         f"({seconds / ROUNDS:.1f} s a round); load {load} -> {os.getloadavg()}"
     )
     for r in (1, 2, 3):

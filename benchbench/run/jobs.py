@@ -237,7 +237,7 @@ def measure_jobs(
                     break
                 job = jobs[index]
                 notify("point", {"index": index, "label": job.label, "round": round_index + 1})
-                results = _request(job, pool, plan.count, timeout_s, stop)
+                results = _request(job, pool, plan.count, round_index, timeout_s, stop)
                 if results is None:
                     break  # stopped: the point cut short is left for --resume
                 taken[index].append(results)
@@ -270,13 +270,12 @@ def measure_jobs(
 
 
 def _request(
-    job: Job, pool: WorkerPool, rounds: int, timeout_s: float, stop: StopRequest
+    job: Job, pool: WorkerPool, rounds: int, round_index: int, timeout_s: float, stop: StopRequest
 ) -> list[Result] | None:
     """One round of ``job`` in a fresh worker: its results, or None when the run stops."""
+    request = round_request(job.request, rounds, round_index)
     try:
-        message = observed_request(
-            pool, round_request(job.request, rounds), (job.answer, "interrupted"), timeout_s, stop
-        )
+        message = observed_request(pool, request, (job.answer, "interrupted"), timeout_s, stop)
     except WorkerFailure as failure:
         if stop.requested:
             return None  # it died of the stop (SIGTERM to the group, a second Ctrl-C)

@@ -86,8 +86,14 @@ def order(count: int, round_index: int, seed: int) -> list[int]:
     return indices
 
 
-def round_request(request: Mapping[str, Any], rounds: int) -> dict[str, Any]:
-    """A job's request with its policy's time budget split across ``rounds``.
+def round_request(request: Mapping[str, Any], rounds: int, round_index: int = 0) -> dict[str, Any]:
+    """A job's request for round ``round_index``, its policy's time budget split across
+    ``rounds``.
+
+    After the first round a suite point's request skips the reference check (the first
+    process checked the same code on the same seeded inputs; a float64 reference of a
+    large input costs as much as the point's samples) and the ``--profile`` trace (one
+    is enough).
 
     ``max_time_s``, ``min_time_s`` and the warm-up's minimum time ``warmup_min_s`` are
     divided (the run keeps the machine busy, so clocks are up; each process still makes
@@ -96,6 +102,9 @@ def round_request(request: Mapping[str, Any], rounds: int) -> dict[str, Any]:
     but not below ``min_samples``.
     """
     out = dict(request)
+    if round_index > 0 and request.get("op") == "measure":
+        out["check"] = False
+        out["profile_dir"] = None
     policy = request.get("policy")
     if rounds > 1 and isinstance(policy, Mapping):
         split = dict(policy)

@@ -32,7 +32,8 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
 - (none: sent once, when the worker is ready) → ``{"event": "hello", "pid"}``
 - ``{"op": "environment", "threads"}`` → ``{"event": "environment", "fields", "info"}``
 - ``{"op": "measure", "suite_path", "workload", "point", "policy", "cache", "threads",
-  "profile_dir", "outputs"}`` → ``{"event": "result", "result"}`` (a ``Result.to_dict()``), or
+  "profile_dir", "outputs", "check"}`` → ``{"event": "result", "result"}`` (a
+  ``Result.to_dict()``; ``"check": false`` skips the reference check), or
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
 - ``{"op": "time", "statements", "setup", "point", "reference", "policy",
   "check_only", "threads"}`` → ``{"event": "timed", "results"}`` (one result per statement)
@@ -118,6 +119,7 @@ def serve(channel: TextIO, requests: TextIO) -> None:
                     should_stop=stop_requested,
                     profile_dir=request.get("profile_dir"),
                     outputs=request.get("outputs"),
+                    check=bool(request.get("check", True)),
                 )
             except Exception as exc:  # reported as this point's error, the worker lives on
                 failed = Result(point=point, status="error", reason=f"{type(exc).__name__}: {exc}")

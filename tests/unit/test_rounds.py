@@ -61,6 +61,10 @@ def test_the_budget_is_split_across_rounds_but_each_process_keeps_its_minimum_sa
     assert split["policy"]["min_samples"] == 10 and split["policy"]["max_samples"] == 33
     assert request["policy"]["max_time_s"] == 0.6  # the job's own request is untouched
     assert round_request(request, 1) == request
+    # Later processes neither check the result again nor trace it again.
+    later = round_request({**request, "profile_dir": "/t"}, 3, round_index=1)
+    assert later["check"] is False and later["profile_dir"] is None
+    assert "check" not in round_request(request, 3, round_index=0)
 
 
 def test_bad_rounds_are_usage_errors():
