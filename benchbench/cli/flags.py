@@ -212,13 +212,25 @@ def add_rounds(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_seed(parser: argparse.ArgumentParser) -> None:
+    """``--seed``: the seed of the rounds' shuffled order."""
+    parser.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed of the order in which each round visits the points (default 0; "
+        "stored with the run, so its schedule can be replayed)",
+    )
+
+
 def rounds_from(args: argparse.Namespace) -> Rounds:
     """The :class:`Rounds` of ``--rounds`` / ``--max-rounds``; without ``--rounds``,
     ``$BENCHBENCH_ROUNDS``, then :data:`DEFAULT_ROUNDS`."""
     count = args.rounds if args.rounds is not None else default_rounds()
+    seed = getattr(args, "seed", None) or 0
     if args.max_rounds is not None:
-        return Rounds(count, args.max_rounds)
-    return Rounds(count, count + DEFAULT_EXTRA_ROUNDS)
+        return Rounds(count, args.max_rounds, seed)
+    return Rounds(count, count + DEFAULT_EXTRA_ROUNDS, seed)
 
 
 def default_rounds() -> int:

@@ -80,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"sampling time cap per point, split across its rounds (default {Policy.max_time_s})",
     )
     flags.add_rounds(parser)
+    flags.add_seed(parser)
     parser.add_argument(
         "--target",
         type=float,
@@ -245,6 +246,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--allocator", args.allocator, stored.allocator),
         ("--rounds", args.rounds, stored.rounds.count),
         ("--max-rounds", args.max_rounds, stored.rounds.max_count),
+        ("--seed", args.seed, stored.rounds.seed),
         ("--kind", args.kind, stored.kind),
         ("--label", args.label, stored.label),
         ("--shard", sharding.Shard.parse(args.shard) if args.shard else None, stored.shard),

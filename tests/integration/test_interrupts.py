@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from benchbench.run.rounds import order
 from benchbench.store import open_store
 from tests.integration.cli import SUITES, benchbench, env, json_of
+
+#: A seed whose shuffled order visits slowish.py's three quick points (jobs 0-2 of 5)
+#: before its two long ones.
+QUICK_FIRST = next(s for s in range(1000) if set(order(5, 0, s)[:3]) == {0, 1, 2})
 
 
 def _start(db: Path, cwd: Path) -> subprocess.Popen[str]:
@@ -27,6 +32,8 @@ def _start(db: Path, cwd: Path) -> subprocess.Popen[str]:
             str(db),
             "--target",
             "1e-9",
+            "--seed",
+            str(QUICK_FIRST),
             "--json",
         ],
         cwd=cwd,
