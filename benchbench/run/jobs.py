@@ -242,12 +242,14 @@ def measure_jobs(
                     break  # stopped: the point cut short is left for --resume
                 taken[index].append(results)
                 notify("advance", {"total": total})
-                merged = _merged(job, taken[index])
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
-                last = round_index + 1 >= plan.max_count or (
-                    round_index + 1 >= plan.count and not wants_more(merged, target_of(job.request))
+                if not first_failed and round_index + 1 < plan.count:
+                    continue  # rounds to come: merged once they are in
+                merged = _merged(job, taken[index])
+                more = round_index + 1 < plan.max_count and wants_more(
+                    merged, target_of(job.request)
                 )
-                if not (first_failed or last):
+                if more and not first_failed:
                     continue
                 open_jobs.discard(index)
                 for result in merged:
