@@ -279,14 +279,17 @@ def _probe(registration: Registration, attrs: Mapping[str, Any], torch: Any) -> 
 
 
 def _first_tensor(inputs: Any, torch: Any) -> tuple[tuple[int, ...], str]:
-    """Shape and dtype of the first tensor input; (1,) and torch's default dtype without."""
-    if isinstance(inputs, Mapping):
-        for value in inputs.values():
-            if isinstance(value, torch.Tensor):
-                shape = tuple(int(d) for d in value.shape)
-                if not shape or min(shape) < 1:
-                    shape = (1,)
-                return shape, str(value.dtype).removeprefix("torch.")
+    """Shape and dtype of the first tensor input (the first of a list of tensors, as
+    ``cat``'s); (1,) and torch's default dtype without one."""
+    values = list(inputs.values()) if isinstance(inputs, Mapping) else []
+    for value in values:
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, torch.Tensor):
+            shape = tuple(int(d) for d in value.shape)
+            if not shape or min(shape) < 1:
+                shape = (1,)
+            return shape, str(value.dtype).removeprefix("torch.")
     return (1,), str(torch.get_default_dtype()).removeprefix("torch.")
 
 
