@@ -194,9 +194,10 @@ def _injected(module: Any, root: Path) -> Iterator[None]:
 
 
 def _root(path: Path) -> Path:
-    """The operator_benchmark folder of ``path``: the nearest one with upstream's
-    modules, else the folder above the module's (``pt/``'s parent)."""
-    for folder in path.resolve().parents:
+    """The operator_benchmark folder of ``path``: the nearest of the three folders
+    above it with upstream's modules, else the folder above the module's (``pt/``'s
+    parent)."""
+    for folder in path.resolve().parents[:3]:
         if any((folder / marker).is_file() for marker in _ROOT_MARKERS):
             return folder
     return path.resolve().parent.parent

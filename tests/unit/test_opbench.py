@@ -216,9 +216,11 @@ def test_resolve_gives_the_module_path():
     ],
 )
 def test_a_bad_module_is_a_suite_error_naming_file_and_line(tmp_path, body, message):
+    path_before = list(sys.path)
     with pytest.raises(SuiteError, match="operator_benchmark test") as caught:
         opbench.load(_module(tmp_path, body))
     assert message in str(caught.value)
+    assert "operator_benchmark" not in sys.modules and sys.path == path_before
 
 
 def test_configs_are_upstream_lists_of_one_key_dicts():
