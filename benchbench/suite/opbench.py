@@ -31,6 +31,7 @@ is a skipped point with the reason; gradient tests are listed as skipped points
 from __future__ import annotations
 
 import copy
+import importlib.util
 import random
 import re
 import sys
@@ -141,9 +142,7 @@ def load(path: Path) -> Suite:
 
 def _import(path: Path) -> list[Registration]:
     """Run the test module with our ``operator_benchmark``; the tests it registered."""
-    import importlib.util
-
-    from benchbench.suite.opbench_api import stand_in
+    from benchbench.suite.opbench_api import stand_in  # imports torch: loaded here only
 
     module, registry = stand_in()
     spec = importlib.util.spec_from_file_location(f"benchbench_opbench_{path.stem}", path)
