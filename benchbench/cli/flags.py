@@ -96,7 +96,12 @@ def add_format(parser: argparse.ArgumentParser) -> None:
 
 def add_selection(parser: argparse.ArgumentParser, suites_nargs: str = "+") -> None:
     parser.add_argument(
-        "suites", nargs=suites_nargs, metavar="SUITE", help="built-in suite name or suite file path"
+        "suites",
+        nargs=suites_nargs,
+        metavar="SUITE",
+        help="built-in suite name, suite file path, or opbench:PATH for a test module of "
+        "PyTorch's benchmarks/operator_benchmark (e.g. opbench:pytorch/benchmarks/"
+        "operator_benchmark/pt/unary_test.py)",
     )
     parser.add_argument(
         "--device",

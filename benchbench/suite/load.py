@@ -13,6 +13,7 @@ from pathlib import Path
 
 from benchbench.core.errors import SuiteError, UsageError
 from benchbench.core.values import Point
+from benchbench.suite import opbench
 from benchbench.suite.declare import Suite, Workload
 
 _BUILTIN_PACKAGE = "benchbench.builtin_suites"
@@ -35,7 +36,10 @@ def builtin_suites() -> dict[str, Path]:
 
 
 def resolve_suite(name_or_path: str) -> Path:
-    """A built-in suite's file, or the path given; unknown names are a usage error."""
+    """A built-in suite's file, the path given, or the operator_benchmark test module of
+    ``opbench:PATH``; unknown names are a usage error."""
+    if name_or_path.startswith(opbench.PREFIX):
+        return opbench.resolve(name_or_path)
     builtins = builtin_suites()
     if name_or_path in builtins:
         return builtins[name_or_path]
@@ -46,7 +50,8 @@ def resolve_suite(name_or_path: str) -> Path:
         return path.resolve()
     raise UsageError(
         f"unknown suite {name_or_path!r}; built-in suites: {', '.join(builtins)} "
-        "(or give the path to a suite file)"
+        f"(or give the path to a suite file, or {opbench.PREFIX}PATH for an "
+        "operator_benchmark test module)"
     )
 
 
@@ -56,10 +61,15 @@ _loaded: dict[Path, Suite] = {}
 def load_suite(path: Path) -> Suite:
     """Execute a suite file once per process and return its ``suite``.
 
-    A syntax or import error becomes a :class:`SuiteError` naming the file and line.
+    A file that imports ``operator_benchmark`` is loaded by
+    :func:`benchbench.suite.opbench.load`. A syntax or import error becomes a
+    :class:`SuiteError` naming the file and line.
     """
     path = Path(path).resolve()
     if path in _loaded:
+        return _loaded[path]
+    if opbench.is_test_module(path):
+        _loaded[path] = opbench.load(path)
         return _loaded[path]
     module_name = "benchbench_suite_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(module_name, path)
