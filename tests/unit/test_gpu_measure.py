@@ -286,3 +286,23 @@ def test_cuda_graph_on_a_cpu_point_is_ignored_with_a_note() -> None:
     result = measure_point(workload, point, Options(policy=Policy(max_time_s=0.01)))
     assert result.status == "ok" and "cuda_graph" not in result.extra
     assert result.extra["cuda_graph_note"] == "CUDA graph not used: cpu is not a CUDA device"
+
+
+def test_run_cuda_graph_gives_cuda_points_their_own_history() -> None:
+    from pathlib import Path
+
+    from benchbench.run.runner import RunConfig, plan
+    from benchbench.suite.load import Selection
+
+    tiny = (Path(__file__).parents[1] / "integration" / "suites" / "tiny.py",)
+    devices = Selection(devices=("cpu", "cuda"))
+    eager = plan(RunConfig(suites=tiny, selection=devices))
+    graph = plan(RunConfig(suites=tiny, selection=devices, policy=Policy(cuda_graph=True)))
+    assert len(eager) == len(graph) > 0
+    for (_, workload, before), (_, _, after) in zip(eager, graph, strict=True):
+        same = before.benchmark_id(workload.version) == after.benchmark_id(workload.version)
+        if before.device == "cpu":
+            assert after == before and same
+        else:
+            assert after.params == (*before.params, ("cuda_graph", True)) and not same
+            assert after.label.endswith("cuda_graph=True)")
