@@ -11,6 +11,13 @@ a point with more torch threads than idle cores gets a warning. --profile saves 
 torch.profiler trace of each selected point (after its timing) beside the store and
 lists its top operators.
 
+On CUDA the host time each sample took to launch is stored beside the event time, and
+a point whose host needs about as long as its GPU is marked launch-bound; the SM clock
+is read through NVML between batches and a batch on a throttled clock (< 75 % of the
+application clock) is retaken. --cuda-graph times CUDA points as replays of a captured
+CUDA graph (launch overhead excluded); --lock-clocks locks the GPUs to their default
+clock for the run (root needed). None of the GPU paths has run on a real GPU yet.
+
 Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
 point is kept, the run is marked interrupted, and `benchbench run --resume RUN_ID`
 measures the rest (a second Ctrl-C stops at once).
@@ -51,6 +58,7 @@ from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time, parse_one_size
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
+from benchbench.machine import nvml
 from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.run import runner, sharding
@@ -103,6 +111,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: each workload's outputs=, keep unless the suite says drop)",
     )
     flags.add_threads(parser)
+    parser.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        default=None,
+        help="CUDA points: capture K calls in a CUDA graph after warm-up and time its replays "
+        "(time per call = replay / K; excludes launch overhead; a workload the graph "
+        "cannot capture is skipped with torch's reason); ignored with a note elsewhere",
+    )
+    parser.add_argument(
+        "--lock-clocks",
+        action="store_true",
+        help="lock the run's NVIDIA GPUs to their default application SM clock "
+        "(nvmlDeviceSetGpuLockedClocks; needs root and NVML) and reset them after",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -196,6 +218,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         policy=Policy(
             max_time_s=args.budget if args.budget is not None else defaults.max_time_s,
             target_rel_ci=args.target if args.target is not None else defaults.target_rel_ci,
+            cuda_graph=bool(args.cuda_graph),
         ),
         cache=args.cache or "warm",
         outputs=args.outputs,
@@ -239,6 +262,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
     for flag, value, before in (
         ("--budget", args.budget, stored.policy.max_time_s),
         ("--target", args.target, stored.policy.target_rel_ci),
+        ("--cuda-graph", args.cuda_graph, stored.policy.cuda_graph),
         ("--cache", args.cache, stored.cache),
         ("--outputs", args.outputs, stored.outputs),
         ("--threads", args.threads, stored.threads),
@@ -289,6 +313,22 @@ def stop_on_signals(stop: runner.StopRequest) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextlib.contextmanager
+def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any) -> Iterator[None]:
+    """``--lock-clocks``: the run's GPUs (``cuda`` is 0; GPU 0 when none is named)
+    locked to their default clock while the run lasts; a UsageError before measuring
+    when NVML or permissions do not allow it."""
+    if not args.lock_clocks:
+        yield
+        return
+    named = config.selection.devices or ()
+    indices = sorted({int(d.partition(":")[2] or 0) for d in named if d.startswith("cuda")})
+    with nvml.locked_clocks(*nvml.load_nvml(), indices or [0]) as mhz:
+        locked = ", ".join(f"GPU {i} at {m} MHz" for i, m in mhz.items())
+        err.print(f"clocks locked for this run: {locked}")
+        yield
+
+
 def run(args: argparse.Namespace) -> int:
     if args.budget is not None and args.budget <= 0:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
@@ -304,6 +344,7 @@ def run(args: argparse.Namespace) -> int:
     err = flags.stderr()
     stop = runner.StopRequest()
     with (
+        _locked_clocks(args, config, err),
         Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

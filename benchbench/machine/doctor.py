@@ -283,21 +283,26 @@ def check_idle_cores(src: SystemSources) -> list[Check]:
 
 
 def check_torch_build(src: SystemSources) -> list[Check]:
-    """A debug build of torch is many times slower and measures nothing useful."""
+    """A debug build of torch is many times slower and measures nothing useful. The
+    value names the GPU toolkit torch was built with: CUDA, ROCm (HIP) or neither."""
     try:
         torch = src.torch_info()
     except ImportError as exc:
         return [Check("torch build", "unknown", f"torch is not importable: {exc}")]
+    toolkit = (
+        f"ROCm/HIP {torch.hip}" if torch.hip else f"CUDA {torch.cuda}" if torch.cuda else "no GPU"
+    )
+    build = f"torch {torch.version}, {toolkit}"
     if torch.debug_build:
         return [
             Check(
                 "torch build",
                 "warn",
-                f"debug build (torch {torch.version})",
+                f"debug build ({build})",
                 "pip install --force-reinstall torch  # a release build",
             )
         ]
-    return [Check("torch build", "ok", f"release build (torch {torch.version})")]
+    return [Check("torch build", "ok", f"release build ({build})")]
 
 
 def check_cpu_isolation(src: SystemSources) -> list[Check]:

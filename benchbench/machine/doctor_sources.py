@@ -54,6 +54,8 @@ class TorchInfo:
     version: str
     num_threads: int
     debug_build: bool
+    cuda: str | None = None  # torch.version.cuda: the CUDA toolkit torch was built with
+    hip: str | None = None  # torch.version.hip: the ROCm (HIP) version of a ROCm build
 
 
 def _read_text(path: str) -> str:
@@ -64,7 +66,13 @@ def _read_text(path: str) -> str:
 def _torch_info() -> TorchInfo:
     import torch  # seconds to import: only when the thread or build checks run
 
-    return TorchInfo(torch.__version__, torch.get_num_threads(), bool(torch.version.debug))
+    return TorchInfo(
+        torch.__version__,
+        torch.get_num_threads(),
+        bool(torch.version.debug),
+        cuda=torch.version.cuda,
+        hip=getattr(torch.version, "hip", None),
+    )
 
 
 def _cpu_window() -> Telemetry:

@@ -10,7 +10,8 @@ rest is here, once:
 - :func:`check_output` compares an output with its reference: (reason it is wrong,
   accuracy);
 - :func:`time_subjects` runs the engine with the point's clock and the policy
-  adjusted for its device (:func:`policy_for_device`);
+  adjusted for its device (:func:`policy_for_device`); on CUDA with NVML, the SM
+  clock guarded between batches (:class:`benchbench.measure.gpu.ClockGuard`);
 - :func:`ok_result` turns what the engine measured into a
   :class:`~benchbench.core.values.Result`.
 """
@@ -24,8 +25,10 @@ from typing import Any
 import torch
 
 from benchbench.core.values import Point, Result
+from benchbench.machine.nvml import load_nvml, sm_clock_reader
 from benchbench.measure import timers
 from benchbench.measure.accuracy import Accuracy, Tolerance, as_float64, compare
+from benchbench.measure.gpu import ClockGuard, host_extra
 from benchbench.measure.policy import Measured, Policy, Subject, warnings_for
 from benchbench.measure.policy import measure as engine_measure
 
@@ -94,8 +97,33 @@ def time_subjects(
     """
     policy = policy_for_device(policy, point)
     timer = timers.timer_for(point.device, torch)
-    measured = engine_measure(subjects, timer, policy, should_stop=should_stop or _never)
+    guard = clock_guard(point.device)
+    measured = engine_measure(
+        subjects, timer, policy, should_stop=should_stop or _never, guard=guard
+    )
+    if guard is not None:
+        measured = [
+            replace(
+                m,
+                device_extra=guard.extra(m.discarded_samples),
+                device_warnings=tuple(guard.warnings()),
+            )
+            for m in measured
+        ]
     return policy, measured
+
+
+def clock_guard(device: str, nvml: Any = None) -> ClockGuard | None:
+    """The SM clock guard of a CUDA ``device``; None elsewhere or without NVML.
+
+    The NVML index is the CUDA index (``cuda`` is 0): they agree unless
+    ``CUDA_VISIBLE_DEVICES`` reorders the GPUs, when the guard reads another GPU.
+    """
+    kind, _, index = device.partition(":")
+    if kind != "cuda":
+        return None
+    read = sm_clock_reader(nvml if nvml is not None else load_nvml()[0], int(index or 0))
+    return ClockGuard(read) if read is not None else None
 
 
 def _never() -> bool:
@@ -115,11 +143,19 @@ def ok_result(
     ``warnings``; ``threads`` is torch's thread count unless ``fields`` gives it; any
     other :class:`Result` field (work model, accuracy, extra) comes in ``fields``.
     ``extra`` gains what the engine held and counted: ``gc`` (how the garbage
-    collector was handled) and ``minor_faults_per_call``.
+    collector was handled) and ``minor_faults_per_call``; on CUDA the host time beside
+    the event time (``host_samples_s``, ``host_s_per_call``, ``launch_bound``) and
+    the clock guard's ``discarded_samples`` and ``throttle_reasons``.
     """
+    host, host_warnings = host_extra(
+        measured.samples_s, measured.host_samples_s, measured.calls_per_sample
+    )
     extra = {
         "gc": measured.gc,
         "minor_faults_per_call": measured.minor_faults_per_call,
+        **host,
+        **({"discarded_samples": measured.discarded_samples} if host else {}),
+        **measured.device_extra,
         **fields.pop("extra", {}),
     }
     return Result(
@@ -130,7 +166,12 @@ def ok_result(
         warmup=measured.warmup,
         converged=measured.converged,
         stop_reason=measured.stop_reason,
-        warnings=(*warnings_for(measured, policy), *warnings),
+        warnings=(
+            *warnings_for(measured, policy),
+            *host_warnings,
+            *measured.device_warnings,
+            *warnings,
+        ),
         extra=extra,
         **{"threads": torch.get_num_threads(), **fields},
     )

@@ -20,6 +20,7 @@ from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
 from benchbench.measure import inplace
 from benchbench.measure import timers as devices
 from benchbench.measure.accuracy import Tolerance, tolerance_for
+from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_subject, per_call
 from benchbench.measure.inplace import fresh as _fresh
 from benchbench.measure.loops import make_loop, make_rotating_loop
 from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
@@ -205,7 +206,20 @@ def _measure_inputs(
         extra["inplace_copies"] = planned.copies
     else:
         subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
+    graph, note = graph_mode(
+        variant.cuda_graph or options.policy.cuda_graph, point.device, variant.inplace
+    )
+    if note is not None:
+        extra["cuda_graph_note"] = note
+    graph_calls = 1
+    if graph:
+        try:
+            subjects[0], graph_calls = graph_subject(subjects[0], torch.cuda, cache == "cold")
+        except GraphCaptureError as exc:
+            return _skip(point, f"CUDA graph capture failed: {exc}", extra=extra, **base)
+        extra["cuda_graph"] = {"calls_per_replay": graph_calls}
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
+    main = per_call(main, graph_calls) if graph else main
     peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
     if options.profile_dir is not None:
         args = _fresh(call_inputs) if variant.inplace else call_inputs

@@ -25,9 +25,9 @@ import math
 import random
 import resource
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from benchbench.core.stats import Stats
 
@@ -70,7 +70,12 @@ class Block:
 
 
 class Timer(Protocol):
-    """Times blocks of calls on one device."""
+    """Times blocks of calls on one device.
+
+    A timer may also offer ``host_block_s`` (the host seconds each block of the last
+    :meth:`measure` took to enqueue: CUDA) and ``overhead_s()`` (its own cost, measured
+    on an empty block: MPS); the engine uses them where present.
+    """
 
     name: str
 
@@ -105,6 +110,8 @@ class Policy:
     warmup_max_s: float = 1.0
     max_calibration_rounds: int = 40
     fixed_calls: int | None = None  # cold-cache mode: one call per sample
+    #: ``run --cuda-graph``: CUDA points replay a captured graph (measure.cuda_graph).
+    cuda_graph: bool = False
     rounds_per_batch: int = 1  # >1 on CUDA: one synchronize per batch of samples
     seed: int = 0
 
@@ -148,10 +155,23 @@ class Measured:
     calibration_note: str | None = None
     minor_faults_per_call: float | None = None
     gc: str = GC_NOTE
+    #: Host seconds each sample took to enqueue (CUDA), in the order of ``samples_s``.
+    host_samples_s: tuple[float, ...] = ()
+    #: Samples taken and thrown away by the clock guard (GPU clock too low), retaken.
+    discarded_samples: int = 0
+    #: ``Result.extra`` keys and warnings about the device during sampling (clocks).
+    device_extra: Mapping[str, Any] = field(default_factory=dict)
+    device_warnings: tuple[str, ...] = ()
 
     @property
     def stats(self) -> Stats:
         return Stats.from_samples(self.samples_s, self.calls_per_sample)
+
+
+class BatchGuard(Protocol):
+    """Asked after each batch, outside the timed region: throw the batch away and retake it?"""
+
+    def retake(self) -> bool: ...
 
 
 def timer_overhead_s(clock: Clock = time.perf_counter_ns, pairs: int = 200) -> float:
@@ -252,6 +272,7 @@ def measure(
     clock: Clock = time.perf_counter_ns,
     should_stop: Callable[[], bool] = _never,
     faults: FaultCounter = minor_faults,
+    guard: BatchGuard | None = None,
 ) -> list[Measured]:
     """Warm up, calibrate and sample ``subjects`` interleaved until precise enough.
 
@@ -272,14 +293,19 @@ def measure(
     is the faults of its own blocks over the calls they timed (its ``pre`` included:
     the cold-cache flusher writes a buffer it allocated once, so it faults nothing
     after the first block).
+
+    ``guard`` (CUDA: :class:`benchbench.measure.gpu.ClockGuard`) may discard a batch
+    after it ran; its samples are counted in ``discarded_samples`` and retaken.
     """
     if not subjects:
         raise ValueError("measure() needs at least one subject")
-    overhead = timer_overhead_s(clock)
+    own_overhead = getattr(timer, "overhead_s", None)
+    overhead = own_overhead() if own_overhead is not None else timer_overhead_s(clock)
     warmups = [warm_up(s, timer, policy, clock, should_stop) for s in subjects]
     calibrated = [calibrate(s, timer, policy, overhead) for s in subjects]
     samples: list[list[float]] = [[] for _ in subjects]
-    faulted = [0] * len(subjects)
+    host: list[list[float]] = [[] for _ in subjects]
+    faulted, discarded = [0] * len(subjects), [0] * len(subjects)
     rng = random.Random(policy.seed)
     order = list(range(len(subjects)))
     # Garbage of warm-up and calibration is collected now, not inside a sample.
@@ -300,8 +326,15 @@ def measure(
         with gc_disabled():
             durations = timer.measure(blocks)
         reads.append(faults())
+        if guard is not None and not should_stop() and guard.retake():
+            for owner in owners:
+                discarded[owner] += 1
+            continue
+        host_s = getattr(timer, "host_block_s", None) or []
         for j, (owner, elapsed) in enumerate(zip(owners, durations, strict=True)):
             samples[owner].append(elapsed)
+            if j < len(host_s):
+                host[owner].append(host_s[j])
             if j + 1 < len(reads):
                 faulted[owner] += reads[j + 1] - reads[j]
         n = min(len(s) for s in samples)
@@ -336,6 +369,8 @@ def measure(
             stop_reason=reason,
             calibration_note=calibrated[i][1],
             minor_faults_per_call=faulted[i] / (len(samples[i]) * calibrated[i][0]),
+            host_samples_s=tuple(host[i]) if len(host[i]) == len(samples[i]) else (),
+            discarded_samples=discarded[i],
         )
         for i, s in enumerate(subjects)
     ]

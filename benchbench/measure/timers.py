@@ -3,9 +3,11 @@
 - CPU: ``time.perf_counter_ns`` around a block of calls.
 - CUDA (and ROCm through the same interface): a pair of
   ``torch.cuda.Event(enable_timing=True)`` per sample, one ``synchronize`` per batch
-  of samples; the host wall time of the batch is recorded beside it.
+  of samples; the host time each sample took to enqueue is recorded beside it (the
+  launch-bound test in :mod:`benchbench.measure.gpu`).
 - MPS: ``torch.mps.synchronize()`` before and after a host-timed block (MPS events
-  are not reliable for timing).
+  are not reliable for timing); its own overhead is measured on that bracket around
+  an empty block, which is what calibration must dwarf.
 
 Only the CPU path has run on real hardware in this project's CI; the CUDA and MPS
 paths are written from the PyTorch documentation and their logic is unit-tested
@@ -74,7 +76,9 @@ class CudaTimer:
     """CUDA event pairs per block, one synchronize per batch.
 
     ``cuda`` is ``torch.cuda`` (injected so the logic is testable without a GPU).
-    ``host_s`` keeps the host wall time of the last batch, recorded beside samples.
+    ``host_block_s`` keeps, per block of the last batch, the host seconds from just
+    before its start event to just after its end event: what the host spent
+    launching the block's calls. The engine stores it beside the event times.
     """
 
     name = "cuda-events"
@@ -82,25 +86,28 @@ class CudaTimer:
     def __init__(self, cuda: Any, clock: Any = time.perf_counter_ns) -> None:
         self._cuda = cuda
         self._clock = clock
-        self.host_s = 0.0
+        self.host_block_s: list[float] = []
 
     def sync(self) -> None:
         self._cuda.synchronize()
 
     def measure(self, blocks: Sequence[Block]) -> list[float]:
         pairs = []
-        t0 = self._clock()
+        host: list[float] = []
+        clock = self._clock
         for block in blocks:
             if block.pre is not None:
                 block.pre()  # enqueued before the start event: outside the timed region
             start = self._cuda.Event(enable_timing=True)
             end = self._cuda.Event(enable_timing=True)
+            t0 = clock()
             start.record()
             block.loop(block.calls)
             end.record()
+            host.append((clock() - t0) * 1e-9)
             pairs.append((start, end))
         self._cuda.synchronize()
-        self.host_s = (self._clock() - t0) * 1e-9
+        self.host_block_s = host
         # elapsed_time is in milliseconds.
         return [start.elapsed_time(end) * 1e-3 for start, end in pairs]
 
@@ -117,6 +124,13 @@ class MpsTimer:
     def sync(self) -> None:
         self._mps.synchronize()
 
+    def overhead_s(self, pairs: int = 50) -> float:
+        """Smallest time of an empty block through :meth:`measure`: two synchronizes
+        and two clock reads, the floor under every MPS sample (calibration makes
+        samples 1000x longer)."""
+        empty = Block(_no_calls, 0)
+        return max(0.0, min(self.measure([empty])[0] for _ in range(pairs)))
+
     def measure(self, blocks: Sequence[Block]) -> list[float]:
         out: list[float] = []
         for block in blocks:
@@ -128,6 +142,10 @@ class MpsTimer:
             self._mps.synchronize()
             out.append((self._clock() - t0) * 1e-9)
         return out
+
+
+def _no_calls(calls: int) -> None:
+    return None
 
 
 def timer_for(device: str, torch: Any) -> CpuTimer | CudaTimer | MpsTimer:

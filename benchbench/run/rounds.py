@@ -32,6 +32,7 @@ from typing import Any
 from benchbench.core.errors import UsageError
 from benchbench.core.stats import Stats
 from benchbench.core.values import Result
+from benchbench.measure import gpu
 
 #: Rounds (fresh processes) per point by default: BENCHMARKS.md, "Rounds across
 #: processes", has the measurements it was chosen from.
@@ -153,7 +154,9 @@ def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
     if target_rel_ci is not None and len(counts) > 1:
         converged = converged and stats.rel_ci_half_width <= target_rel_ci
     reasons = list(dict.fromkeys(str(r.stop_reason) for r in measured))
-    extra = dict(first.extra)
+    extra, warnings = gpu.merge_extra(
+        first.extra, warnings, [r.extra for r in measured], stats.median_s
+    )
     extra["processes"] = [
         {
             "calls_per_sample": r.calls_per_sample,

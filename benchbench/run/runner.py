@@ -112,6 +112,9 @@ def plan(config: RunConfig) -> list[tuple[Path, Workload, Point]]:
     for path in config.suites:
         suite = load_suite(path)
         for workload, point in select_points([suite], config.selection):
+            if config.policy.cuda_graph and point.device.startswith("cuda"):
+                # Graph replays exclude launch overhead: their own history, not eager's.
+                point = dataclasses.replace(point, params=(*point.params, ("cuda_graph", True)))
             out.append((path, workload, point))
     return out
 

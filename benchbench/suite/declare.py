@@ -103,6 +103,9 @@ class Variant:
       (``"record"``: accuracy stored, never rejected; see :data:`CHECK_MODES`).
     - ``outputs``: overrides the workload's output lifetime for this variant
       (``"keep"`` or ``"drop"``; see :data:`~benchbench.core.values.OUTPUT_MODES`).
+    - ``cuda_graph``: on CUDA, time replays of a CUDA graph of K captured calls
+      (launch overhead excluded; :mod:`benchbench.measure.cuda_graph`); ignored
+      with a note on other devices. ``run --cuda-graph`` sets it for every variant.
     - ``rtol`` / ``atol``: the reference check's tolerance for this variant, a number
       or a number per dtype name (``{"bfloat16": 2e-2}``); it wins over the
       workload's, which wins over the dtype's default.
@@ -118,6 +121,7 @@ class Variant:
     description: str = ""
     check: bool | str | None = None
     outputs: str | None = None
+    cuda_graph: bool = False
     # Out of the hash: a dict by dtype is not hashable, and the name identifies a variant.
     rtol: ToleranceSpec = field(default=None, hash=False)
     atol: ToleranceSpec = field(default=None, hash=False)

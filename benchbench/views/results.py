@@ -22,7 +22,8 @@ NO_PROFILE_NOTE = "% of peak: no hardware profile for this environment; run `ben
 #: The start of the warning a point above its measured ceiling carries.
 ABOVE_CEILING = "above the measured ceiling"
 
-#: Keys of every result in ``--json`` output (seconds as floats).
+#: Keys of every result in ``--json`` output (seconds as floats); ``timing`` is
+#: :func:`timing` (how a CUDA point was timed; null elsewhere).
 RESULT_KEYS: tuple[str, ...] = (
     *POINT_KEYS,
     "status",
@@ -42,6 +43,7 @@ RESULT_KEYS: tuple[str, ...] = (
     "cache_mode",
     "threads",
     "warnings",
+    "timing",
 )
 
 
@@ -49,6 +51,7 @@ def result_json(row: Mapping[str, Any]) -> dict[str, Any]:
     """One stored measurement (joined with its benchmark) as a ``--json`` result."""
     out = {key: row.get(key) for key in RESULT_KEYS}
     out["samples"] = list(row.get("samples_s") or [])
+    out["timing"] = timing(row)
     return out
 
 
@@ -187,6 +190,20 @@ RESULT_COLUMNS = (
     Column("max rel err", "right"),
     Column("notes"),
 )
+#: Shown before ``notes`` when a table holds a CUDA point: how it was timed (``events``
+#: or ``graph xK``, which excludes launch overhead) and whether it was launch-bound.
+TIMING_COLUMN = Column("timing")
+
+
+def timing(row: Mapping[str, Any]) -> str | None:
+    """How a CUDA point was timed (``events``, ``graph x100``, ``, launch-bound``);
+    None for other devices, whose host clock is the only clock."""
+    if not str(row.get("device") or "").startswith("cuda"):
+        return None
+    extra = row.get("extra") or {}
+    graph = extra.get("cuda_graph")
+    method = f"graph x{graph['calls_per_replay']}" if graph else "events"
+    return f"{method}, launch-bound" if extra.get("launch_bound") else method
 
 
 def results_grid(
@@ -198,6 +215,7 @@ def results_grid(
     profile; without one a note under the table says how to get it.
     """
     cells: list[tuple[Cell, ...]] = []
+    methods = [timing(row) for row in rows]
     for row in rows:
         shape = row.get("shape") or [row.get("size")]
         size = "x".join(map(str, shape)) if len(shape) > 1 else format_size(int(row["size"]))
@@ -226,7 +244,20 @@ def results_grid(
         )
     above = above_ceiling_note(rows) if profiled else None
     notes = ((above,) if above else ()) if profiled else (NO_PROFILE_NOTE,)
+    if any(m is not None for m in methods):
+        columns = (*RESULT_COLUMNS[:-1], TIMING_COLUMN, RESULT_COLUMNS[-1])
+        cells = [
+            (*c[:-1], _timing_cell(row, m), c[-1])
+            for c, row, m in zip(cells, rows, methods, strict=True)
+        ]
+        return Grid.of(columns, cells, title=title, notes=notes)
     return Grid.of(RESULT_COLUMNS, cells, title=title, notes=notes)
+
+
+def _timing_cell(row: Mapping[str, Any], method: str | None) -> Cell:
+    if method is None or row.get("status") != "ok":
+        return "-" if method is None else ""
+    return Text(method, style="yellow") if "launch-bound" in method else method
 
 
 def failures(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:

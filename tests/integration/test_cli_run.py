@@ -367,3 +367,31 @@ def test_operators_around_zero_pass_the_check_and_a_wrong_one_fails(tmp_path):
             assert 0 < result["max_abs_error"] < 0.1
     stored = open_store(str(db)).measurements(json_of(done)["run_id"])
     assert all(m["max_abs_error"] is not None and m["max_abs_error"] > 0 for m in stored)
+
+
+def test_lock_clocks_without_nvml_exits_2_before_measuring(tmp_path, monkeypatch, capsys):
+    from benchbench.cli import main
+
+    monkeypatch.setattr(
+        "benchbench.machine.nvml.load_nvml", lambda: (None, "nvmlInit failed: no driver")
+    )
+    store = str(tmp_path / "s.db")
+    assert main(["run", str(SUITES / "tiny.py"), "--store", store, "--lock-clocks"]) == 2
+    err = capsys.readouterr().err
+    assert "--lock-clocks needs NVML: nvmlInit failed: no driver" in err
+    assert "run without --lock-clocks" in err
+    assert open_store(store).runs() == []
+
+
+def test_cuda_graph_is_stored_with_the_run_and_noted_on_cpu_points(tmp_path):
+    db = tmp_path / "store.db"
+    args = ("--filter", "sum", "--budget", "0.05", "--store", str(db))
+    done = benchbench("run", str(SUITES / "tiny.py"), *args, "--cuda-graph", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json_of(done)
+    store = open_store(str(db))
+    assert store.resolve_run(doc["run_id"])["config"]["policy"]["cuda_graph"] is True
+    (result,) = doc["results"]
+    assert result["status"] == "ok" and result["timing"] is None
+    (row,) = store.measurements(doc["run_id"])
+    assert row["extra"]["cuda_graph_note"] == "CUDA graph not used: cpu is not a CUDA device"

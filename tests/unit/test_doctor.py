@@ -438,3 +438,13 @@ def test_real_system_report_is_well_formed() -> None:
         if check.status == "warn":
             assert check.advice, f"a warning without a fix: {check}"
     json.dumps([check.to_dict() for check in checks])
+
+
+def test_torch_build_names_its_gpu_toolkit() -> None:
+    def build(cuda: str | None, hip: str | None) -> str:
+        info = TorchInfo("2.13", 4, False, cuda=cuda, hip=hip)
+        return _one(check_torch_build(_sources(torch_info=lambda: info))).value
+
+    assert build(None, None) == "release build (torch 2.13, no GPU)"
+    assert build("12.4", None) == "release build (torch 2.13, CUDA 12.4)"
+    assert build(None, "6.1.40091") == "release build (torch 2.13, ROCm/HIP 6.1.40091)"

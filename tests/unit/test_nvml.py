@@ -6,12 +6,16 @@ from dataclasses import dataclass
 
 import pytest
 
+from benchbench.core.errors import UsageError
 from benchbench.machine.nvml import (
+    ClockReading,
     call,
     driver_version,
+    locked_clocks,
     process_name,
     read,
     running_processes,
+    sm_clock_reader,
 )
 
 NO_SUCH_PID = 999_999_999  # above Linux's pid_max (4,194,304): never a real process
@@ -88,3 +92,80 @@ def test_driver_version_decodes_bytes_and_is_none_when_unreadable() -> None:
 
 def test_process_name_of_a_missing_process_is_none() -> None:
     assert process_name(NO_SUCH_PID) is None
+
+
+class FakeNoPermission(Exception):
+    """Stands for pynvml.NVMLError_NoPermission."""
+
+
+class ClockNvml:
+    """NVML clock calls on fakes: records locks and resets; GPU ``refuse`` raises."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self, refuse: int | None = None, error: Exception | None = None) -> None:
+        self.refuse = refuse
+        self.error = error or FakeNoPermission("Insufficient Permissions")
+        self.log: list[tuple[str, int, int]] = []
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetApplicationsClock(self, handle: int, kind: int) -> int:
+        raise FakeNvmlError("Not Supported")  # the default is read instead
+
+    def nvmlDeviceGetDefaultApplicationsClock(self, handle: int, kind: int) -> int:
+        assert kind == self.NVML_CLOCK_SM
+        return 1755 + handle
+
+    def nvmlDeviceGetClockInfo(self, handle: int, kind: int) -> int:
+        return 1410
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: int) -> int:
+        return 0x4
+
+    def nvmlDeviceSetGpuLockedClocks(self, handle: int, low: int, high: int) -> None:
+        if handle == self.refuse:
+            raise self.error
+        self.log.append(("lock", handle, low))
+
+    def nvmlDeviceResetGpuLockedClocks(self, handle: int) -> None:
+        self.log.append(("reset", handle, 0))
+
+
+def test_sm_clock_reader_reads_the_clock_beside_the_reference() -> None:
+    read = sm_clock_reader(ClockNvml(), 1)
+    assert read is not None
+    assert read() == ClockReading(sm_mhz=1410, reference_mhz=1756, reasons_mask=0x4)
+    assert sm_clock_reader(None, 0) is None
+
+
+def test_locked_clocks_lock_to_the_default_and_reset_after() -> None:
+    nvml = ClockNvml()
+    with locked_clocks(nvml, "", [0, 1]) as mhz:
+        assert mhz == {0: 1755, 1: 1756}
+        assert nvml.log == [("lock", 0, 1755), ("lock", 1, 1756)]
+    assert nvml.log[2:] == [("reset", 0, 0), ("reset", 1, 0)]
+
+
+def test_locked_clocks_refused_is_a_usage_error_naming_the_fix_and_resets_the_rest() -> None:
+    nvml = ClockNvml(refuse=1)
+    with pytest.raises(UsageError) as info, locked_clocks(nvml, "", [0, 1]):
+        pass
+    text = str(info.value)
+    assert "cannot lock the clocks of GPU 1 (Insufficient Permissions)" in text
+    assert "run as root" in text and "nvidia-smi -i 1 -lgc" in text
+    assert nvml.log == [("lock", 0, 1755), ("reset", 0, 0)]
+    unsupported = ClockNvml(refuse=0, error=FakeNvmlError("Not Supported"))
+    refused = pytest.raises(UsageError, match="does not allow it: run without --lock-clocks")
+    with refused, locked_clocks(unsupported, "", [0]):
+        pass
+
+
+def test_locked_clocks_without_nvml_says_why_and_what_to_do() -> None:
+    with pytest.raises(UsageError) as info, locked_clocks(None, "nvmlInit failed: no driver", [0]):
+        pass
+    assert str(info.value) == (
+        "--lock-clocks needs NVML: nvmlInit failed: no driver; install nvidia-ml-py on a "
+        "machine with an NVIDIA driver, or run without --lock-clocks"
+    )
