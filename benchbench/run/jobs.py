@@ -41,7 +41,14 @@ from benchbench.machine.vcs import git_state
 from benchbench.run.observed import observed_request
 from benchbench.run.rounds import Rounds, merge, round_request, target_of, wants_more
 from benchbench.run.rounds import order as rounds_order
-from benchbench.run.workers import Spawner, StopRequest, Worker, WorkerFailure, Zygote
+from benchbench.run.workers import (
+    ForkUnsafe,
+    Spawner,
+    StopRequest,
+    Worker,
+    WorkerFailure,
+    Zygote,
+)
 from benchbench.store import Store
 from benchbench.store.store import now
 
@@ -58,6 +65,7 @@ class Job:
 
     ``answer`` is the event carrying the results (``result``: one, ``timed``: a list);
     a worker failure turns into an error result per point, with ``code_version``.
+    ``timeout_s`` replaces the run's timeout for this job (a compile variant's point).
     """
 
     request: dict[str, Any]
@@ -65,6 +73,7 @@ class Job:
     label: str
     answer: str = "result"
     code_version: int = 1
+    timeout_s: float | None = None
 
     def results(self, message: dict[str, Any]) -> list[Result]:
         """The results an ``answer`` event carries."""
@@ -94,6 +103,8 @@ class WorkerPool:
         self._fresh = fresh
         self._spent = False
         self._worker: Worker | None = None
+        #: What the run should tell its user about its workers (the spawn fallback).
+        self.notes: list[str] = []
 
     def request(
         self,
@@ -115,8 +126,9 @@ class WorkerPool:
             self._worker = None
             raise
         # A fresh pool's worker has served its one request: it stays (idle, so that the
-        # runner can read its CPU time) until the next request asks for a worker.
-        self._spent = self._fresh
+        # runner can read its CPU time) until the next request asks for a worker. One
+        # that retired (its CUDA context is poisoned) is exiting: never asked again.
+        self._spent = self._fresh or bool(answer.get("retire"))
         return answer
 
     def worker(self) -> Worker:
@@ -128,10 +140,22 @@ class WorkerPool:
         self._spent = False
         if self._worker is None:
             try:
-                self._worker = self._launcher.worker()
+                self._worker = self._start()
             except WorkerFailure as failure:
                 raise MeasurementError(f"the worker process did not start: {failure}") from None
         return self._worker
+
+    def _start(self) -> Worker:
+        try:
+            return self._launcher.worker()
+        except ForkUnsafe as refusal:
+            spawner = getattr(self._launcher, "spawner", None)  # a Zygote has one
+            if spawner is None:
+                raise MeasurementError(str(refusal)) from None
+            self.notes.append(str(refusal))
+            self._launcher.close()
+            self._launcher = spawner()
+            return self._launcher.worker()
 
     def close(self) -> None:
         if self._worker is not None:
@@ -195,14 +219,15 @@ def measure_jobs(
 
     Every request goes to a fresh worker (:class:`WorkerPool` with ``fresh``); a round
     visits the jobs still open in a seeded shuffled order (:mod:`benchbench.run.rounds`;
-    without ``rounds``, one round in the jobs' order),
-    and a point is merged and written once its last round is in. ``timeout_s`` bounds
-    each request; ``threads`` is torch's thread count in the workers (None: torch's
-    default). ``progress(event, data)`` is called with ``start`` (total: requests
-    planned, run_id), ``point`` (index, label, round) before each request, ``advance``
-    (total) after it, and ``result`` (index, results, result: the first) when a point
-    is done. Without a store in ``record`` nothing is stored and the environment is not
-    asked for.
+    without ``rounds``, one round in the jobs' order), and a point is merged and written
+    once its last round is in. ``timeout_s`` bounds each request (a job's own
+    ``timeout_s`` replaces it); ``threads`` is torch's thread count in the workers
+    (None: torch's default). ``progress(event, data)`` is called with ``start`` (total:
+    requests planned, run_id), ``point`` (index, label, round) before each request,
+    ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
+    point is done, and ``note`` (message) when the workers changed how they start (the
+    zygote refused to fork: fresh interpreters from then on). Without a store in
+    ``record`` nothing is stored and the environment is not asked for.
     """
     notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
@@ -237,7 +262,10 @@ def measure_jobs(
                     break
                 job = jobs[index]
                 notify("point", {"index": index, "label": job.label, "round": round_index + 1})
-                results = _request(job, pool, plan.count, round_index, timeout_s, stop)
+                limit_s = job.timeout_s or timeout_s
+                results = _request(job, pool, plan.count, round_index, limit_s, stop)
+                while pool.notes:
+                    notify("note", {"message": pool.notes.pop(0)})
                 if results is None:
                     break  # stopped: the point cut short is left for --resume
                 taken[index].append(results)

@@ -53,6 +53,14 @@ __all__ = [
 
 RUN_KINDS = ("adhoc", "nightly", "ci")
 
+#: Seconds a ``torch.compile`` variant's point may take unless ``--timeout`` is given.
+#: Each such point compiles afresh in its worker (dynamo reset, ``dynamic=False``): a
+#: cold inductor compile of one small function took 17-90 s on our 2-core machine (a
+#: C++ compile per kernel; on a GPU, Triton kernels), plus the ~8 s torch import of a
+#: loaded machine and the point's own warm-up and samples (~2 s). 300 s is 3x the
+#: slowest cold compile seen, where the 60 s default would cut most of them short.
+COMPILE_TIMEOUT_S = 300.0
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -64,6 +72,9 @@ class RunConfig:
     cache: str = "warm"
     threads: int | None = None
     timeout_s: float = 60.0
+    #: The timeout of ``torch.compile`` variants' points; None: the larger of
+    #: ``timeout_s`` and :data:`COMPILE_TIMEOUT_S` (the CLI sets it to ``--timeout``).
+    compile_timeout_s: float | None = None
     memory_limit_bytes: int = 0
     kind: str = "adhoc"
     label: str | None = None
@@ -155,6 +166,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         outputs=stored.get("outputs"),
         threads=stored.get("threads"),
         timeout_s=float(stored.get("timeout_s", 60.0)),
+        compile_timeout_s=stored.get("compile_timeout_s"),
         memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
         allocator=stored.get("allocator", "system"),
         rounds=Rounds.from_dict(stored.get("rounds")),
@@ -275,7 +287,10 @@ def _job(
         "threads": config.threads,
         "profile_dir": profile_dir,
     }
-    return Job(request, (point,), point.label, code_version=workload.version)
+    timeout_s = None
+    if workload.variant(point.variant).compile:
+        timeout_s = config.compile_timeout_s or max(config.timeout_s, COMPILE_TIMEOUT_S)
+    return Job(request, (point,), point.label, code_version=workload.version, timeout_s=timeout_s)
 
 
 def _run_row(
@@ -304,6 +319,7 @@ def _run_row(
             "outputs": config.outputs,
             "threads": config.threads,
             "timeout_s": config.timeout_s,
+            "compile_timeout_s": config.compile_timeout_s,
             "memory_limit_bytes": config.memory_limit_bytes,
             "allocator": config.allocator,
             "rounds": config.rounds.to_dict(),
