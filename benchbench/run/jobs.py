@@ -93,18 +93,25 @@ class WorkerPool:
     """The current worker of a run, forked (or spawned) when a request needs one.
 
     Use as a context manager: leaving it ends the worker and the launcher. A worker
-    that failed is discarded, so the next request starts a fresh one. With ``fresh``
+    that failed is discarded, so the next request starts a fresh one. A zygote that
+    refuses to fork (CUDA initialised in it) gives way to its spawner, and ``on_note``
+    is told why. With ``fresh``
     (the default) every request gets a worker that has done nothing else: its heap,
     page mappings and caches owe nothing to the points before it.
     """
 
-    def __init__(self, launcher: Zygote | Spawner, fresh: bool = True) -> None:
+    def __init__(
+        self,
+        launcher: Zygote | Spawner,
+        fresh: bool = True,
+        on_note: Callable[[str], None] | None = None,
+    ) -> None:
         self._launcher = launcher
         self._fresh = fresh
         self._spent = False
         self._worker: Worker | None = None
-        #: What the run should tell its user about its workers (the spawn fallback).
-        self.notes: list[str] = []
+        #: Told what the run's user should know about its workers (the spawn fallback).
+        self._on_note = on_note or (lambda _message: None)
 
     def request(
         self,
@@ -152,7 +159,7 @@ class WorkerPool:
             spawner = getattr(self._launcher, "spawner", None)  # a Zygote has one
             if spawner is None:
                 raise MeasurementError(str(refusal)) from None
-            self.notes.append(str(refusal))
+            self._on_note(str(refusal))
             self._launcher.close()
             self._launcher = spawner()
             return self._launcher.worker()
@@ -225,9 +232,8 @@ def measure_jobs(
     (None: torch's default). ``progress(event, data)`` is called with ``start`` (total:
     requests planned, run_id), ``point`` (index, label, round) before each request,
     ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
-    point is done, and ``note`` (message) when the workers changed how they start (the
-    zygote refused to fork: fresh interpreters from then on). Without a store in
-    ``record`` nothing is stored and the environment is not asked for.
+    point is done. Without a store in ``record`` nothing is stored and the environment
+    is not asked for.
     """
     notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
@@ -264,8 +270,6 @@ def measure_jobs(
                 notify("point", {"index": index, "label": job.label, "round": round_index + 1})
                 limit_s = job.timeout_s or timeout_s
                 results = _request(job, pool, plan.count, round_index, limit_s, stop)
-                while pool.notes:
-                    notify("note", {"message": pool.notes.pop(0)})
                 if results is None:
                     break  # stopped: the point cut short is left for --resume
                 taken[index].append(results)

@@ -246,12 +246,14 @@ def run(
     """Measure every planned point into ``store``; returns the summary.
 
     ``progress(event, data)`` is called with ``start`` (total), ``point`` (index,
-    label) before each point and ``result`` (result) after it. ``stop`` (set by a
+    label) before each point, ``result`` (result) after it, and ``note`` (message) when
+    the workers change how they start (fresh interpreters). ``stop`` (set by a
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
     # Started first: the zygote imports torch while the suites load here.
     workers = launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
-    with WorkerPool(workers) as pool:
+    notify = progress or (lambda _event, _data: None)
+    with WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool:
         run_id, group_id, points, shard_doc = _plan_run(config, store)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [

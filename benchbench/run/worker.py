@@ -224,7 +224,9 @@ def guard_memory(
         return "address space"
     if unavailable_reason(device, torch) is not None:
         return None  # the point is skipped with that reason: nothing to guard
-    where = torch.device(device)
+    # The index (None: the current device): the fraction's setter rejects a device
+    # without one ("cuda").
+    where = torch.device(device).index
     total = int(torch.cuda.get_device_properties(where).total_memory)
     torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit / total), where)
     return "device memory"

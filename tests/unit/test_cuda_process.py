@@ -43,7 +43,7 @@ class FakeCuda:
 
     def __init__(self, count: int = 1, total: int = 32 * GIB, initialized: bool = False) -> None:
         self.count, self.total, self.initialized = count, total, initialized
-        self.fractions: list[tuple[float, str]] = []
+        self.fractions: list[tuple[float, int | None]] = []
 
     def is_available(self) -> bool:
         return self.count > 0
@@ -54,15 +54,19 @@ class FakeCuda:
     def is_initialized(self) -> bool:
         return self.initialized
 
-    def get_device_properties(self, device: str) -> SimpleNamespace:
+    def get_device_properties(self, device: int | None) -> SimpleNamespace:
         return SimpleNamespace(total_memory=self.total)
 
-    def set_per_process_memory_fraction(self, fraction: float, device: str) -> None:
+    def set_per_process_memory_fraction(self, fraction: float, device: int | None) -> None:
         self.fractions.append((fraction, device))
 
 
 def _torch(cuda: FakeCuda) -> SimpleNamespace:
-    return SimpleNamespace(cuda=cuda, device=str)
+    def device(text: str) -> SimpleNamespace:
+        _kind, _, index = text.partition(":")
+        return SimpleNamespace(index=int(index) if index else None)
+
+    return SimpleNamespace(cuda=cuda, device=device)
 
 
 # -- the memory guard per device ------------------------------------------------------
@@ -79,17 +83,17 @@ def test_cpu_points_get_an_address_space_limit_and_cuda_points_none():
     assert limits == [(resource.RLIMIT_AS, (8 * GIB, 8 * GIB))]
     assert child.guard_memory("cuda:0", 8 * GIB, _torch(cuda), setrlimit) == "device memory"
     assert limits == [(resource.RLIMIT_AS, (8 * GIB, 8 * GIB))]  # none added: it breaks CUDA
-    assert cuda.fractions == [(0.25, "cuda:0")]  # 8 GiB of the device's 32
+    assert cuda.fractions == [(0.25, 0)]  # 8 GiB of the device's 32, by index
 
 
 def test_a_limit_above_the_device_caps_at_all_of_it_and_no_limit_or_device_guards_nothing():
     cuda = FakeCuda(total=4 * GIB)
     never = pytest.fail
     child.guard_memory("cuda", 8 * GIB, _torch(cuda), never)
-    assert cuda.fractions == [(1.0, "cuda")]
+    assert cuda.fractions == [(1.0, None)]  # None: the current device
     assert child.guard_memory("cpu", 0, _torch(cuda), never) is None
     assert child.guard_memory("cuda:1", 8 * GIB, _torch(cuda), never) is None  # absent: skipped
-    assert cuda.fractions == [(1.0, "cuda")]
+    assert cuda.fractions == [(1.0, None)]
 
 
 @contextlib.contextmanager

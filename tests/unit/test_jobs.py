@@ -40,7 +40,6 @@ class ScriptedPool:
     def __init__(self, by_size: dict[int, Answer] | None = None) -> None:
         self.by_size = by_size or {}
         self.requests: list[dict[str, Any]] = []
-        self.notes: list[str] = []
 
     def worker(self):
         return FakeWorker(_ok)  # its pid is None: no process to read CPU time from
@@ -301,18 +300,11 @@ class RefusingZygote(FakeLauncher):
 def test_a_zygote_that_refuses_to_fork_gives_way_to_fresh_interpreters_and_says_so():
     spawned = FakeLauncher(_ok, _ok)
     zygote = RefusingZygote(spawned)
-    events: list[tuple[str, dict[str, Any]]] = []
-    with WorkerPool(zygote) as pool:
-        summary = measure_jobs(
-            [_job(1), _job(2)],
-            pool,
-            RunRecord("run-1", None),
-            timeout_s=5,
-            progress=lambda event, data: events.append((event, data)),
-        )
+    notes: list[str] = []
+    with WorkerPool(zygote, on_note=notes.append) as pool:
+        summary = measure_jobs([_job(1), _job(2)], pool, RunRecord("run-1", None), timeout_s=5)
     assert [r.status for r in summary.results] == ["ok", "ok"]
     assert zygote.closed and len(spawned.started) == 2 and spawned.closed
-    notes = [data["message"] for event, data in events if event == "note"]
     assert notes == ["CUDA was initialised in the worker zygote"]
 
 
