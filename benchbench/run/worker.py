@@ -32,16 +32,20 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
 - (none: sent once, when the worker is ready) → ``{"event": "hello", "pid"}``
 - ``{"op": "environment", "threads"}`` → ``{"event": "environment", "fields", "info"}``
 - ``{"op": "measure", "suite_path", "workload", "point", "policy", "cache", "threads",
-  "profile_dir", "outputs", "check"}`` → ``{"event": "result", "result"}`` (a
+  "profile_dir", "outputs", "check"}`` → ``{"event": "result", "result", "retire"}`` (a
   ``Result.to_dict()``; ``"check": false`` skips the reference check), or
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
 - ``{"op": "time", "statements", "setup", "point", "reference", "policy",
-  "check_only", "threads"}`` → ``{"event": "timed", "results"}`` (one result per statement)
+  "check_only", "threads"}`` → ``{"event": "timed", "results", "retire"}`` (one result
+  per statement)
+- ``"retire": true``: the point poisoned this process's CUDA context; the worker exits
+  after this answer (see :func:`serve`)
 - ``{"op": "exit"}`` → no event: the worker exits (so does end of input)
 - any other ``op`` → ``{"event": "error", "message"}``
 
 A point that fails (bad suite, exception, wrong result) is a ``result`` with status
-``error``: the worker lives on. SIGINT or SIGTERM make the worker stop after the
+``error``: the worker lives on, unless the failure poisoned its CUDA context
+(``retire``). SIGINT or SIGTERM make the worker stop after the
 current sample: a point cut short is answered ``interrupted`` (it is not a finished
 point), a finished one with its ``result``; either way the worker then exits, and it
 exits without answering when the signal came between requests.
@@ -50,7 +54,9 @@ The zygote speaks a second, smaller protocol on a SEQPACKET socket (one JSON mes
 per packet): ``{"event": "ready", "pid"}`` once torch is imported, then ``{"op":
 "fork"}`` with the worker's request and event pipes attached as file descriptors,
 answered ``{"pid"}``, and ``{"op": "wait", "pid", "timeout_s"}``, answered
-``{"code"}`` (the exit code; negative: the signal that killed it).
+``{"code"}`` (the exit code; negative: the signal that killed it). A ``fork`` is
+answered ``{"refused": reason}`` instead when CUDA is initialised in the zygote
+(:func:`fork_refusal`); the runner then starts fresh interpreters.
 """
 
 from __future__ import annotations

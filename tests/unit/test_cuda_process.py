@@ -23,7 +23,7 @@ from benchbench.measure.point import Options, measure_point
 from benchbench.measure.policy import Policy
 from benchbench.run import runner
 from benchbench.run import worker as child
-from benchbench.run.workers import Worker, WorkerFailure
+from benchbench.run.workers import Spawner, Worker, WorkerFailure, launcher
 from benchbench.suite.declare import Suite, Variant
 
 FAST = Policy(
@@ -154,6 +154,15 @@ def test_the_worker_entry_point_asks_nvml_before_torch_loads():
     env = {k: v for k, v in os.environ.items() if k != child.NVML_CHECK}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.stderr.split() == ["1", "False"], done.stderr
+
+
+def test_the_launcher_sets_the_nvml_check_for_the_runner_and_its_workers(monkeypatch):
+    monkeypatch.delenv(child.NVML_CHECK, raising=False)
+    spawner = launcher(fork=False)
+    assert isinstance(spawner, Spawner) and spawner.env is not None
+    assert spawner.env[child.NVML_CHECK] == "1" and os.environ[child.NVML_CHECK] == "1"
+    monkeypatch.setenv(child.NVML_CHECK, "0")  # a person's own choice is kept
+    assert launcher(fork=False).env[child.NVML_CHECK] == "0"  # type: ignore[index]
 
 
 # -- a poisoned CUDA context ----------------------------------------------------------
