@@ -1,6 +1,6 @@
 """GPU acceptance: benchbench's CUDA paths against plain measurements, on a real GPU.
 
-Run from the repository root on a CUDA machine (about 5-10 minutes):
+Run from the repository root on a CUDA machine:
 
     PYTHONPATH=. python benchmarks/gpu_acceptance.py [--device cuda:0]
 
