@@ -15,7 +15,7 @@ checked like any other.
 
 The ``quick`` workloads are small (float32, three sizes); the ``sweep`` workloads
 (``nightly``) cover 2^10 to 2^24 elements in four dtypes. ``chain`` (``full``: a
-cold ``torch.compile`` takes 20-90 s here, run it with ``--timeout 300``) asks
+cold ``torch.compile`` takes 20-90 s here, hence its points' 300 s timeout) asks
 whether compiling ``sqrt(x * x + 1) * 0.5`` beats three eager kernels; the compile
 time is stored as ``extra.compile_s`` (the first call, timed alone), never in the samples.
 """

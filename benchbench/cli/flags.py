@@ -255,7 +255,8 @@ def default_rounds() -> int:
 def progress_events(progress: Progress, description: str) -> Callable[[str, dict[str, Any]], None]:
     """The runner's ``progress(event, data)`` callback drawing one bar on ``progress``:
     ``start`` adds it, ``point`` names the point (and round) being measured, ``advance``
-    moves it by one request (the total grows when points take extra rounds)."""
+    moves it by one request (the total grows when points take extra rounds), ``note``
+    prints its message above the bar."""
     task: list[Any] = []
 
     def on_event(event: str, data: dict[str, Any]) -> None:
@@ -267,5 +268,7 @@ def progress_events(progress: Progress, description: str) -> Callable[[str, dict
             progress.update(task[0], current=escape(data["label"] + where))
         elif event == "advance":
             progress.update(task[0], total=data["total"], advance=1)
+        elif event == "note":
+            progress.console.print(f"note: {escape(data['message'])}")
 
     return on_event

@@ -129,14 +129,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         metavar="SECONDS",
-        help="a point running longer is stopped and recorded as an error "
-        f"(default {DEFAULT_TIMEOUT_S:g})",
+        help="a point running longer is stopped and recorded as an error (default "
+        f"{DEFAULT_TIMEOUT_S:g}; {runner.COMPILE_TIMEOUT_S:g} for torch.compile variants, "
+        "whose every point compiles afresh)",
     )
     parser.add_argument(
         "--memory-limit",
         metavar="SIZE",
-        help="address-space limit per worker, e.g. 8G; an allocation past it is recorded as "
-        "'out of memory' for that point (default: none)",
+        help="memory limit per worker, e.g. 8G; a point past it is recorded as 'out of "
+        "memory'. cpu and mps points: an address-space limit. cuda points: the point's GPU "
+        "capped at SIZE (torch.cuda.set_per_process_memory_fraction) and the worker's "
+        "resident host memory watched by the runner, which kills it past SIZE (an "
+        "address-space limit would break CUDA) (default: none)",
     )
     flags.add_allocator(parser)
     parser.add_argument(
@@ -225,6 +229,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         threads=args.threads,
         cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
+        compile_timeout_s=args.timeout,  # None: COMPILE_TIMEOUT_S for compile variants
         memory_limit_bytes=_memory_limit(args.memory_limit),
         allocator=args.allocator or "system",
         rounds=flags.rounds_from(args),
@@ -286,11 +291,13 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
             "own suites, filters and policy: drop these flags, or start a new run"
         )
     timeout = args.timeout if args.timeout is not None else stored.timeout_s
+    compile_timeout = args.timeout if args.timeout is not None else stored.compile_timeout_s
     memory = _memory_limit(args.memory_limit) if args.memory_limit else stored.memory_limit_bytes
     return runner.RunConfig(
         **{
             **{f: getattr(stored, f) for f in runner.RunConfig.__dataclass_fields__},
             "timeout_s": timeout,
+            "compile_timeout_s": compile_timeout,
             "memory_limit_bytes": memory,
         }
     )

@@ -38,10 +38,10 @@ CUDA_ROUNDS_PER_BATCH = 10
 
 
 def sync(device: str) -> None:
-    """Wait for all work queued on ``device`` (CUDA, MPS); nothing to wait for on the CPU."""
+    """Wait for all work queued on ``device`` (CUDA: that device, MPS); nothing on the CPU."""
     kind = device.partition(":")[0]
     if kind == "cuda":
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
     elif kind == "mps":
         torch.mps.synchronize()
 

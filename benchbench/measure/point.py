@@ -111,6 +111,15 @@ def _measure(workload: Workload, point: Point, options: Options) -> Result:
         reason = _variant_restriction(variant, point)
     if reason is not None:
         return _skip(point, reason, **base)
+    # Every CUDA call of the point (setup, compile, check, warm-up, timing, peak memory,
+    # trace) runs with the point's device current: a cuda:1 point never touches cuda:0.
+    with devices.device_scope(point.device, torch):
+        return _measure_available(workload, variant, point, options, base)
+
+
+def _measure_available(
+    workload: Workload, variant: Variant, point: Point, options: Options, base: dict[str, Any]
+) -> Result:
     if options.threads is not None:
         torch.set_num_threads(options.threads)
     threads = torch.get_num_threads()
@@ -260,7 +269,12 @@ def _as_tuple(inputs: Any) -> tuple[Any, ...]:
 
 def _prepare(variant: Variant) -> Callable[..., Any]:
     if variant.compile:
-        return torch.compile(variant.fn)
+        # A fresh compile per point: nothing dynamo cached for an earlier point of this
+        # process is reused, and dynamic=False specialises the program on this point's
+        # shapes (otherwise a second size recompiles once as a dynamic-shape kernel, and
+        # the sizes after it time that program, not one compiled for them).
+        torch._dynamo.reset()
+        return torch.compile(variant.fn, dynamic=False)
     return variant.fn
 
 
@@ -341,7 +355,8 @@ def _peak_memory(
 ) -> int | None:
     """Peak bytes allocated by one call, above what the inputs already hold.
 
-    CUDA: ``torch.cuda.max_memory_allocated`` around one call. CPU: the largest
+    CUDA: ``torch.cuda.max_memory_allocated(device)`` around one call, the point's
+    device named in every call (not the current one). CPU: the largest
     running total of the CPU allocator's allocations during one call, from
     ``torch.profiler`` memory events (tensors only: NumPy and Python objects are not
     seen). MPS: ``torch.mps.driver_allocated_memory`` before and after (no peak).
@@ -349,12 +364,12 @@ def _peak_memory(
     args = _fresh(inputs) if inplace else inputs
     kind = device.partition(":")[0]
     if kind == "cuda":
-        torch.cuda.synchronize()
-        base = torch.cuda.memory_allocated()
-        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
         fn(*args)
-        torch.cuda.synchronize()
-        return int(torch.cuda.max_memory_allocated() - base)
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device) - base)
     if kind == "mps":
         before = torch.mps.driver_allocated_memory()
         out = fn(*args)

@@ -16,6 +16,7 @@ with injected fakes (tests/unit/test_devices.py).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -35,8 +36,13 @@ def unavailable_reason(device: str, torch: Any) -> str | None:
     if kind == "cuda":
         if not torch.cuda.is_available():
             return "CUDA is not available"
-        if index and int(index) >= torch.cuda.device_count():
-            return f"CUDA device {index} does not exist ({torch.cuda.device_count()} present)"
+        count = torch.cuda.device_count()
+        if index and int(index) >= count:
+            present = ", ".join(f"cuda:{i}" for i in range(count)) or "none"
+            return (
+                f"CUDA device {device} does not exist: this machine has {count} "
+                f"(present: {present}); choose one of them with --device"
+            )
         return None
     if kind == "mps":
         backend = torch.backends.mps
@@ -72,10 +78,22 @@ class CpuTimer:
         return out
 
 
+def device_scope(device: str, torch: Any) -> contextlib.AbstractContextManager[Any]:
+    """``torch.cuda.device(...)`` for a CUDA ``device``, so that every CUDA call of a
+    point (allocations, events, streams) lands on the point's device, not on device 0;
+    a do-nothing context elsewhere, and for a device :func:`unavailable_reason` rejects
+    (the point is skipped with that reason)."""
+    if device.partition(":")[0] == "cuda" and unavailable_reason(device, torch) is None:
+        return torch.cuda.device(torch.device(device))
+    return contextlib.nullcontext()
+
+
 class CudaTimer:
     """CUDA event pairs per block, one synchronize per batch.
 
-    ``cuda`` is ``torch.cuda`` (injected so the logic is testable without a GPU).
+    ``cuda`` is ``torch.cuda`` (injected so the logic is testable without a GPU);
+    ``device`` the point's device: the events are recorded on its current stream
+    (run the timer inside :func:`device_scope`) and the batch synchronizes that device.
     ``host_block_s`` keeps, per block of the last batch, the host seconds from just
     before its start event to just after its end event: what the host spent
     launching the block's calls. The engine stores it beside the event times.
@@ -83,13 +101,14 @@ class CudaTimer:
 
     name = "cuda-events"
 
-    def __init__(self, cuda: Any, clock: Any = time.perf_counter_ns) -> None:
+    def __init__(self, cuda: Any, clock: Any = time.perf_counter_ns, device: Any = None) -> None:
         self._cuda = cuda
         self._clock = clock
+        self._device = device
         self.host_block_s: list[float] = []
 
     def sync(self) -> None:
-        self._cuda.synchronize()
+        self._cuda.synchronize(self._device)
 
     def measure(self, blocks: Sequence[Block]) -> list[float]:
         pairs = []
@@ -106,7 +125,7 @@ class CudaTimer:
             end.record()
             host.append((clock() - t0) * 1e-9)
             pairs.append((start, end))
-        self._cuda.synchronize()
+        self._cuda.synchronize(self._device)
         self.host_block_s = host
         # elapsed_time is in milliseconds.
         return [start.elapsed_time(end) * 1e-3 for start, end in pairs]
@@ -152,7 +171,7 @@ def timer_for(device: str, torch: Any) -> CpuTimer | CudaTimer | MpsTimer:
     """The timer for a point whose inputs live on ``device``."""
     kind = device.partition(":")[0]
     if kind == "cuda":
-        return CudaTimer(torch.cuda)
+        return CudaTimer(torch.cuda, device=torch.device(device))
     if kind == "mps":
         return MpsTimer(torch.mps)
     return CpuTimer()

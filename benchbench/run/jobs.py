@@ -41,7 +41,14 @@ from benchbench.machine.vcs import git_state
 from benchbench.run.observed import observed_request
 from benchbench.run.rounds import Rounds, merge, round_request, target_of, wants_more
 from benchbench.run.rounds import order as rounds_order
-from benchbench.run.workers import Spawner, StopRequest, Worker, WorkerFailure, Zygote
+from benchbench.run.workers import (
+    ForkUnsafe,
+    Spawner,
+    StopRequest,
+    Worker,
+    WorkerFailure,
+    Zygote,
+)
 from benchbench.store import Store
 from benchbench.store.store import now
 
@@ -58,6 +65,7 @@ class Job:
 
     ``answer`` is the event carrying the results (``result``: one, ``timed``: a list);
     a worker failure turns into an error result per point, with ``code_version``.
+    ``timeout_s`` replaces the run's timeout for this job (a compile variant's point).
     """
 
     request: dict[str, Any]
@@ -65,6 +73,7 @@ class Job:
     label: str
     answer: str = "result"
     code_version: int = 1
+    timeout_s: float | None = None
 
     def results(self, message: dict[str, Any]) -> list[Result]:
         """The results an ``answer`` event carries."""
@@ -84,16 +93,25 @@ class WorkerPool:
     """The current worker of a run, forked (or spawned) when a request needs one.
 
     Use as a context manager: leaving it ends the worker and the launcher. A worker
-    that failed is discarded, so the next request starts a fresh one. With ``fresh``
+    that failed is discarded, so the next request starts a fresh one. A zygote that
+    refuses to fork (CUDA initialised in it) gives way to its spawner, and ``on_note``
+    is told why. With ``fresh``
     (the default) every request gets a worker that has done nothing else: its heap,
     page mappings and caches owe nothing to the points before it.
     """
 
-    def __init__(self, launcher: Zygote | Spawner, fresh: bool = True) -> None:
+    def __init__(
+        self,
+        launcher: Zygote | Spawner,
+        fresh: bool = True,
+        on_note: Callable[[str], None] | None = None,
+    ) -> None:
         self._launcher = launcher
         self._fresh = fresh
         self._spent = False
         self._worker: Worker | None = None
+        #: Told what the run's user should know about its workers (the spawn fallback).
+        self._on_note = on_note or (lambda _message: None)
 
     def request(
         self,
@@ -115,8 +133,9 @@ class WorkerPool:
             self._worker = None
             raise
         # A fresh pool's worker has served its one request: it stays (idle, so that the
-        # runner can read its CPU time) until the next request asks for a worker.
-        self._spent = self._fresh
+        # runner can read its CPU time) until the next request asks for a worker. One
+        # that retired (its CUDA context is poisoned) is exiting: never asked again.
+        self._spent = self._fresh or bool(answer.get("retire"))
         return answer
 
     def worker(self) -> Worker:
@@ -128,10 +147,22 @@ class WorkerPool:
         self._spent = False
         if self._worker is None:
             try:
-                self._worker = self._launcher.worker()
+                self._worker = self._start()
             except WorkerFailure as failure:
                 raise MeasurementError(f"the worker process did not start: {failure}") from None
         return self._worker
+
+    def _start(self) -> Worker:
+        try:
+            return self._launcher.worker()
+        except ForkUnsafe as refusal:
+            spawner = getattr(self._launcher, "spawner", None)  # a Zygote has one
+            if spawner is None:
+                raise MeasurementError(str(refusal)) from None
+            self._on_note(str(refusal))
+            self._launcher.close()
+            self._launcher = spawner()
+            return self._launcher.worker()
 
     def close(self) -> None:
         if self._worker is not None:
@@ -195,14 +226,14 @@ def measure_jobs(
 
     Every request goes to a fresh worker (:class:`WorkerPool` with ``fresh``); a round
     visits the jobs still open in a seeded shuffled order (:mod:`benchbench.run.rounds`;
-    without ``rounds``, one round in the jobs' order),
-    and a point is merged and written once its last round is in. ``timeout_s`` bounds
-    each request; ``threads`` is torch's thread count in the workers (None: torch's
-    default). ``progress(event, data)`` is called with ``start`` (total: requests
-    planned, run_id), ``point`` (index, label, round) before each request, ``advance``
-    (total) after it, and ``result`` (index, results, result: the first) when a point
-    is done. Without a store in ``record`` nothing is stored and the environment is not
-    asked for.
+    without ``rounds``, one round in the jobs' order), and a point is merged and written
+    once its last round is in. ``timeout_s`` bounds each request (a job's own
+    ``timeout_s`` replaces it); ``threads`` is torch's thread count in the workers
+    (None: torch's default). ``progress(event, data)`` is called with ``start`` (total:
+    requests planned, run_id), ``point`` (index, label, round) before each request,
+    ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
+    point is done. Without a store in ``record`` nothing is stored and the environment
+    is not asked for.
     """
     notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
@@ -237,7 +268,8 @@ def measure_jobs(
                     break
                 job = jobs[index]
                 notify("point", {"index": index, "label": job.label, "round": round_index + 1})
-                results = _request(job, pool, plan.count, round_index, timeout_s, stop)
+                limit_s = job.timeout_s or timeout_s
+                results = _request(job, pool, plan.count, round_index, limit_s, stop)
                 if results is None:
                     break  # stopped: the point cut short is left for --resume
                 taken[index].append(results)

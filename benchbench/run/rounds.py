@@ -163,6 +163,8 @@ def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
             "samples": len(r.samples_s),
             "median_s": Stats.from_samples(r.samples_s, r.calls_per_sample).median_s,
             "stop_reason": r.stop_reason,
+            # A compile variant compiles afresh in every process: each one's compile time.
+            **({"compile_s": r.extra["compile_s"]} if "compile_s" in r.extra else {}),
         }
         for r in measured
     ]

@@ -53,6 +53,14 @@ __all__ = [
 
 RUN_KINDS = ("adhoc", "nightly", "ci")
 
+#: Seconds a ``torch.compile`` variant's point may take unless ``--timeout`` is given.
+#: Each such point compiles afresh in its worker (dynamo reset, ``dynamic=False``): a
+#: cold inductor compile of one small function took 17-90 s on our 2-core machine (a
+#: C++ compile per kernel; on a GPU, Triton kernels), plus the ~8 s torch import of a
+#: loaded machine and the point's own warm-up and samples (~2 s). 300 s is 3x the
+#: slowest cold compile seen, where the 60 s default would cut most of them short.
+COMPILE_TIMEOUT_S = 300.0
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -64,6 +72,9 @@ class RunConfig:
     cache: str = "warm"
     threads: int | None = None
     timeout_s: float = 60.0
+    #: The timeout of ``torch.compile`` variants' points; None: the larger of
+    #: ``timeout_s`` and :data:`COMPILE_TIMEOUT_S` (the CLI sets it to ``--timeout``).
+    compile_timeout_s: float | None = None
     memory_limit_bytes: int = 0
     kind: str = "adhoc"
     label: str | None = None
@@ -158,6 +169,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         outputs=stored.get("outputs"),
         threads=stored.get("threads"),
         timeout_s=float(stored.get("timeout_s", 60.0)),
+        compile_timeout_s=stored.get("compile_timeout_s"),
         memory_limit_bytes=int(stored.get("memory_limit_bytes") or 0),
         allocator=stored.get("allocator", "system"),
         rounds=Rounds.from_dict(stored.get("rounds")),
@@ -237,12 +249,14 @@ def run(
     """Measure every planned point into ``store``; returns the summary.
 
     ``progress(event, data)`` is called with ``start`` (total), ``point`` (index,
-    label) before each point and ``result`` (result) after it. ``stop`` (set by a
+    label) before each point, ``result`` (result) after it, and ``note`` (message) when
+    the workers change how they start (fresh interpreters). ``stop`` (set by a
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
     # Started first: the zygote imports torch while the suites load here.
     workers = launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
-    with WorkerPool(workers) as pool:
+    notify = progress or (lambda _event, _data: None)
+    with WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool:
         run_id, group_id, points, shard_doc = _plan_run(config, store)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [
@@ -278,7 +292,10 @@ def _job(
         "threads": config.threads,
         "profile_dir": profile_dir,
     }
-    return Job(request, (point,), point.label, code_version=workload.version)
+    timeout_s = None
+    if workload.variant(point.variant).compile:
+        timeout_s = config.compile_timeout_s or max(config.timeout_s, COMPILE_TIMEOUT_S)
+    return Job(request, (point,), point.label, code_version=workload.version, timeout_s=timeout_s)
 
 
 def _run_row(
@@ -307,6 +324,7 @@ def _run_row(
             "outputs": config.outputs,
             "threads": config.threads,
             "timeout_s": config.timeout_s,
+            "compile_timeout_s": config.compile_timeout_s,
             "memory_limit_bytes": config.memory_limit_bytes,
             "allocator": config.allocator,
             "rounds": config.rounds.to_dict(),

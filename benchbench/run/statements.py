@@ -181,7 +181,9 @@ def time_statements(
         for size in config.shapes
     ]
     run_id = str(uuid.uuid4())
-    with WorkerPool(launcher(allocator=config.allocator, cpus=config.cpus)) as pool:
+    notify = progress or (lambda _event, _data: None)
+    workers = launcher(allocator=config.allocator, cpus=config.cpus)
+    with WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool:
         try:
             checked = pool.request(
                 config.request(points[0], check_only=True), ("timed",), config.timeout_s

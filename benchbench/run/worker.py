@@ -32,16 +32,20 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
 - (none: sent once, when the worker is ready) → ``{"event": "hello", "pid"}``
 - ``{"op": "environment", "threads"}`` → ``{"event": "environment", "fields", "info"}``
 - ``{"op": "measure", "suite_path", "workload", "point", "policy", "cache", "threads",
-  "profile_dir", "outputs", "check"}`` → ``{"event": "result", "result"}`` (a
+  "profile_dir", "outputs", "check"}`` → ``{"event": "result", "result", "retire"}`` (a
   ``Result.to_dict()``; ``"check": false`` skips the reference check), or
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
 - ``{"op": "time", "statements", "setup", "point", "reference", "policy",
-  "check_only", "threads"}`` → ``{"event": "timed", "results"}`` (one result per statement)
+  "check_only", "threads"}`` → ``{"event": "timed", "results", "retire"}`` (one result
+  per statement)
+- ``"retire": true``: the point poisoned this process's CUDA context; the worker exits
+  after this answer (see :func:`serve`)
 - ``{"op": "exit"}`` → no event: the worker exits (so does end of input)
 - any other ``op`` → ``{"event": "error", "message"}``
 
 A point that fails (bad suite, exception, wrong result) is a ``result`` with status
-``error``: the worker lives on. SIGINT or SIGTERM make the worker stop after the
+``error``: the worker lives on, unless the failure poisoned its CUDA context
+(``retire``). SIGINT or SIGTERM make the worker stop after the
 current sample: a point cut short is answered ``interrupted`` (it is not a finished
 point), a finished one with its ``result``; either way the worker then exits, and it
 exits without answering when the signal came between requests.
@@ -50,7 +54,9 @@ The zygote speaks a second, smaller protocol on a SEQPACKET socket (one JSON mes
 per packet): ``{"event": "ready", "pid"}`` once torch is imported, then ``{"op":
 "fork"}`` with the worker's request and event pipes attached as file descriptors,
 answered ``{"pid"}``, and ``{"op": "wait", "pid", "timeout_s"}``, answered
-``{"code"}`` (the exit code; negative: the signal that killed it).
+``{"code"}`` (the exit code; negative: the signal that killed it). A ``fork`` is
+answered ``{"refused": reason}`` instead when CUDA is initialised in the zygote
+(:func:`fork_refusal`); the runner then starts fresh interpreters.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ import ctypes
 import gc
 import json
 import os
+import re
 import resource
 import signal
 import socket
@@ -67,6 +74,12 @@ import time
 import traceback
 from pathlib import Path
 from typing import Any, TextIO
+
+from benchbench.measure.timers import device_scope, unavailable_reason
+
+#: Set for the runner's, the zygote's and the workers' torch: CUDA availability and
+#: device counts from NVML, without initialising CUDA (fork-safe).
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 #: Signal that stopped this worker process (set by the handler), else None.
 _stop_signal: int | None = None
@@ -87,8 +100,15 @@ def _send(channel: TextIO, event: dict[str, Any]) -> None:
     channel.flush()
 
 
-def serve(channel: TextIO, requests: TextIO) -> None:
-    """Answer requests until ``exit``, end of input or a stop signal."""
+def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
+    """Answer requests until ``exit``, end of input or a stop signal.
+
+    ``memory_limit`` (bytes, 0: none) is applied per request, for its point's device
+    (:func:`guard_memory`). After a result that poisoned the CUDA context (a
+    device-side assert, an illegal address: :func:`poisons_cuda`) the event carries
+    ``"retire": true`` and the worker exits: every later CUDA call of this process
+    would fail with the same error, so the runner takes the next point to a new one.
+    """
     import torch
 
     from benchbench.core.values import Point, Result
@@ -111,6 +131,7 @@ def serve(channel: TextIO, requests: TextIO) -> None:
         elif op == "measure":
             point = Point.from_dict(request["point"])
             try:
+                guard_memory(point.device, memory_limit, torch)
                 workload = load_suite(Path(request["suite_path"])).get(request["workload"])
                 options = Options(
                     policy=Policy(**request["policy"]),
@@ -130,13 +151,21 @@ def serve(channel: TextIO, requests: TextIO) -> None:
                 # Cut short: not a finished point. The runner leaves it for --resume.
                 _send(channel, {"event": "interrupted", "signal": _stop_signal})
                 return
-            _send(channel, {"event": "result", "result": result.to_dict()})
-            if stop_requested():
+            retire = poisons_cuda(result.reason)
+            _send(channel, {"event": "result", "result": result.to_dict(), "retire": retire})
+            if stop_requested() or retire:
                 return
         elif op == "time":  # `benchbench time`: statements measured interleaved at one point
             from benchbench.measure.variants import time_request
 
-            _send(channel, {"event": "timed", "results": time_request(request)})
+            device = Point.from_dict(request["point"]).device
+            guard_memory(device, memory_limit, torch)
+            with device_scope(device, torch):
+                results = time_request(request)
+            retire = any(poisons_cuda(r.get("reason")) for r in results)
+            _send(channel, {"event": "timed", "results": results, "retire": retire})
+            if retire:
+                return
         else:
             _send(channel, {"event": "error", "message": f"unknown request {op!r}"})
 
@@ -165,11 +194,48 @@ def _die_with_parent() -> None:
         with_errno.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _limit_memory(memory_limit: int) -> None:
-    if memory_limit > 0:
-        # Address-space limit: an allocation past it fails inside the worker (and is
-        # recorded as "out of memory") instead of waking the kernel's OOM killer.
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+#: Reasons that say the CUDA context of the process is gone: CUDA reports a kernel's
+#: fault (device-side assert, illegal address) at the next synchronising call and then
+#: fails every later call of the process with it ("sticky" errors).
+_POISONED = re.compile(
+    r"CUDA error|device-side assert|illegal (memory )?address|AcceleratorError|"
+    r"unspecified launch failure|CUBLAS_STATUS_EXECUTION_FAILED"
+)
+
+
+def poisons_cuda(reason: str | None) -> bool:
+    """True when a result's ``reason`` is a CUDA error that leaves the context unusable."""
+    return bool(reason) and _POISONED.search(reason or "") is not None
+
+
+def guard_memory(
+    device: str, memory_limit: int, torch: Any, setrlimit: Any = resource.setrlimit
+) -> str | None:
+    """Apply ``--memory-limit`` (bytes; 0: none) in this worker for a point on ``device``.
+
+    CPU and MPS points: an address-space limit (``RLIMIT_AS``), so an allocation past
+    it fails inside the worker and is recorded as "out of memory" instead of waking the
+    kernel's OOM killer. CUDA points: no address-space limit (the driver reserves
+    address space for unified addressing far beyond any memory limit, and creating the
+    CUDA context fails under one); the device's caching allocator is capped at the same
+    number of bytes (``torch.cuda.set_per_process_memory_fraction``: an allocation past
+    it raises ``OutOfMemoryError``), and host memory is left to the runner, which
+    watches the worker's resident memory and kills it past the limit
+    (:class:`benchbench.run.workers.Worker`). Returns what was applied, None for nothing.
+    """
+    if memory_limit <= 0:
+        return None
+    if device.partition(":")[0] != "cuda":
+        setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        return "address space"
+    if unavailable_reason(device, torch) is not None:
+        return None  # the point is skipped with that reason: nothing to guard
+    # The index (None: the current device): the fraction's setter rejects a device
+    # without one ("cuda").
+    where = torch.device(device).index
+    total = int(torch.cuda.get_device_properties(where).total_memory)
+    torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit / total), where)
+    return "device memory"
 
 
 def _become_worker(
@@ -183,9 +249,8 @@ def _become_worker(
         import torch
 
         torch.set_num_threads(len(pinned))  # the default: one thread per pinned core
-    _limit_memory(memory_limit)
     channel = os.fdopen(events_fd, "w", buffering=1)
-    serve(channel, os.fdopen(requests_fd, "r"))
+    serve(channel, os.fdopen(requests_fd, "r"), memory_limit)
 
 
 def _warm_up_zygote() -> None:
@@ -208,6 +273,22 @@ def _warm_up_zygote() -> None:
         os.dup2(saved[1], 2)
         for fd in (*saved, devnull):
             os.close(fd)
+
+
+def fork_refusal(torch: Any) -> str | None:
+    """Why this process must not fork a worker, or None when it may.
+
+    A child forked after CUDA was initialised cannot use CUDA ("Cannot re-initialize
+    CUDA in forked subprocess"). The zygote never initialises it (its availability
+    checks go through NVML: ``PYTORCH_NVML_BASED_CUDA_CHECK=1``); this check makes that
+    a fact before every fork rather than a hope.
+    """
+    if torch is not None and torch.cuda.is_initialized():
+        return (
+            "CUDA was initialised in the worker zygote, and a process forked after that "
+            "cannot use CUDA; the workers start as fresh interpreters from now on"
+        )
+    return None
 
 
 def _reap(pid: int, timeout_s: float) -> int:
@@ -242,7 +323,11 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
         if not message:
             return  # the runner closed its end
         request = json.loads(message)
-        if request["op"] == "fork":
+        if request["op"] == "fork" and (refusal := fork_refusal(sys.modules.get("torch"))):
+            for fd in fds:
+                os.close(fd)
+            sock.send(json.dumps({"refused": refusal}).encode())
+        elif request["op"] == "fork":
             pid = os.fork()
             if pid == 0:
                 code = 0
@@ -268,6 +353,9 @@ def main(argv: list[str]) -> int:
     """``zygote FD LIMIT [CPUS]`` (FD: a SEQPACKET socket) or ``serve FD LIMIT [CPUS]``
     (FD: events); CPUS in the kernel's list notation, empty: not pinned."""
     mode, fd, memory_limit = argv[1], int(argv[2]), int(argv[3]) if len(argv) > 3 else 0
+    # Before torch loads: torch.cuda.is_available() and device_count() then ask NVML and
+    # leave CUDA uninitialised, so that the zygote stays fork-safe (see fork_refusal).
+    os.environ.setdefault(NVML_CHECK, "1")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     pinned: tuple[int, ...] = ()

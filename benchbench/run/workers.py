@@ -24,10 +24,25 @@ from typing import IO, Any
 from benchbench.core.errors import MeasurementError
 from benchbench.machine.allocator import worker_environment
 from benchbench.machine.cpus import format_cpus
+from benchbench.run.worker import NVML_CHECK
 
 
 class WorkerFailure(Exception):
     """The worker died or hung; the message is the point's error reason."""
+
+
+class ForkUnsafe(Exception):
+    """The zygote refused to fork (CUDA is initialised in it); the message says why."""
+
+
+def resident_bytes(pid: int) -> int:
+    """Resident memory of process ``pid`` (0 once it is gone)."""
+    import psutil
+
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:
+        return 0
 
 
 class StopRequest:
@@ -57,12 +72,26 @@ class StopRequest:
 
 
 class Worker:
-    """The runner's handle on one worker process: its pid and its two pipes."""
+    """The runner's handle on one worker process: its pid and its two pipes.
+
+    ``memory_limit`` (bytes, 0: none): while it waits for an event the handle reads the
+    worker's resident memory (``rss(pid)``, every 0.1 s) and kills a worker past it.
+    That is ``--memory-limit`` for host memory where no address-space limit can hold
+    it: a CUDA worker (:func:`benchbench.run.worker.guard_memory`).
+    """
 
     def __init__(
-        self, pid: int, requests: IO[str], events_fd: int, reap: Callable[[float], int]
+        self,
+        pid: int,
+        requests: IO[str],
+        events_fd: int,
+        reap: Callable[[float], int],
+        memory_limit: int = 0,
+        rss: Callable[[int], int] = resident_bytes,
     ) -> None:
         self.pid = pid
+        self._memory_limit = memory_limit
+        self._rss = rss
         self._requests = requests
         self._events_fd = events_fd
         self._reap = reap
@@ -95,6 +124,7 @@ class Worker:
             if remaining <= 0:
                 self.kill()
                 raise WorkerFailure(f"timed out after {timeout_s:g} s")
+            self._check_memory()
             if not self._selector.select(timeout=min(remaining, 0.1)):
                 continue
             chunk = os.read(self._events_fd, 1 << 20).decode()
@@ -106,6 +136,18 @@ class Worker:
         if message.get("event") not in events:
             raise WorkerFailure(f"worker protocol error: expected {events[0]!r}, got {line[:200]}")
         return message
+
+    def _check_memory(self) -> None:
+        if self._memory_limit <= 0 or self._exit_code is not None:
+            return
+        resident = self._rss(self.pid)
+        if resident > self._memory_limit:
+            self.kill()
+            raise WorkerFailure(
+                f"out of memory: the worker's resident memory reached {resident / 2**20:.0f} "
+                f"MiB, past --memory-limit {self._memory_limit / 2**20:.0f} MiB "
+                "(killed by the runner)"
+            )
 
     def request(
         self,
@@ -170,6 +212,9 @@ class Zygote:
         env: dict[str, str] | None = None,
         cpus: Sequence[int] = (),
     ) -> None:
+        self.memory_limit_bytes = memory_limit_bytes
+        self.env = env
+        self.cpus = tuple(cpus)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
             [
@@ -227,10 +272,15 @@ class Zygote:
         requests_r, requests_w = os.pipe()
         events_r, events_w = os.pipe()
         try:
-            pid = int(self._call({"op": "fork"}, (requests_r, events_w))["pid"])
+            answer = self._call({"op": "fork"}, (requests_r, events_w))
         finally:
             os.close(requests_r)
             os.close(events_w)
+        if "refused" in answer:
+            os.close(requests_w)
+            os.close(events_r)
+            raise ForkUnsafe(str(answer["refused"]))
+        pid = int(answer["pid"])
         handle = Worker(
             pid,
             os.fdopen(requests_w, "w"),
@@ -238,9 +288,14 @@ class Zygote:
             lambda timeout_s: int(
                 self._call({"op": "wait", "pid": pid, "timeout_s": timeout_s})["code"]
             ),
+            self.memory_limit_bytes,
         )
         handle.expect(("hello",), timeout_s=120.0)
         return handle
+
+    def spawner(self) -> Spawner:
+        """A :class:`Spawner` with this zygote's settings: where forking became unsafe."""
+        return Spawner(self.memory_limit_bytes, self.env, self.cpus)
 
     def close(self) -> None:
         self._sock.close()  # the zygote exits on end of input
@@ -293,7 +348,7 @@ class Spawner:
                 return proc.wait()
 
         assert proc.stdin is not None  # stdin=PIPE
-        handle = Worker(proc.pid, proc.stdin, events_r, reap)
+        handle = Worker(proc.pid, proc.stdin, events_r, reap, self.memory_limit_bytes)
         handle.expect(("hello",), timeout_s=120.0)
         return handle
 
@@ -309,6 +364,9 @@ def launcher(
 ) -> Zygote | Spawner:
     """The zygote on Linux (cheap restarts), a spawner elsewhere or when ``fork=False``.
 
+    Sets ``PYTORCH_NVML_BASED_CUDA_CHECK=1`` in this process's environment unless set
+    (inherited by the zygote and the workers): CUDA availability without initialising it.
+
     Its processes start with ``allocator``'s settings in their environment (see
     :mod:`benchbench.machine.allocator`); UsageError when its library is missing.
     ``cpus`` (``--cpus``): the cores every worker is pinned to, its default torch
@@ -316,6 +374,9 @@ def launcher(
     """
     if fork is None:
         fork = sys.platform.startswith("linux")
+    # This process (it loads the suites, which import torch) and every worker check
+    # CUDA through NVML: nothing of the runner's side initialises CUDA.
+    os.environ.setdefault(NVML_CHECK, "1")
     env = worker_environment(allocator)
     if fork:
         return Zygote(memory_limit_bytes, env=env, cpus=cpus)

@@ -147,7 +147,9 @@ def test_profile_file_name_is_safe_and_distinct():
 def test_compile_time_is_the_first_call_recorded_apart_from_the_samples(monkeypatch):
     calls: list[str] = []
 
-    def fake_compile(fn):
+    def fake_compile(fn, dynamic=None):
+        assert dynamic is False  # specialised on the point's shapes
+
         def compiled(*args):
             calls.append("first" if not calls else "later")
             return fn(*args)

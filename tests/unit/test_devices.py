@@ -1,10 +1,11 @@
 """Logic of the CUDA and MPS timers with injected fakes (no GPU result is claimed)."""
 
+import contextlib
 from types import SimpleNamespace
 
 from benchbench.machine.caches import cpu_cache_sizes, parse_size
 from benchbench.measure.policy import Block
-from benchbench.measure.timers import CudaTimer, MpsTimer, unavailable_reason
+from benchbench.measure.timers import CudaTimer, MpsTimer, device_scope, unavailable_reason
 
 
 class FakeCuda:
@@ -15,9 +16,9 @@ class FakeCuda:
         self.now_ms = 0.0
         self.synchronizes = 0
 
-    def synchronize(self) -> None:
+    def synchronize(self, device=None) -> None:
         self.synchronizes += 1
-        self.log.append("sync")
+        self.log.append("sync" if device is None else f"sync {device}")
 
     def Event(self, enable_timing: bool = False):
         assert enable_timing
@@ -61,6 +62,33 @@ def test_cuda_timer_uses_event_pairs_and_one_sync_per_batch():
     ]
 
 
+def test_cuda_timer_synchronizes_the_points_device_not_the_current_one():
+    cuda = FakeCuda()
+    timer = CudaTimer(cuda, device="cuda:1")
+    timer.measure([Block(lambda n: None, 1)])
+    timer.sync()
+    assert cuda.log == ["record", "record", "sync cuda:1", "sync cuda:1"]
+
+
+def test_device_scope_makes_the_points_cuda_device_current_and_nothing_elsewhere():
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def device(where):
+        entered.append(where)
+        yield
+
+    torch = _fake_torch(cuda=True)
+    torch.cuda.device = device
+    torch.device = str
+    with device_scope("cuda:0", torch):
+        assert entered == ["cuda:0"]
+    for elsewhere in ("cpu", "mps", "cuda:1"):  # cuda:1 is absent: the point is skipped
+        with device_scope(elsewhere, torch):
+            pass
+    assert entered == ["cuda:0"]
+
+
 def test_mps_timer_synchronizes_around_each_block():
     calls: list[str] = []
     mps = SimpleNamespace(synchronize=lambda: calls.append("sync"))
@@ -88,6 +116,15 @@ def test_unavailable_reasons_name_what_is_missing():
     assert "not built with MPS" in str(unavailable_reason("mps", _fake_torch()))
     assert "no MPS device" in str(unavailable_reason("mps", _fake_torch(mps_built=True)))
     assert unavailable_reason("mps", _fake_torch(mps_built=True, mps_available=True)) is None
+
+
+def test_a_cuda_1_point_on_a_one_gpu_machine_says_which_devices_exist():
+    one_gpu = _fake_torch(cuda=True)
+    assert unavailable_reason("cuda:0", one_gpu) is None
+    assert unavailable_reason("cuda:1", one_gpu) == (
+        "CUDA device cuda:1 does not exist: this machine has 1 (present: cuda:0); "
+        "choose one of them with --device"
+    )
 
 
 def test_cache_sizes_from_sysfs(tmp_path):

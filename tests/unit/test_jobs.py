@@ -12,7 +12,7 @@ import pytest
 from benchbench.core.errors import MeasurementError
 from benchbench.core.values import Point, Result
 from benchbench.run.jobs import Job, RunRecord, WorkerPool, measure_jobs, run_row
-from benchbench.run.workers import StopRequest, WorkerFailure
+from benchbench.run.workers import ForkUnsafe, StopRequest, WorkerFailure
 from benchbench.store import open_store
 
 ENV = {"event": "environment", "fields": {"machine": "test"}, "info": {}}
@@ -252,3 +252,79 @@ def test_a_worker_that_cannot_start_is_a_measurement_error():
         ),
     ):
         pool.request({"size": 1}, ("result",), 5)
+
+
+DEVICE_ASSERT = "RuntimeError: CUDA error: device-side assert triggered (at suites/bad.py:9)"
+
+
+def _poisoned(payload: dict[str, Any]) -> dict[str, Any]:
+    """What a worker answers after a device-side assert: torch's message, and it retires."""
+    result = Result(_point(payload["size"]), "error", reason=DEVICE_ASSERT)
+    return {"event": "result", "result": result.to_dict(), "retire": True}
+
+
+def test_a_device_side_assert_costs_its_point_and_a_new_worker_takes_the_rest(store):
+    # A reused worker (fresh=False) shows it: the poisoned one is never asked again.
+    def first(payload: dict[str, Any]) -> dict[str, Any]:
+        return ENV if payload["op"] == "environment" else _poisoned(payload)
+
+    launcher = FakeLauncher(first, _ok)
+    with WorkerPool(launcher, fresh=False) as pool:
+        summary = measure_jobs([_job(1), _job(2), _job(3)], pool, _record(store), timeout_s=5)
+    assert [(r.point.size, r.status) for r in summary.results] == [
+        (1, "error"),
+        (2, "ok"),
+        (3, "ok"),
+    ]
+    assert summary.results[0].reason == DEVICE_ASSERT
+    assert len(launcher.started) == 2 and launcher.started[0].closed
+    stored = {row["size"]: row for row in store.measurements("run-1")}
+    assert stored[1]["status"] == "error" and "device-side assert" in stored[1]["reason"]
+    assert stored[3]["status"] == "ok"
+
+
+class RefusingZygote(FakeLauncher):
+    """A zygote whose process initialised CUDA: it refuses to fork."""
+
+    def __init__(self, spawned: FakeLauncher) -> None:
+        super().__init__()
+        self.spawned = spawned
+
+    def worker(self) -> FakeWorker:
+        raise ForkUnsafe("CUDA was initialised in the worker zygote")
+
+    def spawner(self) -> FakeLauncher:
+        return self.spawned
+
+
+def test_a_zygote_that_refuses_to_fork_gives_way_to_fresh_interpreters_and_says_so():
+    spawned = FakeLauncher(_ok, _ok)
+    zygote = RefusingZygote(spawned)
+    notes: list[str] = []
+    with WorkerPool(zygote, on_note=notes.append) as pool:
+        summary = measure_jobs([_job(1), _job(2)], pool, RunRecord("run-1", None), timeout_s=5)
+    assert [r.status for r in summary.results] == ["ok", "ok"]
+    assert zygote.closed and len(spawned.started) == 2 and spawned.closed
+    assert notes == ["CUDA was initialised in the worker zygote"]
+
+
+def test_a_launcher_that_cannot_fall_back_turns_the_refusal_into_an_error():
+    class Refusing(FakeLauncher):
+        def worker(self) -> FakeWorker:
+            raise ForkUnsafe("CUDA was initialised")
+
+    with WorkerPool(Refusing()) as pool, pytest.raises(MeasurementError, match="initialised"):
+        pool.request({"size": 1}, ("result",), 5)
+
+
+def test_a_job_with_its_own_timeout_is_given_it_and_others_the_runs():
+    given: list[float] = []
+
+    class Timed(ScriptedPool):
+        def request(self, payload, events, timeout_s, stop=None):
+            given.append(timeout_s)
+            return super().request(payload, events, timeout_s, stop)
+
+    compiled = Job({"op": "measure", "size": 2}, (_point(2),), "n=2", timeout_s=300.0)
+    measure_jobs([_job(1), compiled], Timed(), RunRecord("r", None), timeout_s=60)
+    assert given == [60, 300.0]

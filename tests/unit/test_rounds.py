@@ -88,6 +88,16 @@ def test_merge_scales_samples_to_one_calls_per_sample_and_counts_processes():
     assert merged.stop_reason == "2 processes: precise"
 
 
+def test_merge_keeps_each_processs_compile_time_the_first_one_as_the_points():
+    from dataclasses import replace
+
+    compiled = [replace(_ok(1, (1.0,) * 3), extra={"compile_s": s}) for s in (41.0, 6.5)]
+    merged = merge(compiled, None)
+    assert merged.extra["compile_s"] == 41.0  # the first process: the coldest compile
+    assert [p["compile_s"] for p in merged.extra["processes"]] == [41.0, 6.5]
+    assert "compile_s" not in merge([_ok(1, (1.0,) * 3)] * 2, None).extra["processes"][0]
+
+
 def test_merge_is_not_converged_when_processes_disagree_beyond_the_target():
     tight = merge([_ok(1, (1.0,) * 10), _ok(1, (1.0,) * 10), _ok(1, (1.0,) * 10)], 0.01)
     apart = merge([_ok(1, (1.0,) * 10), _ok(1, (1.3,) * 10), _ok(1, (0.8,) * 10)], 0.01)

@@ -152,3 +152,13 @@ def test_the_progress_line_names_the_point_with_dtype_and_device() -> None:
         on_event("point", {"label": "sqrt:torch.sqrt[float32, cpu](n=1024)"})
         progress.refresh()
     assert "measuring sqrt:torch.sqrt[float32, cpu](n=1024)" in out.getvalue()
+
+
+def test_a_note_from_the_runner_is_printed_above_the_progress_line() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=200, color_system=None)
+    with Progress(TextColumn("{task.description}"), console=console) as progress:
+        on_event = progress_events(progress, "measuring")
+        on_event("start", {"total": 1})
+        on_event("note", {"message": "CUDA was initialised in the worker zygote [cuda:0]"})
+    assert "note: CUDA was initialised in the worker zygote [cuda:0]" in out.getvalue()

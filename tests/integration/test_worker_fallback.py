@@ -1,0 +1,34 @@
+"""The real zygote refusing to fork once CUDA is initialised in it, and the runner's
+fallback to fresh interpreters. No GPU here: a ``sitecustomize`` on the zygote's path
+makes ``torch.cuda.is_initialized()`` say True, as it would after a CUDA call."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from benchbench.run.jobs import WorkerPool
+from benchbench.run.workers import Zygote
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CUDA_INITIALISED = """
+import torch.cuda
+torch.cuda.is_initialized = lambda: True
+"""
+
+
+def test_a_zygote_with_cuda_initialised_refuses_to_fork_and_the_pool_spawns(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(CUDA_INITIALISED)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    notes: list[str] = []
+    zygote = Zygote(env=env)
+    with WorkerPool(zygote, on_note=notes.append) as pool:
+        # Answered by a spawned worker: the zygote forked nothing.
+        answer = pool.request({"op": "environment", "threads": 1}, ("environment",), 120.0)
+    assert answer["fields"]["threads"] == 1
+    assert notes == [
+        "CUDA was initialised in the worker zygote, and a process forked after that cannot "
+        "use CUDA; the workers start as fresh interpreters from now on"
+    ]
+    assert zygote.proc.poll() is not None  # the zygote was closed
