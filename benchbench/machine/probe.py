@@ -129,7 +129,11 @@ def _peak_flop_per_s(
     # only while the next size (8x the work) is predicted to stay under the call budget.
     # n = 4096 (0.7 s a float32 call, 1.5 s float64) took the probe from 25 s to 50 s on
     # our loaded 2-core machine without a steadier peak: 2048 is the largest size.
+    # A GPU reaches its peak only at sizes far beyond that (a 2048² bf16 matmul is a few
+    # microseconds of an H100): there the call budget alone stops the growth.
     call_budget_s, n_max, dtype_budget_s = (0.02, 256, 0.1) if quick else (0.4, 2048, 2.0)
+    if not device.startswith("cpu"):
+        n_max = 16384
     peaks: dict[str, float] = {}
     finals: dict[str, tuple[Callable[[int], float], float, int, int]] = {}
     for name in _MATMUL_DTYPES:
