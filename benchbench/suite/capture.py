@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchbench.core.errors import UsageError
@@ -203,7 +204,8 @@ def tensor_spec(tensor: torch.Tensor) -> TensorSpec | Opaque:
     if tensor.is_quantized or tensor.device.type == "meta":
         return Opaque(f"a {tensor.device.type} or quantized tensor has no values to regenerate")
     low = high = None
-    if tensor.numel() and dtype not in ("bool", "complex64", "complex128"):
+    # A fake tensor (FakeTensorMode: shapes without values, no compute) has no range.
+    if tensor.numel() and dtype not in ("bool", "complex64", "complex128") and not is_fake(tensor):
         lo, hi = torch.aminmax(tensor.detach())
         low, high = float(lo), float(hi)
         if not (abs(low) < float("inf") and abs(high) < float("inf")):

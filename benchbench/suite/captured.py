@@ -40,6 +40,7 @@ from benchbench.suite.capture import (
     capture,
     number_calls,
 )
+from benchbench.suite.capture_cache import cached_capture
 from benchbench.suite.declare import Skip, Suite, Variant
 from benchbench.suite.inputs import SetupContext
 
@@ -191,7 +192,12 @@ def call_bytes(call_: CallRecord, main_dtype: str, point: Point) -> float:
 
 
 def declare_calls(
-    suite: Suite, name: str, calls: Sequence[CallRecord], *, prefix: str = ""
+    suite: Suite,
+    name: str,
+    calls: Sequence[CallRecord],
+    *,
+    prefix: str = "",
+    budget_s: float | None = None,
 ) -> None:
     """One workload per call, ``{prefix}aten.addmm#3``, parameters ``capture`` and ``count``."""
     if not calls:
@@ -218,6 +224,7 @@ def declare_calls(
             bytes=_bytes_of(call_, dtype),
             check=False,
             tags=[TAG],
+            budget_s=budget_s,
         )
 
 
@@ -278,6 +285,7 @@ def declare_whole(
     dtype: str = "float32",
     device: str = "cpu",
     prefix: str = "",
+    budget_s: float | None = None,
 ) -> None:
     """The workload ``{prefix}whole``: ``fn`` on the factory's inputs, at the capture's
     dtype and device only (its tensors were made there)."""
@@ -297,6 +305,7 @@ def declare_whole(
         params={"capture": [name]},
         check=False,
         tags=[TAG],
+        budget_s=budget_s,
     )
 
 
@@ -307,21 +316,39 @@ def declare_capture(
     make_inputs: Callable[[], Any] | None = None,
     *,
     prefix: str = "",
+    cache_key: str | None = None,
+    budget_s: float | None = None,
 ) -> Capture | None:
     """Capture ``fn`` on the factory's inputs now and declare its calls and ``whole``.
 
-    A callable that raises declares one skipped workload with the reason instead (a
-    suite that captures at load still loads); returns the capture, or None then.
+    With ``cache_key`` (e.g. the suite source's hash and the capture's name) the
+    capture is kept on disk and later loads read it back
+    (:func:`benchbench.suite.capture_cache.cached_capture`). A callable that raises
+    declares one skipped workload with the reason instead (a suite that captures at
+    load still loads); returns the capture, or None then.
     """
     try:
-        captured = capture(fn, *factory_inputs(make_inputs))
+        inputs = factory_inputs(make_inputs)
+        if cache_key is None:
+            captured = capture(fn, *inputs)
+        else:
+            captured = cached_capture(cache_key, fn, *inputs)
     except CaptureError as exc:
         skipped(suite, f"{prefix}whole", name, str(exc))
         return None
-    declare_calls(suite, name, captured.calls, prefix=prefix)
+    declare_calls(suite, name, captured.calls, prefix=prefix, budget_s=budget_s)
     if captured.calls:
         dtype, device = capture_dtype_device(captured)
-        declare_whole(suite, name, fn, make_inputs, dtype=dtype, device=device, prefix=prefix)
+        declare_whole(
+            suite,
+            name,
+            fn,
+            make_inputs,
+            dtype=dtype,
+            device=device,
+            prefix=prefix,
+            budget_s=budget_s,
+        )
     return captured
 
 
