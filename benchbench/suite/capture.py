@@ -18,12 +18,12 @@ are kept apart in :attr:`Capture.views` and never timed.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import is_fake
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchbench.core.errors import UsageError
@@ -194,6 +194,13 @@ def _merge_values(a: Any, b: Any) -> Any:
     return a
 
 
+def _is_fake(tensor: torch.Tensor) -> bool:
+    # Importing torch._subclasses costs ~1 s (decompositions, meta registrations) in
+    # every worker that loads a captured suite; no fake tensor exists before it is.
+    fake = sys.modules.get("torch._subclasses.fake_tensor")
+    return fake is not None and bool(fake.is_fake(tensor))
+
+
 def tensor_spec(tensor: torch.Tensor) -> TensorSpec | Opaque:
     """The spec of ``tensor`` (value range measured here), or why it cannot have one."""
     if tensor.layout != torch.strided:
@@ -205,7 +212,7 @@ def tensor_spec(tensor: torch.Tensor) -> TensorSpec | Opaque:
         return Opaque(f"a {tensor.device.type} or quantized tensor has no values to regenerate")
     low = high = None
     # A fake tensor (FakeTensorMode: shapes without values, no compute) has no range.
-    if tensor.numel() and dtype not in ("bool", "complex64", "complex128") and not is_fake(tensor):
+    if tensor.numel() and dtype not in ("bool", "complex64", "complex128") and not _is_fake(tensor):
         lo, hi = torch.aminmax(tensor.detach())
         low, high = float(lo), float(hi)
         if not (abs(low) < float("inf") and abs(high) < float("inf")):

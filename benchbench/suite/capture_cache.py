@@ -133,15 +133,18 @@ def from_json(text: str) -> Capture:
         raise ValueError(f"malformed capture: {exc}") from None
 
 
-def cached_capture(key: str, fn: Callable[..., Any], *args: Any) -> Capture:
-    """``capture(fn, *args)``, read from the cache when it holds ``key`` for this torch."""
+def cached_capture(
+    key: str, fn: Callable[..., Any], make_args: Callable[[], tuple[Any, ...]]
+) -> Capture:
+    """``capture(fn, *make_args())``, read from the cache when it holds ``key`` for this
+    torch (``make_args`` is then never called: building inputs costs a load too)."""
     digest = hashlib.sha256(f"{key}\0{torch.__version__}".encode()).hexdigest()[:20]
     path = cache_dir() / "captures" / f"{digest}.json"
     try:
         return from_json(path.read_text())
     except (OSError, ValueError):
         pass
-    captured = capture(fn, *args)
+    captured = capture(fn, *make_args())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as tmp:

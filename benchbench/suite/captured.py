@@ -328,11 +328,10 @@ def declare_capture(
     load still loads); returns the capture, or None then.
     """
     try:
-        inputs = factory_inputs(make_inputs)
         if cache_key is None:
-            captured = capture(fn, *inputs)
+            captured = capture(fn, *factory_inputs(make_inputs))
         else:
-            captured = cached_capture(cache_key, fn, *inputs)
+            captured = cached_capture(cache_key, fn, lambda: factory_inputs(make_inputs))
     except CaptureError as exc:
         skipped(suite, f"{prefix}whole", name, str(exc))
         return None
