@@ -17,6 +17,7 @@ import json
 import math
 import re
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -156,14 +157,19 @@ def render(
     calls = "\n".join(_call_source(c) for c in captured.calls)
     names = "Opaque, T" if "Opaque(" in calls else "T"
     today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
-    out = [
-        f'"""{suite_name}: the aten calls of {target[0]}:{attr}, captured {today}.',
-        "",
+    about = textwrap.fill(
         f"{captured.total_calls} calls, {len(captured.calls)} distinct, are timed one "
-        "workload each;",
-        f"the view and metadata calls are left out (dispatch, no data moved): {views}.",
-        "`whole` runs the callable itself on the same inputs; `benchbench breakdown`",
-        "compares the two. Written by:",
+        "workload each; the view and metadata calls are left out (dispatch, no data "
+        f"moved): {views}. `whole` runs the callable itself on the same inputs; "
+        "`benchbench breakdown` compares the two. Written by:",
+        width=88,
+        break_on_hyphens=False,
+    )
+    out = [
+        f'"""{suite_name}: the aten calls of {target[0]}:{attr},',
+        f"captured {today}.",
+        "",
+        about,
         "",
         f"    {command}",
         '"""',
