@@ -195,3 +195,22 @@ def test_written_suite_loads_and_regenerates_inputs_in_bounds(tmp_path) -> None:
     (ids_again,) = whole.setup(SetupContext(whole.points()[0]))
     assert ids_again.shape == (4, 5)
     assert whole.variants[0].fn(ids_again).shape == (4, 5)
+
+
+def test_cached_capture_runs_the_callable_once(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("BENCHBENCH_CACHE", str(tmp_path))
+    from benchbench.suite.capture_cache import cached_capture
+
+    runs = []
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        runs.append(1)
+        return x * 2
+
+    first = cached_capture("k", fn, lambda: (torch.ones(3),))
+    again = cached_capture("k", fn, lambda: pytest.fail("inputs built on a cache hit"))
+    assert runs == [1] and again == first
+    assert [c.op for c in again.calls] == ["aten.mul.Tensor"]
+    (path,) = (tmp_path / "captures").iterdir()
+    path.write_text("{not json")  # a broken file is captured again, not an error
+    assert cached_capture("k", fn, lambda: (torch.ones(3),)) == first and runs == [1, 1]
