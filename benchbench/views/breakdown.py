@@ -129,7 +129,8 @@ def breakdown_figure(breakdowns: Sequence[Breakdown], title: str = "") -> Any:
     axes = figure.subplots(len(breakdowns), 1, squeeze=False, height_ratios=heights)[:, 0]
     for ax, b in zip(axes, breakdowns, strict=True):
         shown = list(b.calls[:PLOT_CALLS])
-        labels = [f"{c.workload} x{c.count}" for c in shown]
+        # the title names the capture: a models-suite prefix would repeat it on every bar
+        labels = [f"{c.workload.removeprefix(b.capture + ' ')} x{c.count}" for c in shown]
         values = [c.total_s * 1e3 for c in shown]
         rest = b.calls[PLOT_CALLS:]
         if rest:
