@@ -4,6 +4,10 @@ Declaring work::
 
     from benchbench import Suite, Variant, pow2
 
+Where a model's time goes (its aten calls as a suite; see ``benchbench capture``)::
+
+    captured = benchbench.capture(model, x)  # .calls, .views, .summary()
+
 Reading results::
 
     store = benchbench.open_store("results/benchbench.db")  # or postgresql://...
@@ -20,6 +24,7 @@ from benchbench.suite.declare import Skip, Suite, Variant, Workload, geometric, 
 
 if TYPE_CHECKING:
     from benchbench.store import open_store
+    from benchbench.suite.capture import capture
     from benchbench.variants import compare_variants
 
 __all__ = [
@@ -28,15 +33,18 @@ __all__ = [
     "Variant",
     "Workload",
     "__version__",
+    "capture",
     "compare_variants",
     "geometric",
     "open_store",
     "pow2",
 ]
 
-#: Loaded on first use: compare_variants imports torch and pandas (~4 s), open_store
+#: Loaded on first use: compare_variants imports torch and pandas (~4 s), capture
+#: torch, open_store
 #: SQLAlchemy (~0.2 s); `import benchbench` (every worker, every CLI command) stays fast.
 _LAZY = {
+    "capture": "benchbench.suite.capture",
     "compare_variants": "benchbench.variants",
     "open_store": "benchbench.store",
 }

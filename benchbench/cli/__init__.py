@@ -32,6 +32,8 @@ COMMANDS = {
     "import": "import_",
     "claims": "claims",
     "accuracy": "accuracy",
+    "capture": "capture",
+    "breakdown": "breakdown",
 }
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3
