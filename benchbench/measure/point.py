@@ -17,7 +17,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
-from benchbench.measure import inplace
+from benchbench.measure import backward, inplace, workmodel
 from benchbench.measure import timers as devices
 from benchbench.measure.accuracy import Tolerance, tolerance_for
 from benchbench.measure.inplace import fresh as _fresh
@@ -46,7 +46,8 @@ class Options:
     #: Output lifetime for every point (``run --outputs``); ``None``: each workload's
     #: (or variant's) own, ``keep`` unless declared.
     outputs: str | None = None
-    #: False: skip the reference check (a later process of a point the first one checked).
+    #: False: skip the reference check and the derived work model (a later process of a
+    #: point the first one checked; the merge keeps the first process's figures).
     check: bool = True
 
 
@@ -139,6 +140,11 @@ def _measure_inputs(
 ) -> Result:
     fn = _prepare(variant)
     call_inputs = _numpy_inputs(inputs) if variant.numpy else inputs
+    mode = str(point["mode"]) if workload.mode_axis else "fwd"
+    if mode != "fwd" and variant.numpy:
+        return _skip(
+            point, f"variant {variant.name!r} uses NumPy, which autograd does not track", **base
+        )
 
     warnings: list[str] = []
     max_rel_error: float | None = None
@@ -151,44 +157,75 @@ def _measure_inputs(
         fn(*(_fresh(call_inputs) if variant.inplace else call_inputs))
         sync(point.device)
         extra["compile_s"] = time.perf_counter() - started
+    outputs = workload.outputs_mode(variant, options.outputs)
+    policy = _policy_for(workload, options)
+    cache = base["cache_mode"]
+    planned_bwd: backward.BackwardPlan | None = None
+    if mode != "fwd":
+        # Before the check: the plan's first, untimed backward gives the gradients checked.
+        planned_bwd = backward.plan(
+            variant.name,
+            fn,
+            call_inputs,
+            mode,
+            seed=point.input_seed(),
+            timer=devices.timer_for(point.device, torch),
+            min_sample_s=policy.min_sample_s,
+            evict=devices.cache_flusher(point.device, torch) if cache == "cold" else None,
+            at_least=_rotate_copies(call_inputs, point) if cache == "rotate" else 1,
+        )
     check = workload.check_mode(variant) if options.check else False
     if check:
-        output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
-        sync(point.device)
-        wrong, accuracy = check_output(
-            output,
-            _reference_output(workload, inputs),
-            point.dtype,
-            _tolerance(workload, variant, point),
-        )
-        if accuracy is None:
+        if planned_bwd is None:
+            output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
+            sync(point.device)
+            wrong, accuracy = check_output(
+                output,
+                _reference_output(workload, inputs),
+                point.dtype,
+                _tolerance(workload, variant, point),
+            )
+        else:
+            sync(point.device)
+            wrong, accuracy = backward.check_gradients(
+                planned_bwd,
+                workload.reference or workload.variants[0].fn,
+                _float64_inputs(inputs),
+                point.dtype,
+                _tolerance(workload, variant, point),
+                extra,
+            )
+        if accuracy is None and "gradient_check" not in extra:
             # A suite's reference is float64 tensors: an output or reference that is not
             # a tensor, array or number cannot be checked, which is the suite's bug.
             reason = wrong or "cannot check the result: the reference returns no tensor or array"
             return _error(point, reason, extra=extra, **base)
-        max_rel_error = accuracy.max_rel_error
-        base["max_abs_error"] = accuracy.max_abs_error
-        extra["tolerance"] = {"rtol": accuracy.tolerance.rtol, "atol": accuracy.tolerance.atol}
-        extra["nonfinite"] = accuracy.nonfinite
-        extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
+        if accuracy is not None:
+            max_rel_error = accuracy.max_rel_error
+            base["max_abs_error"] = accuracy.max_abs_error
+            extra["tolerance"] = {"rtol": accuracy.tolerance.rtol, "atol": accuracy.tolerance.atol}
+            extra["nonfinite"] = accuracy.nonfinite
+            extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
         if check == "record":
             extra["check"] = "record"
-            if wrong is not None:
+            if wrong is not None and accuracy is not None:
                 warnings.append(
                     f"accuracy recorded, not enforced: {accuracy.why_wrong(point.dtype)}"
                 )
         elif wrong is not None:
             return _error(point, wrong, max_rel_error=max_rel_error, extra=extra, **base)
-        if accuracy.nonfinite:
+        if accuracy is not None and accuracy.nonfinite:
             warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
 
-    outputs = workload.outputs_mode(variant, options.outputs)
     extra["outputs"] = outputs
     if (axis := workload.x_of(point)) is not None:
         extra["x"] = {"name": axis[0], "value": axis[1]}
-    policy = _policy_for(workload, options)
-    cache = base["cache_mode"]
-    if variant.inplace:
+    if planned_bwd is not None:
+        subjects = [planned_bwd.subject]
+        policy = replace(policy, fixed_calls=planned_bwd.copies)
+        extra["backward"] = planned_bwd.note
+        extra["backward_slots"] = planned_bwd.copies
+    elif variant.inplace:
         planned = inplace.plan(
             variant.name,
             fn,
@@ -206,14 +243,24 @@ def _measure_inputs(
     else:
         subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
-    peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
+    if planned_bwd is not None:
+        peak = _peak_memory(lambda: planned_bwd.once(), (), point.device, False)
+    else:
+        peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
     if options.profile_dir is not None:
-        args = _fresh(call_inputs) if variant.inplace else call_inputs
-        extra["profile"] = profile_point(fn, args, point, options.profile_dir)
+        if planned_bwd is not None:
+            extra["profile"] = profile_point(
+                lambda: planned_bwd.once(), (), point, options.profile_dir
+            )
+        else:
+            args = _fresh(call_inputs) if variant.inplace else call_inputs
+            extra["profile"] = profile_point(fn, args, point, options.profile_dir)
     work = {
         name: _work(getattr(workload, name), point, warnings)
         for name in ("bytes", "flops", "items")
     }
+    if options.check:  # once per point: later processes keep the first one's (see Options)
+        workmodel.fill(workload, point, inputs, mode, work, warnings, extra)
     return ok_result(
         point,
         main,
@@ -265,14 +312,19 @@ def _tolerance(workload: Workload, variant: Variant, point: Point) -> Tolerance:
     )
 
 
-def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
-    """The reference computation on float64 CPU copies of the inputs."""
-    ref_inputs = tuple(
+def _float64_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """CPU copies of the inputs, the floating ones in float64."""
+    return tuple(
         x.detach().to("cpu").to(torch.float64)
         if isinstance(x, torch.Tensor) and x.is_floating_point()
         else (x.detach().to("cpu") if isinstance(x, torch.Tensor) else x)
         for x in inputs
     )
+
+
+def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
+    """The reference computation on float64 CPU copies of the inputs."""
+    ref_inputs = _float64_inputs(inputs)
     if workload.reference is not None:
         return workload.reference(*ref_inputs)
     first = workload.variants[0]
