@@ -1,6 +1,7 @@
 """Work models for free: the FLOPs and bytes of a workload that declares none.
 
-A workload without ``flops=`` or ``bytes=`` gets them from one untimed call, made once
+A workload without ``flops=`` or ``bytes=`` (and without ``derive=False``, which keeps
+them None) gets them from one untimed call, made once
 per point (by the point's first worker process, as the reference check is; the merge
 of a point's processes keeps the first's figures):
 
@@ -153,7 +154,9 @@ def fill(
 ) -> None:
     """Put into ``work`` the FLOPs and bytes ``workload`` does not declare, list them in
     ``extra["derived"]`` (the counted variant in ``extra["derived_from"]``), and warn
-    when a count failed."""
+    when a count failed. Nothing when the workload says ``derive=False``."""
+    if not workload.derive:
+        return
     derived = derive(
         workload, point, inputs, mode, flops=workload.flops is None, bytes=workload.bytes is None
     )

@@ -165,6 +165,7 @@ class Workload:
     teardown: Callable[..., Any] | None = None
     x: str | int | None = None
     modes: tuple[str, ...] = DEFAULT_MODES
+    derive: bool = True
 
     @property
     def mode_axis(self) -> bool:
@@ -277,6 +278,7 @@ class Suite:
         description: str = "",
         x: str | int | None = None,
         modes: Sequence[str] = DEFAULT_MODES,
+        derive: bool = True,
     ) -> Workload:
         """Declare a workload (validated here; the error names the file and line).
 
@@ -301,7 +303,8 @@ class Suite:
         each point then gets a parameter ``mode`` (``fwd``, ``bwd`` or ``fwd_bwd``; work
         models read it as ``p["mode"]``); the default, forward only, adds nothing.
         Without ``bytes`` / ``flops`` the work model is derived from one untimed call
-        (:mod:`benchbench.measure.workmodel`).
+        (:mod:`benchbench.measure.workmodel`); ``derive=False`` leaves them None (an
+        input the call only carries for the reference would count as bytes moved).
         """
         where = f"{_caller_location()}: workload {name!r}"
         if not isinstance(name, str) or not _NAME.match(name):
@@ -395,6 +398,7 @@ class Suite:
             teardown=teardown,
             x=x,
             modes=modes_t,
+            derive=bool(derive),
         )
         self.workloads.append(workload)
         return workload
