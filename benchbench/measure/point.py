@@ -244,14 +244,12 @@ def _measure_inputs(
         subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     if planned_bwd is not None:
-        peak = _peak_memory(lambda: planned_bwd.once(), (), point.device, False)
+        peak = _peak_memory(planned_bwd.once, (), point.device, False)
     else:
         peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
     if options.profile_dir is not None:
         if planned_bwd is not None:
-            extra["profile"] = profile_point(
-                lambda: planned_bwd.once(), (), point, options.profile_dir
-            )
+            extra["profile"] = profile_point(planned_bwd.once, (), point, options.profile_dir)
         else:
             args = _fresh(call_inputs) if variant.inplace else call_inputs
             extra["profile"] = profile_point(fn, args, point, options.profile_dir)
