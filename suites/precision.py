@@ -11,6 +11,10 @@ before ``sqrt`` runs) and ``bmm difference`` (the reference is zero; the stored
 ``max_abs_error`` is the batched-versus-sliced difference). Every other variant is
 checked against float64 with the dtype's tolerance.
 
+``autocast step`` is measured forward, backward and as a training step (``modes``:
+``fwd``, ``bwd``, ``fwd_bwd``); the autocast claim reads the step, ``fwd_bwd``. Its
+gradients are checked against float64 gradients of the float32 forward.
+
 CUDA-only math modes (TF32, reduced-precision reductions, float16 autocast) are
 skipped on other devices with the reason; their flags are set in ``setup`` and
 restored in ``teardown``, so no point leaks a global mode into the next.
@@ -120,40 +124,42 @@ def forward(x, w1, w2):
     return torch.relu(x @ w1) @ w2
 
 
-def train_step(x, w1, w2):
-    w1.grad = w2.grad = None
-    y = forward(x, w1, w2)
-    y.float().sum().backward()
-    return y.detach()
-
-
-def autocast_step(device_type, dtype):
-    def step(x, w1, w2):
+def autocast_forward(device_type, dtype):
+    def under_autocast(x, w1, w2):
         with torch.autocast(device_type, dtype=dtype):
-            return train_step(x, w1, w2)
+            return forward(x, w1, w2)
 
-    return step
+    return under_autocast
 
+
+#: Matmuls per mode: the forward's two; the backward's three (dW2, dH, dW1: the data x
+#: gets no gradient, so no dX). 2 * batch * width * hidden FLOPs each.
+AUTOCAST_MATMULS = {"fwd": 2, "bwd": 3, "fwd_bwd": 5}
 
 suite.workload(
     "autocast step",
     setup=autocast_setup,
     variants=[
-        Variant("float32", train_step),
-        Variant("autocast bfloat16", autocast_step("cpu", torch.bfloat16), devices=("cpu",)),
-        Variant("autocast float16", autocast_step("cuda", torch.float16)),
+        Variant("float32", forward),
+        Variant("autocast bfloat16", autocast_forward("cpu", torch.bfloat16), devices=("cpu",)),
+        Variant("autocast float16", autocast_forward("cuda", torch.float16)),
     ],
     sizes=[(256, 512, 512)],
     dtypes=("float32",),
     devices=("cpu", "cuda"),
+    # The claim is about training: fwd_bwd is the step (forward under autocast, backward
+    # outside it, as the AMP recipe runs it); bwd is the backward alone.
+    modes=("fwd", "bwd", "fwd_bwd"),
     tags=QUICK,
     reference=forward,
     # Under autocast the matmuls round to bfloat16 (8-bit mantissa: 2^-8 = 0.4 % per
-    # rounding); the output of a float32 point carries that error. All values are
-    # positive (no cancellation), so 5e-2 still rejects a wrong computation.
+    # rounding); the outputs and gradients of a float32 point carry that error. All
+    # values and the gradient fed in are positive (no cancellation), so 5e-2 still
+    # rejects a wrong computation.
     rtol={"float32": 5e-2},
-    flops=lambda p: 6 * 2 * p.shape[0] * p.shape[1] * p.shape[2],  # 2 matmuls fwd, 4 bwd
-    description="relu(x @ w1) @ w2, forward and backward; shape = (batch, width, hidden)",
+    flops=lambda p: AUTOCAST_MATMULS[p["mode"]] * 2 * p.shape[0] * p.shape[1] * p.shape[2],
+    description="relu(x @ w1) @ w2 with weights w1, w2; mode fwd_bwd is one training step; "
+    "shape = (batch, width, hidden)",
 )
 
 # -- softmax and cross-entropy -------------------------------------------------------
@@ -279,6 +285,7 @@ suite.workload(
     reference=lambda x, exact: torch.sqrt(exact),
     check="record",
     budget_s=0.05,  # an accuracy sweep: the time is incidental
+    derive=False,  # the float64 ``exact`` input feeds the reference only: not bytes moved
     description="relative error of sqrt per dtype for inputs in [m, 10 m)",
 )
 
@@ -360,17 +367,18 @@ def _cuda_only(workload: str, variant: str, baseline: str, dtype: str):
 
 
 def _autocast(rows: Rows) -> Finding:
-    cpu = rows.one("autocast step", "autocast bfloat16", device="cpu")
+    step = "fwd_bwd"  # the training step: forward and backward
+    cpu = rows.one("autocast step", "autocast bfloat16", device="cpu", mode=step)
     cpu_note = ""
     if not isinstance(cpu, Finding):
-        base = rows.one("autocast step", "float32", device="cpu")
+        base = rows.one("autocast step", "float32", device="cpu", mode=step)
         if not isinstance(base, Finding):
             ratio = base["median_s"] / cpu["median_s"]
             cpu_note = f"; CPU bfloat16 autocast: float32/autocast = {ratio:.3g}x"
-    gpu = rows.one("autocast step", "autocast float16", device="cuda")
+    gpu = rows.one("autocast step", "autocast float16", device="cuda", mode=step)
     if isinstance(gpu, Finding):
         return Finding(gpu.verdict, cpu_note.lstrip("; "), reason=gpu.reason)
-    base = rows.one("autocast step", "float32", device="cuda")
+    base = rows.one("autocast step", "float32", device="cuda", mode=step)
     if isinstance(base, Finding):
         return base
     ratio = base["median_s"] / gpu["median_s"]
@@ -414,7 +422,8 @@ suite.claims += [
         "C-autocast",
         "C",
         "autocast can cut training-step time by up to half on modern GPUs",
-        "precision/autocast step: float32 vs autocast float16 on cuda (bfloat16 on cpu)",
+        "precision/autocast step, mode fwd_bwd: float32 vs autocast float16 on cuda "
+        "(bfloat16 on cpu)",
         "precision",
         ("autocast step",),
         _autocast,

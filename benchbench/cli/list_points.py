@@ -1,5 +1,8 @@
 """List the points a run would measure, without measuring anything.
 
+A point's label carries its named axes: ``mm:torch.matmul[float32, cpu](n=256x256,
+mode=bwd)`` is the backward pass of a workload declared with ``modes``.
+
 ``--shard I/N`` lists what ``benchbench run --shard I/N`` would measure: the same
 assignment (:func:`benchbench.run.runner.shard_points`), balanced by the expected
 durations of earlier runs in the store the run would use (``--store``,

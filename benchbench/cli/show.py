@@ -7,7 +7,11 @@ RUN is a run id, a unique prefix of one, a label (the newest run with it),
 ``latest``, or a run group (the ``--group`` value or group id shared by the shards
 of one run): a group shows every shard's points as one run. "% of peak" needs a
 hardware profile of the run's environment: run ``benchbench probe`` once on the
-machine.
+machine. Named axes (a workload's parameters; ``mode=fwd|bwd|fwd_bwd`` for one
+declared with backward ``modes``) have a ``params`` column. A GB/s or GFLOP/s
+ending in ``*`` comes from a derived work model (FLOPs counted by torch's
+FlopCounterMode, bytes of the call's tensors); ``--format json`` lists those figures
+per result as ``derived``.
 """
 
 from __future__ import annotations

@@ -36,6 +36,13 @@ CACHE_MODES = ("warm", "cold", "rotate")
 OUTPUT_MODES = ("keep", "drop")
 DEFAULT_OUTPUTS = "keep"
 
+#: What a point times (the ``mode`` parameter of a workload declared with ``modes=``):
+#: ``fwd`` one call of the variant; ``bwd`` the backward pass of a forward graph built
+#: untimed; ``fwd_bwd`` forward and backward together. See :mod:`benchbench.measure.backward`.
+MODES = ("fwd", "bwd", "fwd_bwd")
+#: A workload's modes unless declared: forward only, and no ``mode`` parameter at all.
+DEFAULT_MODES = ("fwd",)
+
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: the form hashed into ids."""

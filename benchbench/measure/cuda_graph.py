@@ -42,7 +42,9 @@ class GraphCaptureError(Exception):
     """The workload cannot be captured in a CUDA graph; the message is torch's reason."""
 
 
-def graph_mode(requested: bool, device: str, inplace: bool) -> tuple[bool, str | None]:
+def graph_mode(
+    requested: bool, device: str, inplace: bool, backward: bool = False
+) -> tuple[bool, str | None]:
     """(capture a graph?, why a requested graph is not used) for one point."""
     if not requested:
         return False, None
@@ -50,6 +52,8 @@ def graph_mode(requested: bool, device: str, inplace: bool) -> tuple[bool, str |
         return False, f"CUDA graph not used: {device} is not a CUDA device"
     if inplace:
         return False, "CUDA graph not used: in-place variants restore inputs between calls"
+    if backward:
+        return False, "CUDA graph not used: backward modes release gradients between calls"
     return True, None
 
 

@@ -14,18 +14,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
-from benchbench.measure import inplace
+from benchbench.measure import backward, inplace, workmodel
 from benchbench.measure import timers as devices
 from benchbench.measure.accuracy import Tolerance, tolerance_for
 from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_subject, per_call
 from benchbench.measure.inplace import fresh as _fresh
 from benchbench.measure.loops import make_loop, make_rotating_loop
+from benchbench.measure.memory import peak_memory
 from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
 from benchbench.measure.policy import Policy, Subject
-from benchbench.measure.trace import profile_point, quiet_native_output
+from benchbench.measure.trace import profile_point
 from benchbench.suite.declare import Skip, Variant, Workload
 from benchbench.suite.inputs import SetupContext
 
@@ -47,7 +47,8 @@ class Options:
     #: Output lifetime for every point (``run --outputs``); ``None``: each workload's
     #: (or variant's) own, ``keep`` unless declared.
     outputs: str | None = None
-    #: False: skip the reference check (a later process of a point the first one checked).
+    #: False: skip the reference check and the derived work model (a later process of a
+    #: point the first one checked; the merge keeps the first process's figures).
     check: bool = True
 
 
@@ -149,6 +150,11 @@ def _measure_inputs(
 ) -> Result:
     fn = _prepare(variant)
     call_inputs = _numpy_inputs(inputs) if variant.numpy else inputs
+    mode = str(point["mode"]) if workload.mode_axis else "fwd"
+    if mode != "fwd" and variant.numpy:
+        return _skip(
+            point, f"variant {variant.name!r} uses NumPy, which autograd does not track", **base
+        )
 
     warnings: list[str] = []
     max_rel_error: float | None = None
@@ -161,44 +167,75 @@ def _measure_inputs(
         fn(*(_fresh(call_inputs) if variant.inplace else call_inputs))
         sync(point.device)
         extra["compile_s"] = time.perf_counter() - started
+    outputs = workload.outputs_mode(variant, options.outputs)
+    policy = _policy_for(workload, options)
+    cache = base["cache_mode"]
+    planned_bwd: backward.BackwardPlan | None = None
+    if mode != "fwd":
+        # Before the check: the plan's first, untimed backward gives the gradients checked.
+        planned_bwd = backward.plan(
+            variant.name,
+            fn,
+            call_inputs,
+            mode,
+            seed=point.input_seed(),
+            timer=devices.timer_for(point.device, torch),
+            min_sample_s=policy.min_sample_s,
+            evict=devices.cache_flusher(point.device, torch) if cache == "cold" else None,
+            at_least=_rotate_copies(call_inputs, point) if cache == "rotate" else 1,
+        )
     check = workload.check_mode(variant) if options.check else False
     if check:
-        output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
-        sync(point.device)
-        wrong, accuracy = check_output(
-            output,
-            _reference_output(workload, inputs),
-            point.dtype,
-            _tolerance(workload, variant, point),
-        )
-        if accuracy is None:
+        if planned_bwd is None:
+            output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
+            sync(point.device)
+            wrong, accuracy = check_output(
+                output,
+                _reference_output(workload, inputs),
+                point.dtype,
+                _tolerance(workload, variant, point),
+            )
+        else:
+            sync(point.device)
+            wrong, accuracy = backward.check_gradients(
+                planned_bwd,
+                workload.reference or workload.variants[0].fn,
+                _float64_inputs(inputs),
+                point.dtype,
+                _tolerance(workload, variant, point),
+                extra,
+            )
+        if accuracy is None and "gradient_check" not in extra:
             # A suite's reference is float64 tensors: an output or reference that is not
             # a tensor, array or number cannot be checked, which is the suite's bug.
             reason = wrong or "cannot check the result: the reference returns no tensor or array"
             return _error(point, reason, extra=extra, **base)
-        max_rel_error = accuracy.max_rel_error
-        base["max_abs_error"] = accuracy.max_abs_error
-        extra["tolerance"] = {"rtol": accuracy.tolerance.rtol, "atol": accuracy.tolerance.atol}
-        extra["nonfinite"] = accuracy.nonfinite
-        extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
+        if accuracy is not None:
+            max_rel_error = accuracy.max_rel_error
+            base["max_abs_error"] = accuracy.max_abs_error
+            extra["tolerance"] = {"rtol": accuracy.tolerance.rtol, "atol": accuracy.tolerance.atol}
+            extra["nonfinite"] = accuracy.nonfinite
+            extra["mismatched_nonfinite"] = accuracy.mismatched_nonfinite
         if check == "record":
             extra["check"] = "record"
-            if wrong is not None:
+            if wrong is not None and accuracy is not None:
                 warnings.append(
                     f"accuracy recorded, not enforced: {accuracy.why_wrong(point.dtype)}"
                 )
         elif wrong is not None:
             return _error(point, wrong, max_rel_error=max_rel_error, extra=extra, **base)
-        if accuracy.nonfinite:
+        if accuracy is not None and accuracy.nonfinite:
             warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
 
-    outputs = workload.outputs_mode(variant, options.outputs)
     extra["outputs"] = outputs
     if (axis := workload.x_of(point)) is not None:
         extra["x"] = {"name": axis[0], "value": axis[1]}
-    policy = _policy_for(workload, options)
-    cache = base["cache_mode"]
-    if variant.inplace:
+    if planned_bwd is not None:
+        subjects = [planned_bwd.subject]
+        policy = replace(policy, fixed_calls=planned_bwd.copies)
+        extra["backward"] = planned_bwd.note
+        extra["backward_slots"] = planned_bwd.copies
+    elif variant.inplace:
         planned = inplace.plan(
             variant.name,
             fn,
@@ -216,7 +253,10 @@ def _measure_inputs(
     else:
         subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
     graph, note = graph_mode(
-        variant.cuda_graph or options.policy.cuda_graph, point.device, variant.inplace
+        variant.cuda_graph or options.policy.cuda_graph,
+        point.device,
+        variant.inplace,
+        backward=planned_bwd is not None,
     )
     if note is not None:
         extra["cuda_graph_note"] = note
@@ -229,14 +269,22 @@ def _measure_inputs(
         extra["cuda_graph"] = {"calls_per_replay": graph_calls}
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main
-    peak = _peak_memory(fn, call_inputs, point.device, variant.inplace)
+    if planned_bwd is not None:
+        peak = peak_memory(planned_bwd.once, (), point.device, False)
+    else:
+        peak = peak_memory(fn, call_inputs, point.device, variant.inplace)
     if options.profile_dir is not None:
-        args = _fresh(call_inputs) if variant.inplace else call_inputs
-        extra["profile"] = profile_point(fn, args, point, options.profile_dir)
+        if planned_bwd is not None:
+            extra["profile"] = profile_point(planned_bwd.once, (), point, options.profile_dir)
+        else:
+            args = _fresh(call_inputs) if variant.inplace else call_inputs
+            extra["profile"] = profile_point(fn, args, point, options.profile_dir)
     work = {
         name: _work(getattr(workload, name), point, warnings)
         for name in ("bytes", "flops", "items")
     }
+    if options.check:  # once per point: later processes keep the first one's (see Options)
+        workmodel.fill(workload, point, inputs, mode, work, warnings, extra)
     return ok_result(
         point,
         main,
@@ -293,14 +341,19 @@ def _tolerance(workload: Workload, variant: Variant, point: Point) -> Tolerance:
     )
 
 
-def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
-    """The reference computation on float64 CPU copies of the inputs."""
-    ref_inputs = tuple(
+def _float64_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """CPU copies of the inputs, the floating ones in float64."""
+    return tuple(
         x.detach().to("cpu").to(torch.float64)
         if isinstance(x, torch.Tensor) and x.is_floating_point()
         else (x.detach().to("cpu") if isinstance(x, torch.Tensor) else x)
         for x in inputs
     )
+
+
+def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
+    """The reference computation on float64 CPU copies of the inputs."""
+    ref_inputs = _float64_inputs(inputs)
     if workload.reference is not None:
         return workload.reference(*ref_inputs)
     first = workload.variants[0]
@@ -348,53 +401,3 @@ def _work(fn: Callable[[Point], float] | None, point: Point, warnings: list[str]
     except Exception as exc:
         warnings.append(f"work model failed: {type(exc).__name__}: {exc}")
         return None
-
-
-def _peak_memory(
-    fn: Callable[..., Any], inputs: tuple[Any, ...], device: str, inplace: bool
-) -> int | None:
-    """Peak bytes allocated by one call, above what the inputs already hold.
-
-    CUDA: ``torch.cuda.max_memory_allocated(device)`` around one call, the point's
-    device named in every call (not the current one). CPU: the largest
-    running total of the CPU allocator's allocations during one call, from
-    ``torch.profiler`` memory events (tensors only: NumPy and Python objects are not
-    seen). MPS: ``torch.mps.driver_allocated_memory`` before and after (no peak).
-    """
-    args = _fresh(inputs) if inplace else inputs
-    kind = device.partition(":")[0]
-    if kind == "cuda":
-        torch.cuda.synchronize(device)
-        base = torch.cuda.memory_allocated(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        fn(*args)
-        torch.cuda.synchronize(device)
-        return int(torch.cuda.max_memory_allocated(device) - base)
-    if kind == "mps":
-        before = torch.mps.driver_allocated_memory()
-        out = fn(*args)
-        torch.mps.synchronize()
-        after = torch.mps.driver_allocated_memory()
-        del out
-        return max(0, int(after - before))
-    return _cpu_peak_memory(fn, args)
-
-
-def _cpu_peak_memory(fn: Callable[..., Any], args: tuple[Any, ...]) -> int | None:
-    # Allocations are attributed to the op that made them (self memory), frees are
-    # "[memory]" events with negative sizes; their running sum in time order peaks
-    # at the call's high-water mark. The profiler's native start/stop lines are
-    # silenced; its first use in a process costs ~2 s, later ones ~6 ms.
-    with (
-        quiet_native_output(),
-        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
-    ):
-        out = fn(*args)
-        del out
-    events = [e for e in prof.events() if e.self_cpu_memory_usage]
-    events.sort(key=lambda e: e.time_range.start)
-    running = peak = 0
-    for event in events:
-        running += event.self_cpu_memory_usage
-        peak = max(peak, running)
-    return int(peak)

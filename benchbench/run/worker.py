@@ -10,13 +10,15 @@ workers inherit the affinity; a pinned worker's default torch thread count is th
 number of those cores (a request's ``threads`` still overrides it). The worker runs no
 thread of ours: the runner samples the machine's telemetry from its own process.
 
-Importing torch costs ~3 s here (8 s on a loaded machine), and the first use of
-``torch.profiler`` (peak memory of a point) another ~2-5 s. The zygote pays both
-once; a worker forked from it answers in ~30 ms, so a crash, a hang or an
-out-of-memory kill costs the run one point, not a torch import. The zygote runs no
-parallel torch op (its warm-up tensor has 16 elements, far below the intra-op grain
-of 32768), because OpenMP thread pools do not survive ``fork`` (the reason PyTorch's
-own DataLoader forks only before the first parallel op).
+Importing torch costs ~3 s here (8 s on a loaded machine), the first use of
+``torch.profiler`` (peak memory of a point) another ~2-5 s, and the first dispatch
+mode (``FlopCounterMode``, a derived work model: it imports ``torch._dynamo`` and
+sympy, 822 modules) another ~2-7 s. The zygote pays all three once; a worker
+forked from it answers in ~30 ms, so a crash, a hang or an out-of-memory kill
+costs the run one point, not a torch import. The zygote runs no parallel torch op
+(its warm-up tensors have 16 elements, far below the intra-op grain of 32768),
+because OpenMP thread pools do not survive ``fork`` (the reason PyTorch's own
+DataLoader forks only before the first parallel op).
 
 Elsewhere (macOS: frameworks loaded by ``import torch`` are not fork-safe) every
 worker is a fresh ``python -m benchbench.run.worker serve FD LIMIT [CPUS]``. The runner's
@@ -254,9 +256,11 @@ def _become_worker(
 
 
 def _warm_up_zygote() -> None:
-    """Import what every worker needs and pay the profiler's first use, once."""
+    """Import what every worker needs and pay the first use of the profiler and of a
+    dispatch mode, once."""
     import torch
     from torch.profiler import ProfilerActivity, profile
+    from torch.utils.flop_counter import FlopCounterMode
 
     import benchbench.measure.point  # noqa: F401  (imports numpy, the engine, devices)
 
@@ -268,6 +272,8 @@ def _warm_up_zygote() -> None:
         os.dup2(devnull, 2)
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True):
             torch.ones(16).sqrt()  # 16 elements: no intra-op thread pool is started
+        with FlopCounterMode(display=False):
+            torch.ones(16).sqrt()
     finally:
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchbench.core.errors import SuiteError
+from benchbench.core.values import MODES
 
 #: The dtypes a tolerance may name (the others are compared exactly).
 FLOATING = ("float64", "float32", "float16", "bfloat16", "complex64", "complex128")
@@ -96,3 +97,26 @@ def check_size(size: Any, where: str) -> Size:
     raise SuiteError(
         f"{where}: size must be a positive int or a shape of positive ints, got {size!r}"
     )
+
+
+def check_modes(
+    modes: Any, params: Sequence[tuple[str, tuple[Any, ...]]], where: str
+) -> tuple[str, ...]:
+    """``modes`` as a tuple: some of :data:`~benchbench.core.values.MODES`, each once, and
+    no declared parameter named ``mode`` beside them."""
+    if isinstance(modes, str):
+        raise SuiteError(
+            f"{where}: modes must be a tuple, got the string {modes!r}; write ({modes!r},)"
+        )
+    values = tuple(modes)
+    bad = [m for m in values if m not in MODES]
+    if not values or bad or len(set(values)) != len(values):
+        raise SuiteError(
+            f"{where}: modes must be distinct values among {', '.join(MODES)}, got {values!r}"
+        )
+    if values != ("fwd",) and any(name == "mode" for name, _ in params):
+        raise SuiteError(
+            f"{where}: parameter 'mode' collides with the mode axis of modes={values!r}; "
+            "rename the parameter"
+        )
+    return values

@@ -28,10 +28,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchbench.core.errors import SuiteError
-from benchbench.core.values import CACHE_MODES, DEFAULT_OUTPUTS, ITEMSIZE, OUTPUT_MODES, Point
+from benchbench.core.values import (
+    CACHE_MODES,
+    DEFAULT_MODES,
+    DEFAULT_OUTPUTS,
+    ITEMSIZE,
+    OUTPUT_MODES,
+    Point,
+)
 from benchbench.suite.checks import (
     Size,
     ToleranceSpec,
+    check_modes,
     check_size,
     check_tolerance,
     check_x,
@@ -160,6 +168,13 @@ class Workload:
     location: str = ""
     teardown: Callable[..., Any] | None = None
     x: str | int | None = None
+    modes: tuple[str, ...] = DEFAULT_MODES
+    derive: bool = True
+
+    @property
+    def mode_axis(self) -> bool:
+        """True when points carry a ``mode`` parameter (``modes`` other than fwd only)."""
+        return self.modes != DEFAULT_MODES
 
     def x_of(self, point: Point) -> tuple[str, float] | None:
         """The declared x-axis of ``point`` as ``(name, value)``: the parameter named by
@@ -190,8 +205,9 @@ class Workload:
         self, *, devices: Sequence[str] | None = None, dtypes: Sequence[str] | None = None
     ) -> list[Point]:
         """Every point of this workload; ``devices``/``dtypes`` replace those axes."""
-        names = [k for k, _ in self.params]
-        grids = [vals for _, vals in self.params]
+        axes = [*self.params, ("mode", self.modes)] if self.mode_axis else list(self.params)
+        names = [k for k, _ in axes]
+        grids = [vals for _, vals in axes]
         out: list[Point] = []
         for size, dtype, device, combo, variant in itertools.product(
             self.sizes,
@@ -265,6 +281,8 @@ class Suite:
         version: int = 1,
         description: str = "",
         x: str | int | None = None,
+        modes: Sequence[str] = DEFAULT_MODES,
+        derive: bool = True,
     ) -> Workload:
         """Declare a workload (validated here; the error names the file and line).
 
@@ -285,6 +303,12 @@ class Suite:
         ``x`` is the x-axis that fits, crossovers and plots use when the size (elements)
         is a product of several varying dimensions: the name of a numeric parameter
         (``x="k"``) or the index of a shape dimension (``x=1`` for ``k`` in ``(m, k, n)``).
+        ``modes`` (some of :data:`~benchbench.core.values.MODES`) adds backward passes:
+        each point then gets a parameter ``mode`` (``fwd``, ``bwd`` or ``fwd_bwd``; work
+        models read it as ``p["mode"]``); the default, forward only, adds nothing.
+        Without ``bytes`` / ``flops`` the work model is derived from one untimed call
+        (:mod:`benchbench.measure.workmodel`); ``derive=False`` leaves them None (an
+        input the call only carries for the reference would count as bytes moved).
         """
         where = f"{_caller_location()}: workload {name!r}"
         if not isinstance(name, str) or not _NAME.match(name):
@@ -349,6 +373,7 @@ class Suite:
             if fn is not None and not callable(fn):
                 raise SuiteError(f"{where}: {label} must be callable(point), got {fn!r}")
         check_x(x, param_axes, sizes_t, where)
+        modes_t = check_modes(modes, param_axes, where)
         workload = Workload(
             suite=self.name,
             name=name,
@@ -376,6 +401,8 @@ class Suite:
             location=where,
             teardown=teardown,
             x=x,
+            modes=modes_t,
+            derive=bool(derive),
         )
         self.workloads.append(workload)
         return workload

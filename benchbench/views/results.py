@@ -44,7 +44,20 @@ RESULT_KEYS: tuple[str, ...] = (
     "threads",
     "warnings",
     "timing",
+    "derived",
 )
+
+#: The note under a table with a derived work model (the ``*`` of its rates).
+DERIVED_NOTE = (
+    "* derived work model: FLOPs counted by torch's FlopCounterMode (matmuls, "
+    "convolutions, attention), bytes of the call's input and output tensors"
+)
+
+
+def derived(row: Mapping[str, Any]) -> list[str]:
+    """The work-model figures of ``row`` that were derived, not declared (``["flops",
+    "bytes"]``, from ``extra.derived``; see :mod:`benchbench.measure.workmodel`)."""
+    return [str(name) for name in (row.get("extra") or {}).get("derived") or []]
 
 
 def result_json(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -52,6 +65,7 @@ def result_json(row: Mapping[str, Any]) -> dict[str, Any]:
     out = {key: row.get(key) for key in RESULT_KEYS}
     out["samples"] = list(row.get("samples_s") or [])
     out["timing"] = timing(row)
+    out["derived"] = derived(row)
     return out
 
 
@@ -212,14 +226,25 @@ def results_grid(
     """Median with its 95 % CI, throughput, % of peak, accuracy and warnings per point.
 
     ``profiled``: the rows carry roofline numbers (:func:`with_roofline`) from a stored
-    profile; without one a note under the table says how to get it.
+    profile; without one a note under the table says how to get it. A ``params``
+    column (``mode=bwd, peak=88.0``) follows the size when any row has named axes; a
+    rate from a derived work model ends in ``*`` (:data:`DERIVED_NOTE`).
     """
+    with_params = any(row.get("params") for row in rows)
     cells: list[tuple[Cell, ...]] = []
     methods = [timing(row) for row in rows]
     for row in rows:
         shape = row.get("shape") or [row.get("size")]
         size = "x".join(map(str, shape)) if len(shape) > 1 else format_size(int(row["size"]))
-        names = (row["workload"], row["variant"], row["dtype"], row["device"], size)
+        names: tuple[Cell, ...] = (
+            row["workload"],
+            row["variant"],
+            row["dtype"],
+            row["device"],
+            size,
+        )
+        if with_params:
+            names = (*names, ", ".join(f"{k}={v}" for k, v in (row.get("params") or {}).items()))
         if row["status"] != "ok":
             style = "yellow" if row["status"] == "skipped" else "red"
             reason = Text(str(row.get("reason") or ""), style=style)
@@ -229,13 +254,14 @@ def results_grid(
         flops = row.get("flop_per_s")
         warnings = row.get("warnings") or []
         error = row.get("max_rel_error")
+        marks = derived(row)
         cells.append(
             (
                 *names,
                 format_time(row.get("median_s")),
                 _ci_percent(row),
-                f"{bandwidth / 1e9:.3g}" if bandwidth is not None else "-",
-                f"{flops / 1e9:.3g}" if flops is not None else "-",
+                _rate(bandwidth, "bytes" in marks),
+                _rate(flops, "flops" in marks),
                 _peak_cell(row),
                 f"{error:.2g}" if error is not None else "-",
                 # dict.fromkeys: one telemetry warning per sample window would repeat 5 times.
@@ -244,14 +270,25 @@ def results_grid(
         )
     above = above_ceiling_note(rows) if profiled else None
     notes = ((above,) if above else ()) if profiled else (NO_PROFILE_NOTE,)
+    if any(derived(row) for row in rows if row["status"] == "ok"):
+        notes = (*notes, DERIVED_NOTE)
+    columns: tuple[Column, ...] = RESULT_COLUMNS
+    if with_params:
+        columns = (*RESULT_COLUMNS[:5], Column("params"), *RESULT_COLUMNS[5:])
     if any(m is not None for m in methods):
-        columns = (*RESULT_COLUMNS[:-1], TIMING_COLUMN, RESULT_COLUMNS[-1])
+        columns = (*columns[:-1], TIMING_COLUMN, columns[-1])
         cells = [
             (*c[:-1], _timing_cell(row, m), c[-1])
             for c, row, m in zip(cells, rows, methods, strict=True)
         ]
-        return Grid.of(columns, cells, title=title, notes=notes)
-    return Grid.of(RESULT_COLUMNS, cells, title=title, notes=notes)
+    return Grid.of(columns, cells, title=title, notes=notes)
+
+
+def _rate(value: float | None, is_derived: bool) -> str:
+    """A rate in units of 1e9 per second; ``*`` when its work model was derived."""
+    if value is None:
+        return "-"
+    return f"{value / 1e9:.3g}{'*' if is_derived else ''}"
 
 
 def _timing_cell(row: Mapping[str, Any], method: str | None) -> Cell:

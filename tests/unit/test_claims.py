@@ -189,14 +189,43 @@ def test_broadcast_claim_needs_both_speed_and_memory():
     claim = _claims()["C-broadcast"]
     w = "tile vs broadcast"
 
+    fwd, step = {"mode": "fwd"}, {"mode": "fwd_bwd"}
+
     def rows(peak_broadcast: int) -> list[dict[str, Any]]:
         return [
-            row(w, "cat(tile) + Linear", 2e-3, suite="overhead", peak=4_000_000),
-            row(w, "two Linears + broadcast", 1e-3, suite="overhead", peak=peak_broadcast),
-        ]
+            row(w, "cat(tile) + Linear", 2e-3, suite="overhead", peak=4_000_000, params=fwd),
+            row(w, "two Linears + broadcast", 1e-3, suite="overhead", peak=peak_broadcast,
+                params=fwd),
+            # The training step's points (the opposite outcome) are not what the claim reads.
+            row(w, "cat(tile) + Linear", 1e-3, suite="overhead", peak=1_000, params=step),
+            row(w, "two Linears + broadcast", 9e-3, suite="overhead", peak=9_000_000,
+                params=step),
+        ]  # fmt: skip
 
     assert evaluate([claim], rows(2_000_000))[0].finding.verdict == HOLDS
     assert evaluate([claim], rows(8_000_000))[0].finding.verdict == FAILS
+
+
+def test_autocast_claim_reads_the_training_step():
+    claim = _claims()["C-autocast"]
+    w = "autocast step"
+
+    def rows(step_s: float) -> list[dict[str, Any]]:
+        # Forward and backward alone: autocast 4x slower; the step (fwd_bwd): ``step_s``.
+        out = []
+        for mode, autocast_s in (("fwd", 8e-3), ("bwd", 8e-3), ("fwd_bwd", step_s)):
+            for device, variant in (("cpu", "autocast bfloat16"), ("cuda", "autocast float16")):
+                for name, median in (("float32", 2e-3), (variant, autocast_s)):
+                    params = {"mode": mode}
+                    out.append(row(w, name, median, suite="precision", device=device,
+                                   params=params))  # fmt: skip
+        return out
+
+    faster = evaluate([claim], rows(1e-3))[0].finding
+    assert faster.verdict == HOLDS
+    assert "CUDA float32/autocast float16 = 2x" in faster.figure
+    assert "CPU bfloat16 autocast: float32/autocast = 2x" in faster.figure
+    assert evaluate([claim], rows(4e-3))[0].finding.verdict == FAILS
 
 
 def test_bmm_claim_holds_only_for_a_nonzero_difference():

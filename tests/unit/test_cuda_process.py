@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from benchbench.measure import memory as memory_module
 from benchbench.measure import point as point_module
 from benchbench.measure.point import Options, measure_point
 from benchbench.measure.policy import Policy
@@ -286,7 +287,7 @@ def test_peak_memory_names_the_points_device_in_every_call(monkeypatch):
         monkeypatch.setattr(
             torch.cuda, name, lambda device, n=name, v=value: calls.append((n, device)) or v
         )
-    peak = point_module._peak_memory(lambda: None, (), "cuda:1", inplace=False)
+    peak = memory_module.peak_memory(lambda: None, (), "cuda:1", inplace=False)
     assert peak == 512
     assert {device for _name, device in calls} == {"cuda:1"}
     assert [name for name, _ in calls] == [

@@ -255,7 +255,7 @@ def test_a_graph_point_records_calls_per_replay_and_counts_calls(monkeypatch) ->
         return Subject(subject.name, lambda n: subject.loop(4 * n), subject.pre), 4
 
     # The point runs on the CPU; only the graph decision and capture are faked.
-    monkeypatch.setattr(point_module, "graph_mode", lambda *a: (True, None))
+    monkeypatch.setattr(point_module, "graph_mode", lambda *a, **k: (True, None))
     monkeypatch.setattr(point_module, "graph_subject", fake_graph_subject)
     workload = _graph_workload()
     (point,) = workload.points()
@@ -269,7 +269,7 @@ def test_a_failed_capture_skips_the_point_with_the_reason(monkeypatch) -> None:
     def failing(subject: Subject, cuda: object, cold: bool) -> tuple[Subject, int]:
         raise GraphCaptureError("operation not permitted when stream is capturing")
 
-    monkeypatch.setattr(point_module, "graph_mode", lambda *a: (True, None))
+    monkeypatch.setattr(point_module, "graph_mode", lambda *a, **k: (True, None))
     monkeypatch.setattr(point_module, "graph_subject", failing)
     workload = _graph_workload()
     (point,) = workload.points()

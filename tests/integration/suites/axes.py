@@ -19,6 +19,7 @@ suite.workload(
     x=1,
     flops=lambda p: 2 * p.shape[0] * p.shape[1] * p.shape[2],
     budget_s=0.05,
+    derive=False,  # FLOPs only: derived bytes would let the fit pick its unit by R²
 )
 # Three dimensions varying apart, no axis, bytes not growing with the size: no fit.
 suite.workload(
@@ -28,4 +29,5 @@ suite.workload(
     sizes=[(16, 16, 16), (64, 2, 64), (32, 32, 32)],
     bytes=mm_bytes,
     budget_s=0.05,
+    derive=False,  # derived FLOPs would grow with the size and give it a fit
 )

@@ -24,4 +24,5 @@ suite.workload(
     variants=[Variant("torch.sum", torch.sum)],
     sizes=[1024],
     budget_s=0.05,
+    derive=False,  # the tests of a point without a work model
 )
