@@ -14,6 +14,7 @@ Rows are stored measurements tagged with their run (:func:`benchbench.analysis.c
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -93,6 +94,11 @@ def _grid(count: int, width: float = 7.0, height: float = 5.4) -> tuple[Figure, 
     return figure, axes
 
 
+def params_text(params: str) -> str:
+    """A curve's named axes as a legend reads them: ``mode=bwd, peak=88.0``."""
+    return ", ".join(f"{k}={v}" for k, v in json.loads(params).items())
+
+
 def _label(key: CurveKey, by: str, varying: Sequence[str], names: Mapping[str, str]) -> str:
     def text(field: str) -> str:
         value = getattr(key, field)
@@ -100,6 +106,8 @@ def _label(key: CurveKey, by: str, varying: Sequence[str], names: Mapping[str, s
             return names.get(value, str(value)[:8])
         if field == "run_id":
             return "run " + names.get(value, str(value)[:8])
+        if field == "params":
+            return params_text(value)
         return str(value)
 
     rest = [text(f) for f in varying if f != by]
@@ -355,9 +363,11 @@ def roofline_figure(
         median = np.array(curve.medians_s)
         intensity = flop / nbytes
         intensities += intensity.tolist()
-        label = " ".join(str(getattr(curve.key, f)) for f in varying if f != "run_id") or (
-            f"{curve.key.workload} {curve.key.variant}"
-        )
+        label = " ".join(
+            params_text(curve.key.params) if f == "params" else str(getattr(curve.key, f))
+            for f in varying
+            if f != "run_id"
+        ) or (f"{curve.key.workload} {curve.key.variant}")
         (line,) = ax.plot(
             intensity,
             flop / median / 1e9,

@@ -140,3 +140,13 @@ def test_percent_of_peak_against_the_ceiling_that_applies() -> None:
 def test_results_table_says_how_to_get_a_profile() -> None:
     assert results_grid([], profiled=False).notes == (NO_PROFILE_NOTE,)
     assert results_grid([], profiled=True).notes == ()
+
+
+def test_a_named_axis_reads_as_name_value_in_the_legend() -> None:
+    data = [
+        {**row, "params": {"mode": mode}}
+        for mode in ("fwd", "bwd")
+        for row in curve_rows(1e-6, 1e9, variant="cheap")
+    ]
+    figure = throughput_figure(data, metric="time")
+    assert curve_lines(figure) == [["cheap (mode=fwd)", "cheap (mode=bwd)"]]
