@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchbench.store import open_store
 from tests.integration.cli import benchbench, json_of
 
@@ -36,7 +38,13 @@ def test_run_measures_and_stores_operator_benchmark_tests(tmp_path):
         assert results[name]["status"] == "ok", results[name]
         assert results[name]["suite"] == "opbench.unary_test"
         assert results[name]["median_s"] > 0
-        assert results[name]["bytes_per_s"] is None  # no work model declared here
+        # No work model is declared: bytes are derived (input and output, 256x256 float32
+        # each), FLOPs are not (FlopCounterMode counts none for elementwise ops).
+        assert results[name]["derived"] == ["bytes"]
+        assert results[name]["bytes_per_s"] * results[name]["median_s"] == pytest.approx(
+            2 * 256 * 256 * 4
+        )
+        assert results[name]["flop_per_s"] is None
     for name in ("sqrt_M256_N256_cuda", "neg_M256_N256_cuda"):
         # This machine has no GPU: a CUDA test is a skipped point, never a crash.
         assert results[name]["status"] == "skipped"
