@@ -24,8 +24,9 @@ NumPy and ``random`` seeded from the point's input seed, and the timed call is
 reference check (upstream has none, and some operators draw random numbers) and no
 work model. ``--device`` and ``--dtype`` keep the tests that have them; they do not
 move a test. A test whose ``init`` raises, or that needs a device this machine lacks,
-is a skipped point with the reason; gradient tests are listed as skipped points
-(``..._bwdall``), "backward tests come with modes".
+is a skipped point with the reason. A gradient test (``..._bwdall``) is a point of
+mode ``bwd``: its init marks the inputs that get gradients (``auto_set()``), and the
+timed call is the backward of ``forward`` (:mod:`benchbench.measure.backward`).
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
 
 PREFIX = "opbench:"
 MODULE = "operator_benchmark"
-BACKWARD_SKIP = "backward tests come with modes"
 _IMPORTS = re.compile(r"^\s*(import|from)\s+operator_benchmark\b", re.M)
 _RESERVED = str.maketrans("[(])/,:", "{{}}|;=")
 #: A folder with one of these is the operator_benchmark root (``pt/`` sits in it).
@@ -130,6 +130,9 @@ def load(path: Path) -> Suite:
                 dtypes=[dtype],
                 devices=[device],
                 params={k: [_plain(v)] for k, v in attrs.items() if k != "device"},
+                # A gradient test times the backward of its forward (the inputs its
+                # init marked with auto_set() get the gradients), as the mode bwd.
+                modes=("bwd",) if registration.backward else ("fwd",),
                 check=False,
                 tags=[tags],
                 exclude=_only(device, dtype),
@@ -272,7 +275,7 @@ def _probe(registration: Registration, attrs: Mapping[str, Any], torch: Any) -> 
     if error is not None:
         return Probe(name, (1,), "float32", f"init raised {type(error).__name__}: {error}")
     shape, dtype = _first_tensor(getattr(op, "inputs", None), torch)
-    skip = BACKWARD_SKIP if registration.backward else None
+    skip = None
     if dtype not in ITEMSIZE:
         skip = f"its first input is {dtype}, which benchbench does not measure"
     return Probe(name, shape, dtype, skip)
@@ -310,7 +313,7 @@ def _setup(
         import torch
 
         _seeded(ctx.point.input_seed(), torch)
-        op = _instance(registration, backward=False)
+        op = _instance(registration, registration.backward)
         try:
             op.init(**_init_kwargs(registration, attrs))
         except (MemoryError, torch.cuda.OutOfMemoryError):

@@ -120,12 +120,18 @@ def test_a_failing_init_is_a_skip_with_its_reason():
     )
 
 
-def test_gradient_tests_are_listed_as_skipped():
+def test_a_gradient_test_times_the_backward_of_its_inputs_marked_by_auto_set():
     workload = _workload(ADD, "add_M64_N64_K64_cpu_bwdall")
     (point,) = workload.points()
-    assert point.variant == "backward"
-    result = measure_point(workload, point, Options())
-    assert (result.status, result.reason) == ("skipped", "backward tests come with modes")
+    assert point.variant == "backward" and point["mode"] == "bwd"
+    _op, one, two = workload.setup(SetupContext(point))
+    assert one.requires_grad and two.requires_grad  # auto_set() in a gradient test
+    result = measure_point(workload, point, Options(policy=Policy(max_time_s=0.05)))
+    assert result.status == "ok", result.reason
+    assert result.extra["backward"].startswith("bwd: ")
+    assert "of 2 leaf input(s)" in result.extra["backward"]  # input_one and input_two
+    forward = _workload(ADD, "add_M64_N64_K64_cpu")
+    assert forward.setup(SetupContext(forward.points()[0]))[1].requires_grad is False
 
 
 def test_a_cuda_test_without_cuda_is_skipped(monkeypatch):
