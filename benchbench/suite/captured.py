@@ -20,7 +20,8 @@ reason. Tensors of the capture's main dtype and device follow the point's, so
 
 Captured calls are not checked against a reference (``check=False``): the op is its
 own reference. Work model: ``bytes`` = input plus output tensor bytes (storage spans);
-no FLOPs.
+FLOPs are not declared, so they are derived from one untimed call
+(:mod:`benchbench.measure.workmodel`: matmuls, convolutions, attention).
 """
 
 from __future__ import annotations
