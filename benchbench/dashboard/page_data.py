@@ -79,7 +79,11 @@ def _failures(rows: pd.DataFrame, plottable: pd.Series) -> list[dict[str, Any]]:
 def workload_payload(
     rows: pd.DataFrame, profiles: dict[str, dict], env_ids: list[str], fit: FitFn | None
 ) -> dict[str, Any]:
-    """Throughput versus size for the latest run per environment of one workload."""
+    """Throughput versus size for the latest run per environment of one workload.
+
+    One line per environment, variant, dtype, device, named axes (``params``:
+    ``mode=bwd``) and timing method (``timing``: ``graph x100``; None off CUDA).
+    """
     latest = rows.groupby("e")["r"].transform("max")
     rows = rows[rows["r"] == latest]
     series: list[dict[str, Any]] = []
@@ -88,8 +92,10 @@ def workload_payload(
     plottable = np.isfinite(rows["size"]) & (rows["size"] > 0)
     ok = rows[(rows["status"] == "ok") & np.isfinite(rows["thr"]) & plottable].copy()
     ok["ptext"] = [params_text(p) for p in ok["params"]]
-    keys = ["e", "variant", "dtype", "device", "ptext", "unit"]
-    for (e, variant, dtype, device, ptext, unit), s in ok.groupby(keys, sort=True):
+    # A CUDA graph line and an events line of one point are two lines, told apart.
+    ok["how"] = [h if isinstance(h, str) else "" for h in ok["timing"]]
+    keys = ["e", "variant", "dtype", "device", "ptext", "how", "unit"]
+    for (e, variant, dtype, device, ptext, how, unit), s in ok.groupby(keys, sort=True):
         s = s.sort_values("size")
         x = s["size"].to_numpy(dtype=float)
         work = s["work"].to_numpy(dtype=float)
@@ -101,6 +107,7 @@ def workload_payload(
                 "dtype": str(dtype),
                 "device": str(device),
                 "params": str(ptext),
+                "timing": str(how) or None,
                 "unit": str(unit),
                 "x": compact(x, 8),
                 "y": compact(s["thr"]),

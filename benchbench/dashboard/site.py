@@ -164,7 +164,10 @@ def build_site(
     runs = _frame(data.runs, RUN_COLUMNS, "runs")
     environments = _frame(data.environments, ENVIRONMENT_COLUMNS, "environments")
     alerts = _frame(data.alerts, ALERT_COLUMNS, "alerts")
-    measurements = _frame(data.measurements, MEASUREMENT_COLUMNS, "measurements")
+    measurements = data.measurements
+    if len(measurements.columns) and "timing" not in measurements.columns:
+        measurements = measurements.assign(timing=None)  # optional: CPU-only data lacks it
+    measurements = _frame(measurements, MEASUREMENT_COLUMNS, "measurements")
     data = DashboardData(
         runs=runs,
         environments=environments,

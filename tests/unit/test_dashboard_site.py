@@ -308,3 +308,45 @@ def test_points_of_runs_the_store_does_not_list_are_left_out(tmp_path: Path) -> 
     assert sorted(p.name for p in (tmp_path / "data" / "runs").iterdir()) == ["r0.js"]
     assert read_data(tmp_path / "data" / "runs" / "r0.js")["b"] == [0]
     assert [b["id"] for b in read_data(tmp_path / "data" / "index.js")["benchmarks"]] == ["b1"]
+
+
+def test_workload_lines_tell_timing_methods_and_named_axes_apart(tmp_path: Path) -> None:
+    data = synthetic_data(n_workloads=1, n_variants=1, n_sizes=3, n_runs=1, n_envs=1)
+    m = data.measurements
+    cuda = [
+        m.assign(
+            benchmark_id=m["benchmark_id"] + f"-{mode}",
+            device="cuda:0",
+            params=[{**p, "mode": mode} for p in m["params"]],
+            timing=how,
+        )
+        for mode, how in (("fwd", "graph x100"), ("bwd", "events, launch-bound"))
+    ]
+    data = DashboardData(
+        runs=data.runs,
+        environments=data.environments,
+        measurements=pd.concat([m, *cuda], ignore_index=True),
+        profiles=data.profiles,
+    )
+    build_site(data, tmp_path, now=NOW)
+    wl = read_data(tmp_path / "data" / "workload" / "w0.js")
+    lines = {(s["device"], s["params"], s["timing"]) for s in wl["series"]}
+    assert lines == {
+        ("cpu", "", None),
+        ("cuda:0", "mode=fwd", "graph x100"),
+        ("cuda:0", "mode=bwd", "events, launch-bound"),
+    }
+    assert len({tuple(s["x"]) for s in wl["series"]}) == 1  # same sizes, three lines
+    assert "s.timing" in (tmp_path / "assets" / "workload.js").read_text()
+
+
+def test_data_without_a_timing_column_builds_with_no_timing(tmp_path: Path) -> None:
+    data = hand_data([1e-3])
+    data = DashboardData(
+        runs=data.runs,
+        environments=data.environments,
+        measurements=data.measurements.drop(columns=["timing"]),
+    )
+    build_site(data, tmp_path, now=NOW)
+    (line,) = read_data(tmp_path / "data" / "workload" / "w0.js")["series"]
+    assert line["timing"] is None
