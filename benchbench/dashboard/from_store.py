@@ -67,7 +67,7 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
     if frame.empty:
         measurements = _frame([], MEASUREMENT_COLUMNS)
     else:
-        frame["timing"] = _timings(store, frame)
+        frame["timing"] = pd.Series(_timings(store, frame), index=frame.index, dtype=object)
         measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
     alerts = _frame(
         [{**a, "alert_id": a["id"]} for a in list_alerts(store)],
