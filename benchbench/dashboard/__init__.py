@@ -10,7 +10,8 @@ HTML file that loads bundled JavaScript (``assets/``) and its own slice of the d
 as ``data/*.js`` files assigning to a global, because Chromium refuses ``fetch()``
 of local JSON. No page loads the whole history: the overview reads one summary,
 a workload page reads that workload's latest runs, a history page that workload's
-medians, the compare page the two runs it compares.
+medians, the compare page the two runs it compares, the breakdown page the
+captured calls of the latest run that holds any.
 """
 
 from __future__ import annotations

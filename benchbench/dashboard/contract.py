@@ -37,6 +37,7 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "environment_id",
     "started_at",
     "git_sha",
+    "timing",
 )
 ALERT_COLUMNS: tuple[str, ...] = (
     "alert_id",
@@ -65,6 +66,8 @@ class DashboardData:
     to None applies the note to every benchmark or environment). ``profiles`` maps
     an environment id to its measured ceilings, ``{"peak_bytes_per_s": float,
     "peak_flop_per_s": {dtype: float}, "caches": [{"level": 2, "size_bytes": int}]}``.
+    ``timing`` in ``measurements`` says how a CUDA point was timed (``events``,
+    ``graph x100``, ``events, launch-bound``); None (or absent) for other devices.
     ``repo_url`` turns commits into links ``{repo_url}/commit/{sha}`` (http/https only).
     """
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+import sqlalchemy as sa
 
 from benchbench.analysis.changepoint import analyze
 from benchbench.analysis.fit import fit_curve
@@ -18,7 +19,9 @@ from benchbench.dashboard.contract import (
     RUN_COLUMNS,
     DashboardData,
 )
+from benchbench.measure.cuda_graph import timing_method
 from benchbench.store import Store
+from benchbench.store import schema as t
 from benchbench.store.history import list_alerts
 from benchbench.store.profiles import profile_documents, profile_of
 
@@ -64,6 +67,7 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
     if frame.empty:
         measurements = _frame([], MEASUREMENT_COLUMNS)
     else:
+        frame["timing"] = pd.Series(_timings(store, frame), index=frame.index, dtype=object)
         measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
     alerts = _frame(
         [{**a, "alert_id": a["id"]} for a in list_alerts(store)],
@@ -78,6 +82,27 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
         repo_url=repo_url,
         annotations=annotations,
     )
+
+
+def _timings(store: Store, frame: pd.DataFrame) -> list[str | None]:
+    """How each row of ``frame`` was timed: its CUDA points' ``extra`` read in one query
+    (the store's DataFrame leaves ``extra`` out); None for every other device."""
+    cuda = frame["device"].astype(str).str.startswith("cuda")
+    if not cuda.any():
+        return [None] * len(frame)
+    m, b = t.measurement.c, t.benchmark.c
+    query = (
+        sa.select(m.run_id, m.benchmark_id, b.device, m.extra)
+        .select_from(t.measurement.join(t.benchmark, b.id == m.benchmark_id))
+        .where(b.device.like("cuda%"))
+    )
+    with store.engine.connect() as conn:
+        rows = conn.execute(query)
+        methods = {(str(r), str(b)): timing_method(dev, extra) for r, b, dev, extra in rows}
+    return [
+        methods.get((str(r), str(bid))) if c else None
+        for r, bid, c in zip(frame["run_id"], frame["benchmark_id"], cuda, strict=True)
+    ]
 
 
 def _profiles(store: Store) -> dict[str, dict[str, Any]]:

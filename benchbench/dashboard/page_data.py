@@ -1,4 +1,5 @@
-"""Per-page documents: overview sparklines, one workload, one history, one run.
+"""Per-page documents: overview sparklines, one workload, one history, one run, the
+breakdown of the latest captured run.
 
 Each function takes the measurements already enriched by
 :func:`benchbench.dashboard.payload.add_throughput` and keyed (columns ``r``, ``e``,
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbench.analysis.breakdown import breakdowns
 from benchbench.analysis.crossover import model_crossover
 from benchbench.analysis.fit import Fit
 from benchbench.dashboard.payload import (
@@ -79,7 +81,11 @@ def _failures(rows: pd.DataFrame, plottable: pd.Series) -> list[dict[str, Any]]:
 def workload_payload(
     rows: pd.DataFrame, profiles: dict[str, dict], env_ids: list[str], fit: FitFn | None
 ) -> dict[str, Any]:
-    """Throughput versus size for the latest run per environment of one workload."""
+    """Throughput versus size for the latest run per environment of one workload.
+
+    One line per environment, variant, dtype, device, named axes (``params``:
+    ``mode=bwd``) and timing method (``timing``: ``graph x100``; None off CUDA).
+    """
     latest = rows.groupby("e")["r"].transform("max")
     rows = rows[rows["r"] == latest]
     series: list[dict[str, Any]] = []
@@ -88,8 +94,10 @@ def workload_payload(
     plottable = np.isfinite(rows["size"]) & (rows["size"] > 0)
     ok = rows[(rows["status"] == "ok") & np.isfinite(rows["thr"]) & plottable].copy()
     ok["ptext"] = [params_text(p) for p in ok["params"]]
-    keys = ["e", "variant", "dtype", "device", "ptext", "unit"]
-    for (e, variant, dtype, device, ptext, unit), s in ok.groupby(keys, sort=True):
+    # A CUDA graph line and an events line of one point are two lines, told apart.
+    ok["how"] = [h if isinstance(h, str) else "" for h in ok["timing"]]
+    keys = ["e", "variant", "dtype", "device", "ptext", "how", "unit"]
+    for (e, variant, dtype, device, ptext, how, unit), s in ok.groupby(keys, sort=True):
         s = s.sort_values("size")
         x = s["size"].to_numpy(dtype=float)
         work = s["work"].to_numpy(dtype=float)
@@ -101,6 +109,7 @@ def workload_payload(
                 "dtype": str(dtype),
                 "device": str(device),
                 "params": str(ptext),
+                "timing": str(how) or None,
                 "unit": str(unit),
                 "x": compact(x, 8),
                 "y": compact(s["thr"]),
@@ -339,3 +348,53 @@ def _flat(doc: object, prefix: str = "") -> dict[str, str]:
     elif prefix:
         out[prefix] = "" if doc is None else str(doc)
     return out
+
+
+def _none_if_nan(value: object) -> object:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def breakdown_payload(m: pd.DataFrame) -> dict[str, Any]:
+    """``benchbench breakdown`` of the latest run (``r``) holding captured calls.
+
+    Per capture and device: the calls ranked by count x median with their shares, the
+    sum beside the whole callable (``coverage = sum_s / whole_s``, None when the whole
+    was not measured) and the calls that were not measured, with their reasons.
+    ``run`` is None when no run holds captured calls.
+    """
+    captured = m[[isinstance(p, dict) and "capture" in p for p in m["params"]]]
+    if not len(captured):
+        return {"run": None, "breakdowns": []}
+    r = int(captured["r"].max())
+    columns = ["suite", "workload", "variant", "dtype", "device", "params", "status", "reason"]
+    columns += ["median_s", "bytes_per_s", "flop_per_s"]
+    records = [
+        {k: _none_if_nan(v) for k, v in row.items()}
+        for row in captured[captured["r"] == r][columns].to_dict("records")
+    ]
+    docs = []
+    for b in breakdowns(records):
+        docs.append(
+            {
+                "suite": b.suite,
+                "capture": b.capture,
+                "device": b.device,
+                "calls": [
+                    {
+                        "workload": c.workload,
+                        "op": c.op,
+                        "dtype": c.dtype,
+                        "count": c.count,
+                        "median_s": compact([c.median_s])[0],
+                        "total_s": compact([c.total_s])[0],
+                        "share": compact([c.share], 4)[0],
+                    }
+                    for c in b.calls
+                ],
+                "sum_s": compact([b.sum_s])[0],
+                "whole_s": None if b.whole_s is None else compact([b.whole_s])[0],
+                "coverage": None if b.coverage is None else compact([b.coverage], 4)[0],
+                "not_measured": [list(x) for x in b.not_measured],
+            }
+        )
+    return {"run": r, "breakdowns": docs}

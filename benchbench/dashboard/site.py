@@ -2,7 +2,7 @@
 
 Layout of the output directory::
 
-    index.html workload.html history.html compare.html environment.html
+    index.html workload.html history.html compare.html environment.html breakdown.html
     assets/      uPlot (MIT, vendored, LICENSE beside it), dashboard.css, *.js
     data/index.js            runs, environments, workloads, benchmarks, alerts
     data/overview.js         sparklines
@@ -10,6 +10,7 @@ Layout of the output directory::
     data/workload/w<N>.js    latest run per environment of one workload
     data/history/w<N>.js     medians over time of one workload's points
     data/runs/r<N>.js        every point of one run (compare, failures)
+    data/breakdown.js        captured calls of the latest run holding any
 
 Data files are JavaScript, not JSON, because Chromium blocks ``fetch()`` from
 ``file://`` pages; each one stores a JSON document in ``window.BB_DATA``. The JSON
@@ -38,6 +39,7 @@ from benchbench.dashboard.contract import (
     DashboardData,
 )
 from benchbench.dashboard.page_data import (
+    breakdown_payload,
     environments_payload,
     history_payload,
     overview_payload,
@@ -52,6 +54,7 @@ PAGES: dict[str, str] = {
     "history.html": "History",
     "compare.html": "Compare",
     "environment.html": "Environment",
+    "breakdown.html": "Breakdown",
 }
 PAGE_SCRIPTS: dict[str, str] = {
     "index.html": "overview.js",
@@ -59,6 +62,7 @@ PAGE_SCRIPTS: dict[str, str] = {
     "history.html": "history.js",
     "compare.html": "compare.js",
     "environment.html": "environment.js",
+    "breakdown.html": "breakdown.js",
 }
 ASSETS: tuple[str, ...] = (
     "uPlot.iife.min.js",
@@ -164,7 +168,10 @@ def build_site(
     runs = _frame(data.runs, RUN_COLUMNS, "runs")
     environments = _frame(data.environments, ENVIRONMENT_COLUMNS, "environments")
     alerts = _frame(data.alerts, ALERT_COLUMNS, "alerts")
-    measurements = _frame(data.measurements, MEASUREMENT_COLUMNS, "measurements")
+    measurements = data.measurements
+    if len(measurements.columns) and "timing" not in measurements.columns:
+        measurements = measurements.assign(timing=None)  # optional: CPU-only data lacks it
+    measurements = _frame(measurements, MEASUREMENT_COLUMNS, "measurements")
     data = DashboardData(
         runs=runs,
         environments=environments,
@@ -203,6 +210,7 @@ def build_site(
     _write(out_dir / "data" / "overview.js", data_script("overview", overview_payload(m)))
     envs = environments_payload(environments, data.profiles or {}, keys)
     _write(out_dir / "data" / "environments.js", data_script("environments", envs))
+    _write(out_dir / "data" / "breakdown.js", data_script("breakdown", breakdown_payload(m)))
     env_ids = list(keys.env)
     for w, rows in m.groupby("w", sort=True):
         wl = workload_payload(rows, data.profiles or {}, env_ids, fit)

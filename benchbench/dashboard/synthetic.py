@@ -156,6 +156,7 @@ def synthetic_data(
             "environment_id": np.array(envs, dtype=object)[env_of_run[run_idx]],
             "started_at": runs["started_at"].to_numpy()[run_idx],
             "git_sha": runs["git_sha"].to_numpy()[run_idx],
+            "timing": None,
         }
     )
     m["started_at"] = pd.to_datetime(m["started_at"], utc=True)

@@ -38,6 +38,18 @@ WARMUP_CALLS = 3
 ESTIMATE_CALLS = 10
 
 
+def timing_method(device: object, extra: Any) -> str | None:
+    """How a stored point was timed: ``events``, ``graph x100``, with ``, launch-bound``
+    when the host outran the kernels; None for other devices, whose host clock is the
+    only clock. ``extra`` is the point's ``Result.extra`` (a dict, or None)."""
+    if not str(device or "").startswith("cuda"):
+        return None
+    extra = extra if isinstance(extra, dict) else {}
+    graph = extra.get("cuda_graph")
+    method = f"graph x{graph['calls_per_replay']}" if graph else "events"
+    return f"{method}, launch-bound" if extra.get("launch_bound") else method
+
+
 class GraphCaptureError(Exception):
     """The workload cannot be captured in a CUDA graph; the message is torch's reason."""
 

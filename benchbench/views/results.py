@@ -15,6 +15,7 @@ from benchbench.core.errors import MeasurementError
 from benchbench.core.units import format_rate, format_size, format_time
 from benchbench.core.values import Point
 from benchbench.machine.hardware import Profile
+from benchbench.measure.cuda_graph import timing_method
 from benchbench.views.tables import Cell, Column, Grid
 
 #: What ``results_grid`` notes under the table when no profile covers the run.
@@ -212,12 +213,7 @@ TIMING_COLUMN = Column("timing")
 def timing(row: Mapping[str, Any]) -> str | None:
     """How a CUDA point was timed (``events``, ``graph x100``, ``, launch-bound``);
     None for other devices, whose host clock is the only clock."""
-    if not str(row.get("device") or "").startswith("cuda"):
-        return None
-    extra = row.get("extra") or {}
-    graph = extra.get("cuda_graph")
-    method = f"graph x{graph['calls_per_replay']}" if graph else "events"
-    return f"{method}, launch-bound" if extra.get("launch_bound") else method
+    return timing_method(row.get("device"), row.get("extra"))
 
 
 def results_grid(

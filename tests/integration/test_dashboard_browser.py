@@ -36,7 +36,7 @@ ARGS = [
     "--disable-sync",
 ]
 EVIL = "<img src=x onerror=alert(1)>"
-PAGES = ("index", "workload", "history", "compare", "environment")
+PAGES = ("index", "workload", "history", "compare", "environment", "breakdown")
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 NOW = datetime(2026, 1, 9, tzinfo=timezone.utc)
 
@@ -140,6 +140,8 @@ def test_every_page_loads_cleanly_and_draws(
         assert re.match(r"^\d\.\d{3}$", page.locator(".geomean").inner_text())
     if name == "environment":
         assert page.locator("table.kv tr").count() > 4
+    if name == "breakdown":
+        assert "No run holds captured calls" in page.locator("main").inner_text()
     shots = SHOTS if os.environ.get("BENCHBENCH_SCREENSHOTS") == "1" else tmp_path
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
@@ -261,3 +263,41 @@ def test_pages_do_not_reach_the_network(site: Path, tab: Page) -> None:
     tab.page.on("request", lambda r: requests.append(r.url))
     tab.open((site / "index.html").as_uri() + "#x=" + str(timedelta(days=1)))
     assert requests and all(u.startswith("file://") for u in requests), requests
+
+
+def test_breakdown_and_timing_labels_as_drawn(browser: Any, tmp_path: Path) -> None:
+    data = synthetic_data(n_workloads=1, n_variants=1, n_sizes=3, n_runs=2, n_envs=1)
+    m = data.measurements
+    last = m[m["run_id"] == m["run_id"].iloc[-1]]
+    cuda = last.assign(
+        benchmark_id=last["benchmark_id"] + "-bwd",
+        device="cuda:0",
+        params=[{**p, "mode": "bwd"} for p in last["params"]],
+        timing="graph x100",
+    )
+    one = last.iloc[0]
+    capture = [
+        {**one, "benchmark_id": f"cap-{w}", "suite": "models", "workload": w,
+         "variant": f"aten.{w}", "size": 1, "params": p, "median_s": t, "status": "ok"}
+        for w, p, t in (
+            ("mlp", {"capture": "mlp"}, 1e-5),
+            ("addmm", {"capture": "mlp", "count": 2}, 3e-6),
+            ("relu", {"capture": "mlp", "count": 1}, 1e-6),
+        )
+    ]  # fmt: skip
+    data = dataclasses.replace(
+        data, measurements=pd.concat([m, cuda, pd.DataFrame(capture)], ignore_index=True)
+    )
+    build_site(data, tmp_path, now=NOW)
+    tab = Page(browser)
+    tab.open((tmp_path / "breakdown.html").as_uri())
+    main = tab.page.locator("main")
+    rows = main.locator("table tbody tr").all_inner_texts()
+    assert [r.split("\t")[1] for r in rows] == ["addmm", "relu"]
+    assert "85.7 %" in rows[0]
+    assert "coverage 0.70" in main.locator("p.coverage").inner_text()
+    tab.open((tmp_path / "workload.html").as_uri() + "#suite=" + str(one["suite"]))
+    legend = " ".join(tab.page.locator(".u-legend .u-series").all_inner_texts())
+    assert "cuda:0, graph x100" in legend and "mode=bwd" in legend
+    assert tab.errors == []
+    tab.page.close()

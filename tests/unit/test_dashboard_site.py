@@ -308,3 +308,99 @@ def test_points_of_runs_the_store_does_not_list_are_left_out(tmp_path: Path) -> 
     assert sorted(p.name for p in (tmp_path / "data" / "runs").iterdir()) == ["r0.js"]
     assert read_data(tmp_path / "data" / "runs" / "r0.js")["b"] == [0]
     assert [b["id"] for b in read_data(tmp_path / "data" / "index.js")["benchmarks"]] == ["b1"]
+
+
+def test_workload_lines_tell_timing_methods_and_named_axes_apart(tmp_path: Path) -> None:
+    data = synthetic_data(n_workloads=1, n_variants=1, n_sizes=3, n_runs=1, n_envs=1)
+    m = data.measurements
+    cuda = [
+        m.assign(
+            benchmark_id=m["benchmark_id"] + f"-{mode}",
+            device="cuda:0",
+            params=[{**p, "mode": mode} for p in m["params"]],
+            timing=how,
+        )
+        for mode, how in (("fwd", "graph x100"), ("bwd", "events, launch-bound"))
+    ]
+    data = DashboardData(
+        runs=data.runs,
+        environments=data.environments,
+        measurements=pd.concat([m, *cuda], ignore_index=True),
+        profiles=data.profiles,
+    )
+    build_site(data, tmp_path, now=NOW)
+    wl = read_data(tmp_path / "data" / "workload" / "w0.js")
+    lines = {(s["device"], s["params"], s["timing"]) for s in wl["series"]}
+    assert lines == {
+        ("cpu", "", None),
+        ("cuda:0", "mode=fwd", "graph x100"),
+        ("cuda:0", "mode=bwd", "events, launch-bound"),
+    }
+    assert len({tuple(s["x"]) for s in wl["series"]}) == 1  # same sizes, three lines
+    assert "s.timing" in (tmp_path / "assets" / "workload.js").read_text()
+
+
+def test_data_without_a_timing_column_builds_with_no_timing(tmp_path: Path) -> None:
+    data = hand_data([1e-3])
+    data = DashboardData(
+        runs=data.runs,
+        environments=data.environments,
+        measurements=data.measurements.drop(columns=["timing"]),
+    )
+    build_site(data, tmp_path, now=NOW)
+    (line,) = read_data(tmp_path / "data" / "workload" / "w0.js")["series"]
+    assert line["timing"] is None
+
+
+def _captured(run: str, workload: str, params: dict, median: float | None) -> dict[str, Any]:
+    row = dict(hand_data([1e-3]).measurements.iloc[0])
+    ok = median is not None
+    return {
+        **row,
+        "run_id": run,
+        "benchmark_id": f"{workload}-{sorted(params.items())}",
+        "suite": "models",
+        "workload": workload,
+        "variant": f"aten.{workload}",
+        "params": params,
+        "status": "ok" if ok else "error",
+        "reason": None if ok else "boom",
+        "median_s": median,
+        "bytes_per_s": None,
+        "started_at": T0 + timedelta(days=int(run[-1])),
+        "git_sha": f"{int(run[-1]):040x}",
+    }
+
+
+def test_breakdown_page_ranks_the_latest_captured_runs_calls(tmp_path: Path) -> None:
+    base = hand_data([1e-3, 1e-3, 1e-3])  # runs run0..run2; run2 holds no captured calls
+    mlp = {"capture": "mlp"}
+    rows = [
+        _captured("run0", "addmm", {**mlp, "count": 1}, 9e-6),  # older run: not shown
+        _captured("run1", "mlp", mlp, 1e-5),  # the whole callable
+        _captured("run1", "relu", {**mlp, "count": 1}, 1e-6),
+        _captured("run1", "addmm", {**mlp, "count": 2}, 3e-6),
+        _captured("run1", "gelu", {**mlp, "count": 4}, None),
+    ]
+    measurements = pd.concat([base.measurements, pd.DataFrame(rows)], ignore_index=True)
+    data = DashboardData(runs=base.runs, environments=base.environments, measurements=measurements)
+    build_site(data, tmp_path, now=NOW)
+    doc = read_data(tmp_path / "data" / "breakdown.js")
+    assert doc["run"] == 1
+    (b,) = doc["breakdowns"]
+    assert (b["suite"], b["capture"], b["device"]) == ("models", "mlp", "cpu")
+    calls = [(c["workload"], c["op"], c["count"], c["total_s"], c["share"]) for c in b["calls"]]
+    assert calls == [
+        ("addmm", "aten.addmm", 2, 6e-6, compact([6 / 7], 4)[0]),
+        ("relu", "aten.relu", 1, 1e-6, compact([1 / 7], 4)[0]),
+    ]
+    assert (b["sum_s"], b["whole_s"], b["coverage"]) == (7e-6, 1e-5, 0.7)
+    assert b["not_measured"] == [["gelu", "boom"]]
+    assert 'href="breakdown.html"' in (tmp_path / "index.html").read_text()
+    assert "coverage" in (tmp_path / "assets" / "breakdown.js").read_text()
+
+
+def test_breakdown_page_without_captured_runs_says_so(tmp_path: Path) -> None:
+    build_site(hand_data([1e-3]), tmp_path, now=NOW)
+    assert read_data(tmp_path / "data" / "breakdown.js") == {"run": None, "breakdowns": []}
+    assert "benchbench run models" in (tmp_path / "assets" / "breakdown.js").read_text()

@@ -6,7 +6,8 @@
   const BB = window.BB, el = BB.el;
 
   function seriesLabel(s) {
-    return s.variant + " [" + s.dtype + ", " + s.device + "]" + (s.params ? " (" + s.params + ")" : "") + " @ " + BB.envName(s.e);
+    const how = s.timing ? ", " + s.timing : "";
+    return s.variant + " [" + s.dtype + ", " + s.device + how + "]" + (s.params ? " (" + s.params + ")" : "") + " @ " + BB.envName(s.e);
   }
 
   BB.start({
