@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-import sqlalchemy as sa
 
 from benchbench.analysis.changepoint import analyze
 from benchbench.analysis.fit import fit_curve
@@ -21,7 +20,6 @@ from benchbench.dashboard.contract import (
 )
 from benchbench.measure.cuda_graph import timing_method
 from benchbench.store import Store
-from benchbench.store import schema as t
 from benchbench.store.history import list_alerts
 from benchbench.store.profiles import profile_documents, profile_of
 
@@ -90,15 +88,10 @@ def _timings(store: Store, frame: pd.DataFrame) -> list[str | None]:
     cuda = frame["device"].astype(str).str.startswith("cuda")
     if not cuda.any():
         return [None] * len(frame)
-    m, b = t.measurement.c, t.benchmark.c
-    query = (
-        sa.select(m.run_id, m.benchmark_id, b.device, m.extra)
-        .select_from(t.measurement.join(t.benchmark, b.id == m.benchmark_id))
-        .where(b.device.like("cuda%"))
-    )
-    with store.engine.connect() as conn:
-        rows = conn.execute(query)
-        methods = {(str(r), str(b)): timing_method(dev, extra) for r, b, dev, extra in rows}
+    methods = {
+        key: timing_method(device, extra)
+        for key, (device, extra) in store.device_extras("cuda").items()
+    }
     return [
         methods.get((str(r), str(bid))) if c else None
         for r, bid, c in zip(frame["run_id"], frame["benchmark_id"], cuda, strict=True)

@@ -218,6 +218,19 @@ def done_benchmark_ids(engine: Engine, run_id: str) -> set[str]:
         return {r[0] for r in conn.execute(query)}
 
 
+def device_extras(engine: Engine, prefix: str) -> dict[tuple[str, str], tuple[str, Any]]:
+    """``(device, extra)`` of every measurement on a device named ``prefix...``
+    (``"cuda"``), by ``(run_id, benchmark_id)``: what the DataFrame leaves out."""
+    m, b = t.measurement.c, t.benchmark.c
+    query = (
+        sa.select(m.run_id, m.benchmark_id, b.device, m.extra)
+        .select_from(t.measurement.join(t.benchmark, b.id == m.benchmark_id))
+        .where(b.device.like(f"{prefix}%"))
+    )
+    with engine.connect() as conn:
+        return {(str(r), str(bid)): (str(dev), extra) for r, bid, dev, extra in conn.execute(query)}
+
+
 def ok_durations(engine: Engine, run_ids: Sequence[str]) -> dict[str, list[float]]:
     """Stored ``duration_s`` of the ok points of ``run_ids``, by benchmark id."""
     if not run_ids:

@@ -264,6 +264,10 @@ class Store:
         """Benchmark ids the run has stored a point of (``--resume`` skips them)."""
         return queries.done_benchmark_ids(self.engine, run_id)
 
+    def device_extras(self, prefix: str) -> dict[tuple[str, str], tuple[str, Any]]:
+        """See :func:`benchbench.store.queries.device_extras`."""
+        return queries.device_extras(self.engine, prefix)
+
     def ok_durations(self, run_ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored ``duration_s`` of the ok points of ``run_ids``, by benchmark id."""
         return queries.ok_durations(self.engine, run_ids)
