@@ -1,8 +1,60 @@
-"""A virtual machine for engine tests: a clock that only moves when work is done."""
+"""Fakes for engine tests: a virtual machine whose clock only moves when work is done,
+a timer that logs its blocks, a stepping clock and a short policy."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
+
+from benchbench.measure.policy import Block, Policy
+
+#: What a fake call costs on :class:`LoggingTimer`: 0.25 ms.
+CALL_S = 250e-6
+
+# Short everything: tests using it check what is answered, never how fast anything is.
+FAST = Policy(
+    max_time_s=0.01,
+    min_time_s=0.0,
+    min_samples=3,
+    min_sample_s=1e-5,
+    warmup_min_calls=1,
+    warmup_min_s=0.0,
+    warmup_max_s=0.01,
+)
+
+
+class LoggingTimer:
+    """Marks where each timed block starts and stops; each call 'takes' ``CALL_S``."""
+
+    name = "fake"
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def sync(self) -> None:
+        return None
+
+    def measure(self, blocks: Sequence[Block]) -> list[float]:
+        out = []
+        for block in blocks:
+            if block.pre is not None:
+                block.pre()
+            self.events.append("start")
+            block.loop(block.calls)
+            self.events.append("stop")
+            out.append(block.calls * CALL_S)
+        return out
+
+
+def stepping_clock() -> Callable[[], int]:
+    """A nanosecond clock that moves 1 ms per read: the policy's budgets pass quickly."""
+    now = [0]
+
+    def clock() -> int:
+        now[0] += 1_000_000
+        return now[0]
+
+    return clock
 
 
 class VirtualMachine:

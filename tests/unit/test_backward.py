@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,45 +12,11 @@ import torch
 from benchbench.measure import backward
 from benchbench.measure.accuracy import tolerance_for
 from benchbench.measure.inplace import PROBE_CALLS
-from benchbench.measure.policy import Block, Policy, measure
+from benchbench.measure.policy import Policy, measure
 from benchbench.suite.declare import Skip
+from tests.unit.fakes import LoggingTimer, stepping_clock
 
-#: What a fake call costs on the fake timer: 0.25 ms, so K = ceil(1.2 ms / 0.25 ms) = 5.
-CALL_S = 250e-6
 POLICY = Policy(min_samples=5, min_time_s=0.0, warmup_min_calls=6, warmup_min_s=0.0)
-
-
-class LoggingTimer:
-    """Marks where each timed block starts and stops; each call 'takes' ``CALL_S``."""
-
-    name = "fake"
-
-    def __init__(self, events: list[str]) -> None:
-        self.events = events
-
-    def sync(self) -> None:
-        return None
-
-    def measure(self, blocks: Sequence[Block]) -> list[float]:
-        out = []
-        for block in blocks:
-            if block.pre is not None:
-                block.pre()
-            self.events.append("start")
-            block.loop(block.calls)
-            self.events.append("stop")
-            out.append(block.calls * CALL_S)
-        return out
-
-
-def _clock() -> Callable[[], int]:
-    now = [0]
-
-    def clock() -> int:
-        now[0] += 1_000_000  # 1 ms per read: the policy's budgets pass quickly
-        return now[0]
-
-    return clock
 
 
 def doubling(events: list[str], fresh_grads: list[bool], *, once: bool = False):
@@ -81,7 +47,7 @@ def _run(fn: Callable[..., Any], inputs: tuple[Any, ...], mode: str, events: lis
     timer = LoggingTimer(events)
     planned = backward.plan("op", fn, inputs, mode, seed=7, timer=timer, min_sample_s=1e-3)
     policy = Policy(**{**POLICY.__dict__, "fixed_calls": planned.copies})
-    (measured,) = measure([planned.subject], timer, policy, _clock())
+    (measured,) = measure([planned.subject], timer, policy, stepping_clock())
     return planned, measured
 
 

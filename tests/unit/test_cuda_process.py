@@ -21,21 +21,12 @@ import torch
 from benchbench.measure import memory as memory_module
 from benchbench.measure import point as point_module
 from benchbench.measure.point import Options, measure_point
-from benchbench.measure.policy import Policy
 from benchbench.run import runner
 from benchbench.run import worker as child
 from benchbench.run.workers import Spawner, Worker, WorkerFailure, launcher
 from benchbench.suite.declare import Suite, Variant
+from tests.unit.fakes import FAST
 
-FAST = Policy(
-    max_time_s=0.01,
-    min_time_s=0.0,
-    min_samples=3,
-    min_sample_s=1e-5,
-    warmup_min_calls=1,
-    warmup_min_s=0.0,
-    warmup_max_s=0.01,
-)
 GIB = 2**30
 
 

@@ -1,6 +1,6 @@
 """In-place variants: inputs restored outside the timed blocks, K copies, the rule for K."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -9,10 +9,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from benchbench.measure import inplace
-from benchbench.measure.policy import Block, Policy, measure
-
-#: What a fake call costs on the fake timer: 0.25 ms, so K = ceil(1.2 ms / 0.25 ms) = 5.
-CALL_S = 250e-6
+from benchbench.measure.policy import Policy, measure
+from tests.unit.fakes import LoggingTimer, stepping_clock
 
 
 class Log(TorchFunctionMode):
@@ -28,39 +26,6 @@ class Log(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-class LoggingTimer:
-    """Marks where each timed block starts and stops; each call 'takes' ``CALL_S``."""
-
-    name = "fake"
-
-    def __init__(self, events: list[str]) -> None:
-        self.events = events
-
-    def sync(self) -> None:
-        return None
-
-    def measure(self, blocks: Sequence[Block]) -> list[float]:
-        out = []
-        for block in blocks:
-            if block.pre is not None:
-                block.pre()
-            self.events.append("start")
-            block.loop(block.calls)
-            self.events.append("stop")
-            out.append(block.calls * CALL_S)
-        return out
-
-
-def _clock() -> Callable[[], int]:
-    now = [0]
-
-    def clock() -> int:
-        now[0] += 1_000_000  # 1 ms per read: the policy's budgets pass quickly
-        return now[0]
-
-    return clock
-
-
 POLICY = Policy(min_samples=5, min_time_s=0.0, warmup_min_calls=6, warmup_min_s=0.0)
 
 
@@ -71,7 +36,7 @@ def _run(fn: Callable[..., Any], inputs: tuple[Any, ...], events: list[str], **k
             "op", fn, inputs, timer=timer, min_sample_s=1e-3, outputs="keep", **kw
         )
         policy = Policy(**{**POLICY.__dict__, "fixed_calls": planned.copies})
-        (measured,) = measure([planned.subject], timer, policy, _clock())
+        (measured,) = measure([planned.subject], timer, policy, stepping_clock())
     return planned, measured
 
 

@@ -15,22 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from benchbench.measure.policy import Policy
 from benchbench.run import worker as child
 from benchbench.run.statements import TimeConfig
 from benchbench.run.workers import StopRequest, Worker, WorkerFailure
 from benchbench.suite.load import load_suite
-
-# Short everything: these tests check what is answered, never how fast anything is.
-FAST = Policy(
-    max_time_s=0.01,
-    min_time_s=0.0,
-    min_samples=3,
-    min_sample_s=1e-5,
-    warmup_min_calls=1,
-    warmup_min_s=0.0,
-    warmup_max_s=0.01,
-)
+from tests.unit.fakes import FAST
 
 SUITE = """
 import torch
