@@ -13,7 +13,15 @@ faster (p < --alpha and ratio <= 1 / (1 + m)), same (significant but inside thos
 bounds), not significant; m is --min-effect. Points without a verdict are new, gone
 or failing. Geometric means of the ratios per workload and overall follow.
 
-Exit codes: 3 when a point is slower or newly failing (regressed), unless
+Where both runs counted a point's instructions (run --metric instructions), the
+table adds the instructions per call of each run, their ratio and a mark by the
+instruction verdict: slower or faster when the counts differ by --instructions-min-effect
+or more (default 1 %), same inside it, not significant when a side's repeated counts
+moved by half of it. Counts are blind to memory stalls and other threads, and no
+neighbour process can change them: a nightly on a shared runner can gate on them.
+
+Exit codes: 3 when a point is slower (in time or in instructions) or newly failing
+(regressed), unless
 --no-fail-on-regression; 0 otherwise; 1 error; 2 usage. Runs from different
 environments can be compared; the differing fields are shown.
 """
@@ -29,6 +37,7 @@ from benchbench.analysis import compare
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
+from benchbench.views.results import format_instructions
 from benchbench.views.tables import Column, Grid
 
 HELP = "compare two runs; exit 3 on regression"
@@ -58,6 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="smallest change of the median that counts (default %(default)s = 5%%)",
     )
     parser.add_argument(
+        "--instructions-min-effect",
+        type=float,
+        default=compare.INSTRUCTIONS_MIN_EFFECT,
+        metavar="FRACTION",
+        help="smallest change of an instruction count that counts (default %(default)s = 1%%; "
+        "identical code counted in fresh processes differs by at most 0.1%%)",
+    )
+    parser.add_argument(
         "--alpha",
         type=float,
         default=compare.ALPHA,
@@ -79,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-effect must be a fraction in [0, 1), got {args.min_effect}")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
+    if not 0 <= args.instructions_min_effect < 1:
+        raise UsageError(
+            "--instructions-min-effect must be a fraction in [0, 1), "
+            f"got {args.instructions_min_effect}"
+        )
     store = flags.store_from(args)
     base = store.resolve_run(args.base, environment=args.environment)
     contender = store.resolve_run(args.contender, environment=args.environment)
@@ -93,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         base_environment=(envs[0] or {}).get("fields"),
         contender_environment=(envs[1] or {}).get("fields"),
+        instructions_min_effect=args.instructions_min_effect,
     )
     if args.format == "json":
         flags.print_json(
@@ -122,7 +145,7 @@ def _name(run: dict) -> str:
 def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     """Per point: both medians, the ratio with its CI, p and the mark; geometric means
     as notes under it."""
-    rows = [
+    rows: list[tuple[str | Text, ...]] = [
         (
             p.label,
             format_time(p.base_median_s) if p.base_median_s is not None else "-",
@@ -139,7 +162,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     notes = [f"geometric mean {w}: {v:.3f}" for w, v in result.geomean_by_workload().items()]
     if result.geomean is not None and math.isfinite(result.geomean):
         notes.append(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
-    columns = (
+    columns: tuple[Column, ...] = (
         Column("point"),
         Column("base", "right"),
         Column("contender", "right"),
@@ -148,8 +171,34 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         Column("p", "right"),
         Column("mark"),
     )
+    if result.counted:
+        columns = (*columns[:-1], *INSTRUCTION_COLUMNS, columns[-1])
+        rows = [
+            (*r[:-1], *_instruction_cells(p), r[-1])
+            for r, p in zip(rows, result.points, strict=True)
+        ]
     title = f"{_name(contender)} vs base {_name(base)}"
     return Grid.of(columns, rows, title=title, notes=notes)
+
+
+#: The columns a comparison adds where both runs counted instructions.
+INSTRUCTION_COLUMNS = (
+    Column("base instr", "right"),
+    Column("contender instr", "right"),
+    Column("instr ratio", "right"),
+    Column("instr mark"),
+)
+
+
+def _instruction_cells(p: compare.PointComparison) -> tuple[str | Text, ...]:
+    if p.instructions_mark is None:
+        return ("-", "-", "-", "-")
+    return (
+        format_instructions(p.base_instructions),
+        format_instructions(p.contender_instructions),
+        f"{p.instructions_ratio:.4f}" if p.instructions_ratio is not None else "-",
+        Text(p.instructions_mark, style=_STYLE.get(p.instructions_mark, "")),
+    )
 
 
 def _print(
@@ -164,6 +213,9 @@ def _print(
         for key, (b, c) in result.environment_diff.items():
             err.print(f"  {key}: {b!r} -> {c!r}")
     counts = ", ".join(f"{n} {mark}" for mark, n in result.counts().items() if n)
+    if result.counted:
+        marks = ", ".join(f"{n} {m}" for m, n in result.instruction_counts().items())
+        counts += f"; instructions: {marks} (min effect {result.instructions_min_effect:.1%})"
     err.print(
         f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
         f"alpha {result.alpha})"

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
-from benchbench.measure import backward, inplace, workmodel
+from benchbench.measure import backward, inplace, instructions, workmodel
 from benchbench.measure import timers as devices
 from benchbench.measure.accuracy import Tolerance, tolerance_for
 from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_subject, per_call
@@ -50,6 +50,9 @@ class Options:
     #: False: skip the reference check and the derived work model (a later process of a
     #: point the first one checked; the merge keeps the first process's figures).
     check: bool = True
+    #: ``time`` (the engine's samples) or ``instructions`` (counted under callgrind, in a
+    #: worker the instrumented launcher started: :mod:`benchbench.measure.instructions`).
+    metric: str = "time"
 
 
 def _skip(point: Point, reason: str, **kw: Any) -> Result:
@@ -159,6 +162,9 @@ def _measure_inputs(
     warnings: list[str] = []
     max_rel_error: float | None = None
     extra: dict[str, Any] = {}
+    if variant.compile and options.metric == "instructions":
+        # Compiling takes 20-90 s here natively and ~50x that under callgrind.
+        return _skip(point, "instructions are not counted for torch.compile variants", **base)
     if variant.compile:
         # The first call of a torch.compile'd function traces and compiles it (20-90 s
         # here, cold); it comes before the reference check so that its time is
@@ -252,6 +258,20 @@ def _measure_inputs(
         extra["inplace_copies"] = planned.copies
     else:
         subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
+    if options.metric == "instructions":
+        return _counted(
+            workload,
+            variant,
+            point,
+            subjects[0],
+            call_inputs,
+            outputs,
+            policy,
+            warnings,
+            max_rel_error,
+            extra,
+            base,
+        )
     graph, note = graph_mode(
         variant.cuda_graph or options.policy.cuda_graph,
         point.device,
@@ -298,6 +318,61 @@ def _measure_inputs(
         extra=extra,
         **base,
     )
+
+
+def _counted(
+    workload: Workload,
+    variant: Variant,
+    point: Point,
+    subject: Subject,
+    call_inputs: tuple[Any, ...],
+    outputs: str,
+    policy: Policy,
+    warnings: list[str],
+    max_rel_error: float | None,
+    extra: dict[str, Any],
+    base: dict[str, Any],
+) -> Result:
+    """The point's instructions per call (``metric="instructions"``): no samples, no
+    peak memory or trace (the time metric measures those)."""
+    idle = Subject("idle", make_loop(_idle, call_inputs, outputs))
+    device = point.device.partition(":")[0]
+    counted = instructions.count_subject(
+        subject,
+        idle,
+        instructions.Callgrind.from_environment(),
+        fixed_calls=policy.fixed_calls,
+        after=None if device == "cpu" else lambda: sync(point.device),
+    )
+    extra["instructions"] = counted.extra("process" if device == "cpu" else "host")
+    extra["outputs"] = outputs
+    if counted.spread > instructions.UNSTABLE_SPREAD:
+        warnings.append(
+            f"instruction count unstable: its {len(counted.counts)} counts differ by "
+            f"{100 * counted.spread:.1f} %"
+        )
+    work = {
+        name: _work(getattr(workload, name), point, warnings)
+        for name in ("bytes", "flops", "items")
+    }
+    return Result(
+        point=point,
+        status="ok",
+        stop_reason=f"instructions counted ({counted.calls} calls x {len(counted.counts)})",
+        bytes_per_call=work["bytes"],
+        flop_per_call=work["flops"],
+        items_per_call=work["items"],
+        max_rel_error=max_rel_error,
+        warnings=tuple(warnings),
+        extra=extra,
+        instructions_per_call=counted.per_call,
+        instruction_counts=(counted.per_call,),
+        **base,
+    )
+
+
+def _idle(*_args: Any) -> None:
+    """The callable of the loop whose count is subtracted: the loop's own cost."""
 
 
 def _variant_restriction(variant: Variant, point: Point) -> str | None:

@@ -38,6 +38,7 @@ from benchbench.core.values import Point, Result
 from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
+from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
 from benchbench.run.observed import observed_request
 from benchbench.run.rounds import Rounds, merge, round_request, target_of, wants_more
 from benchbench.run.rounds import order as rounds_order
@@ -221,6 +222,8 @@ def measure_jobs(
     stop: StopRequest | None = None,
     progress: ProgressFn | None = None,
     rounds: Rounds | None = None,
+    counter: WorkerPool | None = None,
+    timed: bool = True,
 ) -> RunSummary:
     """Measure ``jobs`` in ``rounds``, writing each point's result to ``record``'s store.
 
@@ -234,6 +237,12 @@ def measure_jobs(
     ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
     point is done. Without a store in ``record`` nothing is stored and the environment
     is not asked for.
+
+    ``counter``: the pool of the instrumented worker (:mod:`benchbench.run.instrumented`),
+    which counts every job's instructions first, in plan order, before any timing (so
+    that callgrind's busy process never runs beside a timed one); each point's counts
+    are then merged into its timed result, or are its result when ``timed`` is False
+    (``--metric instructions``: no time rounds).
     """
     notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
@@ -246,11 +255,28 @@ def measure_jobs(
             summary.environment = _environment(pool, threads)
             _open_run(store, record, summary.environment)
             opened = True
-        total = len(jobs) * plan.count
+        total = len(jobs) * (plan.count if timed else 0) + (len(jobs) if counter else 0)
         notify("start", {"total": total, "run_id": summary.run_id})
         taken: list[list[list[Result]]] = [[] for _ in jobs]  # [job][round] -> results
         finished: dict[int, list[Result]] = {}  # job -> its merged results
-        open_jobs = set(range(len(jobs)))
+        counted = _counts(jobs, counter, timed, timeout_s, stop, notify, total) if counter else {}
+
+        def write(index: int, merged: list[Result]) -> None:
+            if index in counted:
+                merged = [
+                    with_counts(r, c) if timed else c
+                    for r, c in zip(merged, counted[index], strict=True)
+                ]
+            for result in merged:
+                if store is not None:
+                    store.write_result(record.run_id, result)
+            finished[index] = merged
+            notify("result", {"index": index, "results": merged, "result": merged[0]})
+
+        if not timed:
+            for index in counted:
+                write(index, counted[index])
+        open_jobs = set(range(len(jobs))) if timed and not stop.requested else set()
         round_index = 0
         while open_jobs and round_index < plan.max_count and not stop.requested:
             if round_index >= plan.count:
@@ -284,11 +310,7 @@ def measure_jobs(
                 if more and not first_failed:
                     continue
                 open_jobs.discard(index)
-                for result in merged:
-                    if store is not None:
-                        store.write_result(record.run_id, result)
-                finished[index] = merged
-                notify("result", {"index": index, "results": merged, "result": merged[0]})
+                write(index, merged)
             round_index += 1
         summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
@@ -317,6 +339,39 @@ def _request(
     if message["event"] == "interrupted":
         return None
     return job.results(message)
+
+
+def _counts(
+    jobs: Sequence[Job],
+    counter: WorkerPool,
+    timed: bool,
+    timeout_s: float,
+    stop: StopRequest,
+    notify: ProgressFn,
+    total: int,
+) -> dict[int, list[Result]]:
+    """Every job's instruction counts from the instrumented worker, in plan order (the
+    jobs a stop left uncounted are absent: ``--resume`` measures them)."""
+    counted: dict[int, list[Result]] = {}
+    for index, job in enumerate(jobs):
+        if stop.requested:
+            break
+        notify("point", {"index": index, "label": job.label, "round": "instructions"})
+        limit_s = (job.timeout_s or timeout_s) * SLOWDOWN
+        request = count_request(job.request, timed)
+        try:
+            message = counter.request(request, (job.answer, "interrupted"), limit_s, stop)
+        except WorkerFailure as failure:
+            if stop.requested:
+                break
+            counted[index] = job.failed(f"instruction count: {failure}")
+            notify("advance", {"total": total})
+            continue
+        if message["event"] == "interrupted":
+            break
+        counted[index] = job.results(message)
+        notify("advance", {"total": total})
+    return counted
 
 
 def _merged(job: Job, taken: list[list[Result]]) -> list[Result]:

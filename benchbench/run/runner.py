@@ -12,6 +12,7 @@ handlers) stopping the run after the current sample, marked ``interrupted``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.run import sharding
+from benchbench.run.instrumented import InstrumentedLauncher, parse_metrics
 from benchbench.run.jobs import (
     Job,
     ProgressFn,
@@ -93,8 +95,12 @@ class RunConfig:
     #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
     profile_dir: Path | None = None
     outputs: str | None = None  # ``run --outputs``; None: each workload's own
+    #: ``run --metric``: ``time`` (fresh processes in rounds) and/or ``instructions``
+    #: (counted under callgrind by one instrumented worker: :mod:`benchbench.run.instrumented`).
+    metrics: tuple[str, ...] = ("time",)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", parse_metrics(self.metrics))
         if self.cache not in CACHE_MODES:
             raise UsageError(f"--cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
         if self.kind not in RUN_KINDS:
@@ -167,6 +173,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         policy=policy,
         cache=stored.get("cache", "warm"),
         outputs=stored.get("outputs"),
+        metrics=tuple(stored.get("metrics") or ("time",)),
         threads=stored.get("threads"),
         timeout_s=float(stored.get("timeout_s", 60.0)),
         compile_timeout_s=stored.get("compile_timeout_s"),
@@ -253,10 +260,20 @@ def run(
     the workers change how they start (fresh interpreters). ``stop`` (set by a
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
-    # Started first: the zygote imports torch while the suites load here.
+    # Started first: the zygote imports torch while the suites load here (and so does the
+    # instrumented worker, under callgrind: ~60 s).
+    counting = "instructions" in config.metrics
+    counter = (
+        WorkerPool(InstrumentedLauncher(config.memory_limit_bytes, config.allocator), fresh=False)
+        if counting
+        else None
+    )
     workers = launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
     notify = progress or (lambda _event, _data: None)
-    with WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool:
+    with (
+        WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool,
+        counter or contextlib.nullcontext(),
+    ):
         run_id, group_id, points, shard_doc = _plan_run(config, store)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [
@@ -275,6 +292,8 @@ def run(
             stop=stop,
             progress=progress,
             rounds=config.rounds,
+            counter=counter,
+            timed="time" in config.metrics,
         )
 
 
@@ -322,6 +341,7 @@ def _run_row(
             "policy": dataclasses.asdict(config.policy),
             "cache": config.cache,
             "outputs": config.outputs,
+            "metrics": list(config.metrics),
             "threads": config.threads,
             "timeout_s": config.timeout_s,
             "compile_timeout_s": config.compile_timeout_s,

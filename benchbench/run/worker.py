@@ -34,8 +34,10 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
 - (none: sent once, when the worker is ready) → ``{"event": "hello", "pid"}``
 - ``{"op": "environment", "threads"}`` → ``{"event": "environment", "fields", "info"}``
 - ``{"op": "measure", "suite_path", "workload", "point", "policy", "cache", "threads",
-  "profile_dir", "outputs", "check"}`` → ``{"event": "result", "result", "retire"}`` (a
-  ``Result.to_dict()``; ``"check": false`` skips the reference check), or
+  "profile_dir", "outputs", "check", "metric"}`` → ``{"event": "result", "result",
+  "retire"}`` (a ``Result.to_dict()``; ``"check": false`` skips the reference check;
+  ``"metric": "instructions"`` counts instead of timing, in a worker started under
+  callgrind by :mod:`benchbench.run.instrumented`), or
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
 - ``{"op": "time", "statements", "setup", "point", "reference", "policy",
   "check_only", "threads"}`` → ``{"event": "timed", "results", "retire"}`` (one result
@@ -143,6 +145,7 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
                     profile_dir=request.get("profile_dir"),
                     outputs=request.get("outputs"),
                     check=bool(request.get("check", True)),
+                    metric=str(request.get("metric", "time")),
                 )
             except Exception as exc:  # reported as this point's error, the worker lives on
                 failed = Result(point=point, status="error", reason=f"{type(exc).__name__}: {exc}")

@@ -309,22 +309,32 @@ class Zygote:
 
 
 class Spawner:
-    """Launcher where fork is unsafe: every worker is a fresh interpreter."""
+    """Launcher where fork is unsafe: every worker is a fresh interpreter.
+
+    ``prefix`` runs the interpreter under another program (``valgrind``: see
+    :mod:`benchbench.run.instrumented`); ``start_timeout_s`` bounds the wait for its
+    ``hello`` (torch's import: ~3 s, ~60 s under callgrind).
+    """
 
     def __init__(
         self,
         memory_limit_bytes: int = 0,
         env: dict[str, str] | None = None,
         cpus: Sequence[int] = (),
+        prefix: Sequence[str] = (),
+        start_timeout_s: float = 120.0,
     ) -> None:
         self.memory_limit_bytes = memory_limit_bytes
         self.env = env
         self.cpus = tuple(cpus)
+        self.prefix = tuple(prefix)
+        self.start_timeout_s = start_timeout_s
 
     def worker(self) -> Worker:
         events_r, events_w = os.pipe()
         proc = subprocess.Popen(
             [
+                *self.prefix,
                 sys.executable,
                 "-m",
                 "benchbench.run.worker",
@@ -349,7 +359,11 @@ class Spawner:
 
         assert proc.stdin is not None  # stdin=PIPE
         handle = Worker(proc.pid, proc.stdin, events_r, reap, self.memory_limit_bytes)
-        handle.expect(("hello",), timeout_s=120.0)
+        try:
+            handle.expect(("hello",), timeout_s=self.start_timeout_s)
+        except WorkerFailure:
+            handle.close()
+            raise
         return handle
 
     def close(self) -> None:
