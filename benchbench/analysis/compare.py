@@ -161,6 +161,8 @@ class Comparison:
     alpha: float
     environment_diff: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT
+    #: True when the runs were measured in lockstep (``benchbench ab``) and judged paired.
+    paired: bool = False
 
     @property
     def regressions(self) -> list[PointComparison]:
@@ -200,6 +202,7 @@ class Comparison:
         return {
             "min_effect": self.min_effect,
             "alpha": self.alpha,
+            "paired": self.paired,
             "same_environment": self.same_environment,
             "environment_diff": {
                 k: {"base": b, "contender": c} for k, (b, c) in self.environment_diff.items()
@@ -230,14 +233,17 @@ def compare_samples(
     seed: int = SEED,
     base_processes: Sequence[int] = (),
     contender_processes: Sequence[int] = (),
+    paired: bool = False,
 ) -> SampleComparison:
-    """Ratio, CI, p-value and mark of two runs' per-call times (unpaired samples), by
+    """Ratio, CI, p-value and mark of two runs' per-call times, by
     :func:`benchbench.analysis.verdict.estimate` and :func:`~benchbench.analysis.verdict.mark`;
-    at the process level when both runs measured the point in several processes."""
+    at the process level when both runs measured the point in several processes.
+    ``paired``: the runs were measured in lockstep (``benchbench ab``), process *k* of one
+    beside process *k* of the other: the test is on the per-round log ratios."""
     found = estimate(
         base_s,
         contender_s,
-        paired=False,
+        paired=paired,
         alpha=alpha,
         seed=seed,
         base_processes=base_processes,
@@ -271,8 +277,10 @@ def compare_point(
     alpha: float = ALPHA,
     seed: int = SEED,
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
+    paired: bool = False,
 ) -> PointComparison:
-    """The comparison of one benchmark's rows in the base and the contender."""
+    """The comparison of one benchmark's rows in the base and the contender (``paired``:
+    measured in lockstep, see :func:`compare_samples`)."""
     row = contender if contender is not None else base
     if row is None:
         raise ValueError("compare_point needs a row on at least one side")
@@ -307,6 +315,7 @@ def compare_point(
         seed=seed,
         base_processes=processes(base),
         contender_processes=processes(contender),
+        paired=paired,
     )
     return PointComparison(
         mark=result.mark,
@@ -357,6 +366,7 @@ def compare_rows(
     base_environment: Mapping[str, Any] | None = None,
     contender_environment: Mapping[str, Any] | None = None,
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
+    paired: bool = False,
 ) -> Comparison:
     """Compare two runs' rows point by point (base order, then points new in the contender).
 
@@ -378,6 +388,7 @@ def compare_rows(
             alpha=alpha,
             seed=seed,
             instructions_min_effect=instructions_min_effect,
+            paired=paired,
         )
         for b in order
     )
@@ -386,8 +397,15 @@ def compare_rows(
         min_effect=min_effect,
         alpha=alpha,
         instructions_min_effect=instructions_min_effect,
+        paired=paired,
         environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
     )
+
+
+def lockstep_pair(base_run: Mapping[str, Any], contender_run: Mapping[str, Any]) -> bool:
+    """True when two stored runs are the two sides of one ``benchbench ab`` run."""
+    paired = ((base_run.get("config") or {}).get("ab") or {}).get("paired_run")
+    return paired is not None and paired == contender_run.get("id")
 
 
 def environment_diff(

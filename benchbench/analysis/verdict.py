@@ -171,7 +171,9 @@ def estimate(
         raise ValueError(
             f"a ratio of medians needs >= 1 sample a side, got {base.size} and {contender.size}"
         )
-    if paired and base.size != contender.size:
+    by_process = len(base_processes) > 1 and len(contender_processes) > 1
+    if paired and base.size != contender.size and not by_process:
+        # At the process level the pairs are the processes (rounds), not the samples.
         raise ValueError(f"paired samples need equal counts, got {base.size} and {contender.size}")
     if not (
         np.all(np.isfinite(base) & (base > 0)) and np.all(np.isfinite(contender) & (contender > 0))
@@ -184,7 +186,7 @@ def estimate(
             f"resamples must be >= {math.ceil(2.0 / alpha)} for alpha {alpha}, got {resamples}"
         )
     ratio = float(np.median(contender) / np.median(base))
-    if len(base_processes) > 1 and len(contender_processes) > 1:
+    if by_process:
         return _process_level(base, contender, base_processes, contender_processes, paired, alpha)
     ratios = np.sort(_bootstrap_ratios(base, contender, paired, resamples, seed))
     # Order statistics matched to the p-value: with a = alpha/2 * resamples, the lower

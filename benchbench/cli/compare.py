@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from rich.text import Text
 
@@ -59,6 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ENV",
         help="resolve both runs among this environment's runs (id, prefix or machine label)",
     )
+    add_verdict(parser)
+    flags.add_store(parser)
+    flags.add_format(parser)
+
+
+def add_verdict(parser: argparse.ArgumentParser) -> None:
+    """The verdict's flags (``compare`` and ``ab``): minimum effects, alpha, exit code."""
     parser.add_argument(
         "--min-effect",
         type=float,
@@ -87,11 +95,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="exit 3 when a point regressed (default on; --no-fail-on-regression exits 0)",
     )
-    flags.add_store(parser)
-    flags.add_format(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_verdict(args)
+    store = flags.store_from(args)
+    base = store.resolve_run(args.base, environment=args.environment)
+    contender = store.resolve_run(args.contender, environment=args.environment)
+    return judge(args, store, base, contender)
+
+
+def check_verdict(args: argparse.Namespace) -> None:
+    """UsageError for a verdict flag out of range (before anything is read or measured)."""
     if not 0 <= args.min_effect < 1:
         raise UsageError(f"--min-effect must be a fraction in [0, 1), got {args.min_effect}")
     if not 0 < args.alpha < 1:
@@ -101,9 +116,12 @@ def run(args: argparse.Namespace) -> int:
             "--instructions-min-effect must be a fraction in [0, 1), "
             f"got {args.instructions_min_effect}"
         )
-    store = flags.store_from(args)
-    base = store.resolve_run(args.base, environment=args.environment)
-    contender = store.resolve_run(args.contender, environment=args.environment)
+
+
+def judge(args: argparse.Namespace, store: Any, base: dict, contender: dict) -> int:
+    """Compare two stored runs, print the table (or JSON) and return the exit code: 3 on
+    a regression unless ``--no-fail-on-regression``. The two sides of one ``benchbench
+    ab`` run are judged paired (per-round log ratios). ``benchbench ab`` ends here too."""
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
@@ -116,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         base_environment=(envs[0] or {}).get("fields"),
         contender_environment=(envs[1] or {}).get("fields"),
         instructions_min_effect=args.instructions_min_effect,
+        paired=compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base),
     )
     if args.format == "json":
         flags.print_json(
@@ -160,6 +179,8 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         for p in result.points
     ]
     notes = [f"geometric mean {w}: {v:.3f}" for w, v in result.geomean_by_workload().items()]
+    if result.paired:
+        notes.insert(0, "measured in lockstep (benchbench ab): paired by round")
     if result.geomean is not None and math.isfinite(result.geomean):
         notes.append(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
     columns: tuple[Column, ...] = (

@@ -315,6 +315,21 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
     )
 
 
+def progress_bar(err: Any) -> Progress:
+    """The progress bar of a measuring command (``run``, ``ab``), on ``err``, transient."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=err,
+        transient=True,
+    )
+
+
 @contextlib.contextmanager
 def stop_on_signals(stop: runner.StopRequest) -> Iterator[None]:
     """SIGINT and SIGTERM set ``stop`` instead of raising, while the run lasts."""
@@ -364,17 +379,7 @@ def run(args: argparse.Namespace) -> int:
     stop = runner.StopRequest()
     with (
         _locked_clocks(args, config, err),
-        Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[current]}"),
-            console=err,
-            transient=True,
-        ) as progress,
+        progress_bar(err) as progress,
         stop_on_signals(stop),
     ):
         started = time.monotonic()

@@ -40,6 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchbench.core.values import Point, Result
+from benchbench.measure.loops import make_loop
+from benchbench.measure.pipeline import sync
 from benchbench.measure.policy import Subject, gc_disabled
 
 #: Environment variable the instrumented launcher sets: where callgrind writes its dumps
@@ -213,3 +216,52 @@ def count_subject(
         calls=spanned,
         loop_per_call=float(loop),
     )
+
+
+def counted_result(
+    point: Point,
+    subject: Subject,
+    call_inputs: tuple[Any, ...],
+    outputs: str,
+    fixed_calls: int | None,
+    work: dict[str, float | None],
+    warnings: list[str],
+    extra: dict[str, Any],
+    **base: Any,
+) -> Result:
+    """The result of a point whose instructions are counted (``metric="instructions"``):
+    ok, with the count and no samples (no peak memory or trace: the time metric has
+    them). ``base`` holds the result's other fields (code version, cache mode, ...)."""
+    idle = Subject("idle", make_loop(_idle, call_inputs, outputs))
+    device = point.device.partition(":")[0]
+    counted = count_subject(
+        subject,
+        idle,
+        Callgrind.from_environment(),
+        fixed_calls=fixed_calls,
+        after=None if device == "cpu" else lambda: sync(point.device),
+    )
+    extra["instructions"] = counted.extra("process" if device == "cpu" else "host")
+    extra["outputs"] = outputs
+    if counted.spread > UNSTABLE_SPREAD:
+        warnings.append(
+            f"instruction count unstable: its {len(counted.counts)} counts differ by "
+            f"{100 * counted.spread:.1f} %"
+        )
+    return Result(
+        point=point,
+        status="ok",
+        stop_reason=f"instructions counted ({counted.calls} calls x {len(counted.counts)})",
+        bytes_per_call=work["bytes"],
+        flop_per_call=work["flops"],
+        items_per_call=work["items"],
+        warnings=tuple(warnings),
+        extra=extra,
+        instructions_per_call=counted.per_call,
+        instruction_counts=(counted.per_call,),
+        **base,
+    )
+
+
+def _idle(*_args: Any) -> None:
+    """The callable of the loop whose count is subtracted: the loop's own cost."""

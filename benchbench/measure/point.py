@@ -29,6 +29,8 @@ from benchbench.measure.trace import profile_point
 from benchbench.suite.declare import Skip, Variant, Workload
 from benchbench.suite.inputs import SetupContext
 
+#: The work model's figures per call: ``Workload.bytes``, ``flops``, ``items``.
+WORK = ("bytes", "flops", "items")
 #: ``rotate`` mode keeps at most this many copies of the inputs.
 MAX_ROTATE_COPIES = 64
 
@@ -53,6 +55,11 @@ class Options:
     #: ``time`` (the engine's samples) or ``instructions`` (counted under callgrind, in a
     #: worker the instrumented launcher started: :mod:`benchbench.measure.instructions`).
     metric: str = "time"
+    #: Called before every block of calls, outside the timed region (warm-up included):
+    #: ``benchbench ab``'s lockstep, which waits there for its turn. With a gate the point
+    #: takes no peak memory and no trace after its samples (the other side would be
+    #: sampling meanwhile).
+    gate: Callable[[], None] | None = None
 
 
 def _skip(point: Point, reason: str, **kw: Any) -> Result:
@@ -259,18 +266,20 @@ def _measure_inputs(
     else:
         subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
     if options.metric == "instructions":
-        return _counted(
-            workload,
-            variant,
+        work = {
+            n: _work(getattr(workload, n), point, warnings) for n in ("bytes", "flops", "items")
+        }
+        return instructions.counted_result(
             point,
             subjects[0],
             call_inputs,
             outputs,
-            policy,
+            policy.fixed_calls,
+            work,
             warnings,
-            max_rel_error,
-            extra,
-            base,
+            max_rel_error=max_rel_error,
+            extra=extra,
+            **base,
         )
     graph, note = graph_mode(
         variant.cuda_graph or options.policy.cuda_graph,
@@ -287,13 +296,17 @@ def _measure_inputs(
         except GraphCaptureError as exc:
             return _skip(point, f"CUDA graph capture failed: {exc}", extra=extra, **base)
         extra["cuda_graph"] = {"calls_per_replay": graph_calls}
+    if options.gate is not None:
+        subjects = [gated(s, options.gate) for s in subjects]
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main
-    if planned_bwd is not None:
+    if options.gate is not None:
+        peak = None
+    elif planned_bwd is not None:
         peak = peak_memory(planned_bwd.once, (), point.device, False)
     else:
         peak = peak_memory(fn, call_inputs, point.device, variant.inplace)
-    if options.profile_dir is not None:
+    if options.profile_dir is not None and options.gate is None:
         if planned_bwd is not None:
             extra["profile"] = profile_point(planned_bwd.once, (), point, options.profile_dir)
         else:
@@ -320,59 +333,16 @@ def _measure_inputs(
     )
 
 
-def _counted(
-    workload: Workload,
-    variant: Variant,
-    point: Point,
-    subject: Subject,
-    call_inputs: tuple[Any, ...],
-    outputs: str,
-    policy: Policy,
-    warnings: list[str],
-    max_rel_error: float | None,
-    extra: dict[str, Any],
-    base: dict[str, Any],
-) -> Result:
-    """The point's instructions per call (``metric="instructions"``): no samples, no
-    peak memory or trace (the time metric measures those)."""
-    idle = Subject("idle", make_loop(_idle, call_inputs, outputs))
-    device = point.device.partition(":")[0]
-    counted = instructions.count_subject(
-        subject,
-        idle,
-        instructions.Callgrind.from_environment(),
-        fixed_calls=policy.fixed_calls,
-        after=None if device == "cpu" else lambda: sync(point.device),
-    )
-    extra["instructions"] = counted.extra("process" if device == "cpu" else "host")
-    extra["outputs"] = outputs
-    if counted.spread > instructions.UNSTABLE_SPREAD:
-        warnings.append(
-            f"instruction count unstable: its {len(counted.counts)} counts differ by "
-            f"{100 * counted.spread:.1f} %"
-        )
-    work = {
-        name: _work(getattr(workload, name), point, warnings)
-        for name in ("bytes", "flops", "items")
-    }
-    return Result(
-        point=point,
-        status="ok",
-        stop_reason=f"instructions counted ({counted.calls} calls x {len(counted.counts)})",
-        bytes_per_call=work["bytes"],
-        flop_per_call=work["flops"],
-        items_per_call=work["items"],
-        max_rel_error=max_rel_error,
-        warnings=tuple(warnings),
-        extra=extra,
-        instructions_per_call=counted.per_call,
-        instruction_counts=(counted.per_call,),
-        **base,
-    )
+def gated(subject: Subject, gate: Callable[[], None]) -> Subject:
+    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre)."""
+    pre = subject.pre
 
+    def wait_then_pre() -> None:
+        gate()
+        if pre is not None:
+            pre()
 
-def _idle(*_args: Any) -> None:
-    """The callable of the loop whose count is subtracted: the loop's own cost."""
+    return replace(subject, pre=wait_then_pre)
 
 
 def _variant_restriction(variant: Variant, point: Point) -> str | None:

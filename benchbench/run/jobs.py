@@ -165,10 +165,14 @@ class WorkerPool:
             self._launcher = spawner()
             return self._launcher.worker()
 
-    def close(self) -> None:
+    def retire(self) -> None:
+        """Close the current worker (a lockstep pair's side, driven by its own requests)."""
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+
+    def close(self) -> None:
+        self.retire()
         self._launcher.close()
 
     def __enter__(self) -> WorkerPool:

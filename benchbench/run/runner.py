@@ -277,7 +277,7 @@ def run(
         run_id, group_id, points, shard_doc = _plan_run(config, store)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [
-            _job(config, path, workload, point, profile_dir) for path, workload, point in points
+            job_for(config, path, workload, point, profile_dir) for path, workload, point in points
         ]
 
         def new_row(env: Environment) -> dict[str, Any]:
@@ -297,9 +297,10 @@ def run(
         )
 
 
-def _job(
+def job_for(
     config: RunConfig, path: Path, workload: Workload, point: Point, profile_dir: str | None
 ) -> Job:
+    """The job that measures ``point`` of ``workload`` (from suite file ``path``)."""
     request = {
         "op": "measure",
         "suite_path": str(path),
