@@ -35,7 +35,7 @@ from benchbench.cli import run as run_cli
 from benchbench.core.errors import UsageError
 from benchbench.measure.policy import Policy
 from benchbench.run import runner
-from benchbench.run.ab import DEFAULT_AB_ROUNDS, Side, run_ab
+from benchbench.run.ab import DEFAULT_AB_ROUNDS, Side, check_side, run_ab
 from benchbench.run.rounds import Rounds
 
 HELP = "measure a suite in two Python environments at once, interleaved; exit 3 on regression"
@@ -107,12 +107,16 @@ def run(args: argparse.Namespace) -> int:
         allocator=args.allocator or "system",
         rounds=Rounds.fixed(args.rounds, args.seed or 0),
     )
+    for side in sides:
+        check_side(side)  # before the store is opened: a usage error creates no store
     store = flags.store_from(args)
     err = flags.stderr()
     stop = runner.StopRequest()
     started = time.monotonic()
     with run_cli.progress_bar(err) as progress, run_cli.stop_on_signals(stop):
-        summary = run_ab(config, sides, store, flags.progress_events(progress, "ab"), stop)
+        summary = run_ab(
+            config, sides, store, flags.progress_events(progress, "ab"), stop, checked=True
+        )
     err.print(
         f"ab: {len(summary.results[1])} point(s) on both sides in "
         f"{time.monotonic() - started:.1f} s; runs {summary.run_ids[0][:8]} (base) and "

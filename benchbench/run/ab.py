@@ -156,17 +156,21 @@ def run_ab(
     store: Store,
     progress: ProgressFn | None = None,
     stop: StopRequest | None = None,
+    checked: bool = False,
 ) -> AbSummary:
     """Measure ``config``'s points on both ``sides`` in lockstep, into two runs of ``store``.
 
     ``config.rounds`` rounds (fixed: no extra rounds), each visiting every point in a
     seeded shuffled order. ``progress`` gets ``start``, ``point``, ``advance`` and
-    ``result`` as from :func:`benchbench.run.jobs.measure_jobs`.
+    ``result`` as from :func:`benchbench.run.jobs.measure_jobs`. ``checked``: the
+    caller ran :func:`check_side` on both sides already (the CLI does, before it opens
+    the store, so a usage error creates no store).
     """
     notify = progress or (lambda _event, _data: None)
     stop = stop or StopRequest()
-    for side in sides:
-        check_side(side)
+    if not checked:
+        for side in sides:
+            check_side(side)
     planned = plan(config)
     if not planned:
         raise UsageError(
