@@ -256,3 +256,25 @@ def test_metric_parsing():
         parse_metrics("cycles")
     with pytest.raises(UsageError):
         parse_metrics("")
+
+
+def test_a_device_sync_runs_after_each_count_outside_it():
+    """A CUDA point counts its host's launch path: the sync that waits for the kernels
+    comes after the collection is switched off, never inside a count."""
+    counter = FakeCounter()
+    subject, idle = loops(counter)
+    inside: list[bool] = []
+    collecting = [False]
+    original = counter.count
+
+    def count(run) -> int:
+        collecting[0] = True
+        try:
+            return original(run)
+        finally:
+            collecting[0] = False
+
+    counter.count = count  # type: ignore[method-assign]
+    count_subject(subject, idle, counter, after=lambda: inside.append(collecting[0]))
+    assert inside and not any(inside)
+    assert len(inside) >= 1 + 2 * instructions.REPEATS  # after every count and the warm-up
