@@ -263,23 +263,21 @@ def measure_jobs(
         notify("start", {"total": total, "run_id": summary.run_id})
         taken: list[list[list[Result]]] = [[] for _ in jobs]  # [job][round] -> results
         finished: dict[int, list[Result]] = {}  # job -> its merged results
-        counted = _counts(jobs, counter, timed, timeout_s, stop, notify, total) if counter else {}
 
         def write(index: int, merged: list[Result]) -> None:
-            if index in counted:
-                merged = [
-                    with_counts(r, c) if timed else c
-                    for r, c in zip(merged, counted[index], strict=True)
-                ]
+            if timed and index in counted:
+                merged = [with_counts(r, c) for r, c in zip(merged, counted[index], strict=True)]
             for result in merged:
                 if store is not None:
                     store.write_result(record.run_id, result)
             finished[index] = merged
             notify("result", {"index": index, "results": merged, "result": merged[0]})
 
-        if not timed:
-            for index in counted:
-                write(index, counted[index])
+        counted: dict[int, list[Result]] = {}
+        if counter is not None:
+            # Counts only (no time rounds): each point is written as soon as it is counted.
+            done = None if timed else write
+            counted = _counts(jobs, counter, timed, timeout_s, stop, notify, total, done)
         open_jobs = set(range(len(jobs))) if timed and not stop.requested else set()
         round_index = 0
         while open_jobs and round_index < plan.max_count and not stop.requested:
@@ -353,9 +351,11 @@ def _counts(
     stop: StopRequest,
     notify: ProgressFn,
     total: int,
+    done: Callable[[int, list[Result]], None] | None = None,
 ) -> dict[int, list[Result]]:
     """Every job's instruction counts from the instrumented worker, in plan order (the
-    jobs a stop left uncounted are absent: ``--resume`` measures them)."""
+    jobs a stop left uncounted are absent: ``--resume`` measures them); ``done(index,
+    results)`` is called with each job's counts as they come."""
     counted: dict[int, list[Result]] = {}
     for index, job in enumerate(jobs):
         if stop.requested:
@@ -369,12 +369,13 @@ def _counts(
             if stop.requested:
                 break
             counted[index] = job.failed(f"instruction count: {failure}")
-            notify("advance", {"total": total})
-            continue
-        if message["event"] == "interrupted":
-            break
-        counted[index] = job.results(message)
+        else:
+            if message["event"] == "interrupted":
+                break
+            counted[index] = job.results(message)
         notify("advance", {"total": total})
+        if done is not None:
+            done(index, counted[index])
     return counted
 
 
