@@ -21,8 +21,8 @@ The run's **sampling budget** is ``--budget`` (seconds of samples per point) tim
 points, stated when the run starts. The first rounds spend :data:`FIRST_SHARE` of it
 (each process ``budget * FIRST_SHARE / rounds``); what they leave goes to the points that
 need it. No process is started unless what is left covers its sampling cap with
-:data:`HEADROOM`, so the samples of a run do not add up to more than its budget (the fixed cost of processes is outside
-it, and measured: ``extra.processes[k].wall_s``).
+:data:`HEADROOM`, so the samples of a run do not add up to more than its budget (the
+fixed cost of processes is outside it, and measured: ``extra.processes[k].wall_s``).
 
 This module is pure: :func:`spread_of` reads a merged result, :func:`next_process`
 chooses; :func:`benchbench.run.jobs.measure_jobs` drives the processes.

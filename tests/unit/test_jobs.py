@@ -424,7 +424,7 @@ def test_the_budget_left_after_the_first_rounds_goes_to_the_widest_point(store):
     assert by_size[1].converged is True
     assert 3 < len(by_size[2].process_samples) <= 8  # the budget went to the wide one
     # The first rounds took half of each process's share: 0.05 s x 0.5 / 3 per process.
-    first = [p for p in pool.requests if p["op"] == "measure"][0]
+    first = next(p for p in pool.requests if p["op"] == "measure")
     assert first["policy"]["max_time_s"] == pytest.approx(0.05 * 0.5 / 3)
     # Samples never add up to more than the run's budget (2 points x 0.05 s).
     spent = sum(sum(r.samples_s) for r in summary.results)
