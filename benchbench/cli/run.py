@@ -87,7 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=float,
         metavar="SECONDS",
-        help=f"sampling time cap per point, split across its rounds (default {Policy.max_time_s})",
+        help="sampling budget per point: the run's is this times its points; the first "
+        "rounds spend half, the rest goes a process at a time to the points furthest from "
+        f"--target (default {Policy.max_time_s})",
     )
     flags.add_rounds(parser)
     flags.add_seed(parser)
