@@ -204,6 +204,7 @@ def merge(
             "median_s": Stats.from_samples(r.samples_s, r.calls_per_sample).median_s,
             "stop_reason": r.stop_reason,
             **({"wall_s": walls_s[kept[k]]} if kept[k] < len(walls_s) else {}),
+            **({"cost": r.extra["cost"]} if "cost" in r.extra else {}),
             # A compile variant compiles afresh in every process: each one's compile time.
             **({"compile_s": r.extra["compile_s"]} if "compile_s" in r.extra else {}),
         }
