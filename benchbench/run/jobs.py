@@ -332,12 +332,10 @@ def measure_jobs(
                 break
             index, cap_s = choice
             total += 1
-            if (
-                take(index, process_request(jobs[index].request, cap_s), len(walls[index]) + 1)
-                is None
-            ):
+            request = process_request(jobs[index].request, cap_s)
+            if take(index, request, len(walls[index]) + 1) is None:
                 break
-        if adaptive and (not stop.requested or all(len(t) >= plan.count for t in taken)):
+        if adaptive:  # what is still open is done, or the run stopped: write what is whole
             for index in sorted(open_jobs):
                 if len(taken[index]) < plan.count:
                     continue  # cut short by a stop: --resume measures it
