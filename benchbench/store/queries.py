@@ -49,6 +49,9 @@ DATAFRAME_COLUMNS: tuple[str, ...] = (
     "converged",
     "warnings",
     "benchmark_id",
+    # Instruction counts (``run --metric instructions``), last: added with schema 3.
+    "instructions_per_call",
+    "instruction_counts",
 )
 
 #: Columns of :meth:`Store.history`, oldest run first.
