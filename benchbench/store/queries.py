@@ -234,6 +234,16 @@ def device_extras(engine: Engine, prefix: str) -> dict[tuple[str, str], tuple[st
         return {(str(r), str(bid)): (str(dev), extra) for r, bid, dev, extra in conn.execute(query)}
 
 
+def counted_extras(engine: Engine) -> dict[tuple[str, str], Any]:
+    """``extra`` of every measurement whose instructions were counted, by ``(run_id,
+    benchmark_id)``: the counts' within-process spread (``extra.instructions``) that the
+    DataFrame leaves out."""
+    m = t.measurement.c
+    query = sa.select(m.run_id, m.benchmark_id, m.extra).where(m.instructions_per_call.is_not(None))
+    with engine.connect() as conn:
+        return {(str(r), str(bid)): extra for r, bid, extra in conn.execute(query)}
+
+
 def ok_durations(engine: Engine, run_ids: Sequence[str]) -> dict[str, list[float]]:
     """Stored ``duration_s`` of the ok points of ``run_ids``, by benchmark id."""
     if not run_ids:
