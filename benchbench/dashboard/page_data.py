@@ -84,8 +84,11 @@ def workload_payload(
     """Throughput versus size for the latest run per environment of one workload.
 
     One line per environment, variant, dtype, device, named axes (``params``:
-    ``mode=bwd``) and timing method (``timing``: ``graph x100``; None off CUDA).
+    ``mode=bwd``) and timing method (``timing``: ``graph x100``; None off CUDA). A run
+    that only counted instructions (ok, no median) has no throughput: the latest run
+    that timed the workload (or failed in it) is shown instead.
     """
+    rows = rows[(rows["status"] != "ok") | rows["median_s"].notna()]
     latest = rows.groupby("e")["r"].transform("max")
     rows = rows[rows["r"] == latest]
     series: list[dict[str, Any]] = []

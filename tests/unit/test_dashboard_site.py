@@ -411,6 +411,9 @@ def test_counted_runs_carry_counts_and_the_noise_the_cli_reads(tmp_path: Path) -
     (line,) = lines["lines"]  # the timed run (January), then the counted one (March)
     assert line["m"][0] is not None and line["m"][1] is None
     assert line["ins"] == [None, 1234.5679]
+    # The workload page's throughput is the latest run that timed, not one that only counted.
+    series = read_data(data / "workload" / "w0.js")["series"]
+    assert series and {s["r"] for s in series} == {runs["timed only"]}
 
 
 def _captured(run: str, workload: str, params: dict, median: float | None) -> dict[str, Any]:
