@@ -119,8 +119,11 @@ def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
         frame["instruction_counts"],
         strict=True,
     ):
+        if not c:
+            out.append(None)
+            continue
         row = {
-            "instructions_per_call": per_call if c else None,
+            "instructions_per_call": per_call,
             "instruction_counts": counts,
             "extra": extras.get((str(r), str(bid))),
         }
