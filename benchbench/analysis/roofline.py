@@ -18,13 +18,15 @@ in-place point could read up to 150 % (``x.sqrt_()`` at 2^22 float32 did). So a 
 - ``"update"``: the probe's in-place ``update`` curve alone. A row is an update when its
   ``extra.traffic`` says so (a ``Variant(traffic="update")``), or, with no
   ``extra.traffic``, when ``extra.inplace`` is present (the note every
-  ``Variant(inplace=True)`` point stores). Its working set is
-  half its bytes: each byte it names is read and written back, so ``x.sqrt_()`` of
-  16 MiB is credited 32 MiB and held to the curve at 16 MiB, where it sits in the cache
-  it runs from. (An update that also reads another operand, ``x.add_(y)``, is credited
-  24 MiB for a 32 MiB working set and is read at 12 MiB: a ceiling from a smaller
-  working set is never lower.) A profile probed before the update curve existed holds
-  it to the other curves, and the ceiling says so in its ``note``;
+  ``Variant(inplace=True)`` point stores). Its working set is half its bytes: each byte
+  it names is read and written back, so ``x.sqrt_()`` of 16 MiB is credited 32 MiB and
+  held to the curve at 16 MiB, inside a 32 MiB L3 as the operator itself is (read at
+  32 MiB, the curves had fallen towards main memory: the issue's 150 %). An update that
+  also reads another operand is read at less than its working set (``x.add_(y)`` of two
+  16 MiB tensors: credited 48 MiB, working set 32 MiB, read at 24 MiB); where the curve
+  falls with size (past the smallest working sets, whose sweep pays a per-pass cost)
+  that errs towards a low percentage, not a false "above". A profile probed before the update curve existed holds it to the
+  other curves, and the ceiling says so in its ``note``;
 - ``"copy"`` (everything else): the best of the ``read``, ``write`` and ``copy``
   curves at a working set of its bytes.
 
