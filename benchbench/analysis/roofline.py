@@ -25,8 +25,9 @@ in-place point could read up to 150 % (``x.sqrt_()`` at 2^22 float32 did). So a 
   also reads another operand is read at less than its working set (``x.add_(y)`` of two
   16 MiB tensors: credited 48 MiB, working set 32 MiB, read at 24 MiB); where the curve
   falls with size (past the smallest working sets, whose sweep pays a per-pass cost)
-  that errs towards a low percentage, not a false "above". A profile probed before the update curve existed holds it to the
-  other curves, and the ceiling says so in its ``note``;
+  that errs towards a low percentage, not a false "above". A profile probed before the
+  update curve existed holds it to the other curves, and the ceiling says so in its
+  ``note``;
 - ``"copy"`` (everything else): the best of the ``read``, ``write`` and ``copy``
   curves at a working set of its bytes.
 
