@@ -244,6 +244,8 @@ def _measure_inputs(
             warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
 
     extra["outputs"] = outputs
+    if variant.traffic is not None:
+        extra["traffic"] = variant.traffic  # the roofline's curve (analysis/roofline.py)
     if (axis := workload.x_of(point)) is not None:
         extra["x"] = {"name": axis[0], "value": axis[1]}
     if planned_bwd is not None:
