@@ -23,7 +23,7 @@ from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_s
 from benchbench.measure.inplace import fresh as _fresh
 from benchbench.measure.loops import make_loop, make_rotating_loop
 from benchbench.measure.memory import peak_memory
-from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
+from benchbench.measure.pipeline import check_output, gated, ok_result, sync, time_subjects
 from benchbench.measure.policy import Policy, Subject
 from benchbench.measure.trace import profile_point
 from benchbench.suite.declare import Skip, Variant, Workload
@@ -345,18 +345,6 @@ def _measure_inputs(
         extra=extra,
         **base,
     )
-
-
-def gated(subject: Subject, gate: Callable[[], None]) -> Subject:
-    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre)."""
-    pre = subject.pre
-
-    def wait_then_pre() -> None:
-        gate()
-        if pre is not None:
-            pre()
-
-    return replace(subject, pre=wait_then_pre)
 
 
 def _variant_restriction(variant: Variant, point: Point) -> str | None:
