@@ -21,6 +21,7 @@ import argparse
 from benchbench.analysis.curves import analyze, with_run
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError
+from benchbench.core.values import suite_order
 from benchbench.run import sharding
 from benchbench.store.profiles import latest_profiles
 from benchbench.views.fits import fits_grid, fits_json
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                 (r["finished_at"] for r in shards if r["finished_at"]), default=None
             ),
         }
-        stored = [m for r in shards for m in store.measurements(r["id"])]
+        stored = sorted((m for r in shards for m in store.measurements(r["id"])), key=suite_order)
         run_row["label"] = (run_row["label"] or "") + f" ({len(shards)} shard(s))"
     profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)
