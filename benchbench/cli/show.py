@@ -18,20 +18,9 @@ from __future__ import annotations
 
 import argparse
 
-from benchbench.analysis.curves import analyze, with_run
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError
 from benchbench.core.values import suite_order
-from benchbench.run import sharding
-from benchbench.store.profiles import latest_profiles
-from benchbench.views.fits import fits_grid, fits_json
-from benchbench.views.results import (
-    failures,
-    results_grid,
-    run_document,
-    summary_line,
-    with_roofline,
-)
 
 HELP = "show the results of a run, with percent of peak and model fits"
 
@@ -43,6 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.analysis.curves import analyze, with_run
+    from benchbench.run import sharding
+    from benchbench.store.profiles import latest_profiles
+    from benchbench.views.fits import fits_grid, fits_json
+    from benchbench.views.results import (
+        failures,
+        results_grid,
+        run_document,
+        summary_line,
+        with_roofline,
+    )
+
     store = flags.store_from(args)
     try:
         run_row = store.resolve_run(args.run_ref)

@@ -38,28 +38,22 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from benchbench.analysis.variants import (
-    MIN_EFFECT,
-    Crossover,
-    Row,
-    find_crossovers,
-    rows_from_results,
-)
 from benchbench.cli import flags
+from benchbench.core.defaults import MIN_EFFECT, TIME_BUDGET_S
 from benchbench.core.errors import UsageError
 from benchbench.core.units import SHAPE_FORMS, format_size, format_time, parse_shapes
 from benchbench.core.values import ITEMSIZE, Result, point_name
-from benchbench.measure.policy import Policy
 from benchbench.measure.statements import check_names, parse_statements
-from benchbench.run.statements import DEFAULT_BUDGET_S, TimeConfig, TimeOutcome, time_statements
-from benchbench.views.results import short_warning
 from benchbench.views.tables import Cell, Column, Grid
+
+if TYPE_CHECKING:
+    from benchbench.analysis.variants import Crossover, Row
+    from benchbench.run.statements import TimeConfig, TimeOutcome
 
 HELP = "compare statements at several sizes (ratio, CI, verdict, crossover)"
 
@@ -97,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget",
         type=float,
-        default=DEFAULT_BUDGET_S,
+        default=TIME_BUDGET_S,
         metavar="SECONDS",
         help="sampling time cap per point, split across its rounds (default %(default)s)",
     )
@@ -131,6 +125,9 @@ def _list(text: str, flag: str, known: Sequence[str]) -> tuple[str, ...]:
 
 
 def config_from(args: argparse.Namespace) -> TimeConfig:
+    from benchbench.measure.policy import Policy
+    from benchbench.run.statements import TimeConfig
+
     if args.budget <= 0:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
     if not 0 <= args.min_effect < 1:
@@ -160,6 +157,12 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch comes with the runner: here, not at the top, so that `time --help` answers at once.
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from benchbench.analysis.variants import find_crossovers, rows_from_results
+    from benchbench.run.statements import time_statements
+
     config = config_from(args)
     store = None if args.no_store else flags.store_from(args)
     err = flags.stderr()
@@ -211,6 +214,8 @@ def run(args: argparse.Namespace) -> int:
 def warning_lines(results: Sequence[Result]) -> list[str]:
     """One line per kind of warning (its text before the first colon or parenthesis):
     the first full text of that kind, and how many results carried one."""
+    from benchbench.views.results import short_warning
+
     first: dict[str, str] = {}
     counts: dict[str, int] = {}
     for result in results:
