@@ -46,12 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbench.cli import flags
-from benchbench.core.defaults import (
-    COMPILE_TIMEOUT_S,
-    POLICY_MAX_TIME_S,
-    POLICY_TARGET_REL_CI,
-    RUN_KINDS,
-)
+from benchbench.core import defaults
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time, parse_one_size
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
@@ -75,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=float,
         metavar="SECONDS",
-        help=f"sampling time cap per point, split across its rounds (default {POLICY_MAX_TIME_S})",
+        help="sampling time cap per point, split across its rounds "
+        f"(default {defaults.POLICY_MAX_TIME_S})",
     )
     flags.add_rounds(parser)
     flags.add_seed(parser)
@@ -84,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="FRACTION",
         help="stop when the median's 95%% CI half-width is this fraction of it "
-        f"(default {POLICY_TARGET_REL_CI})",
+        f"(default {defaults.POLICY_TARGET_REL_CI})",
     )
     parser.add_argument(
         "--cache",
@@ -128,7 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="SECONDS",
         help="a point running longer is stopped and recorded as an error (default "
-        f"{DEFAULT_TIMEOUT_S:g}; {COMPILE_TIMEOUT_S:g} for torch.compile variants, "
+        f"{DEFAULT_TIMEOUT_S:g}; {defaults.COMPILE_TIMEOUT_S:g} for torch.compile variants, "
         "whose every point compiles afresh)",
     )
     parser.add_argument(
@@ -144,7 +140,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--label", metavar="NAME", help="a name for this run (compare and show accept it)"
     )
-    parser.add_argument("--kind", choices=RUN_KINDS, help="run kind (default adhoc)")
+    parser.add_argument("--kind", choices=defaults.RUN_KINDS, help="run kind (default adhoc)")
     parser.add_argument(
         "--resume",
         metavar="RUN_ID",
@@ -314,23 +310,16 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
 
 def progress_bar(err: Any) -> Progress:
     """The progress bar of a measuring command (``run``, ``ab``), on ``err``, transient."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich import progress as bar
 
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[current]}"),
+    return bar.Progress(
+        bar.TextColumn("[bold]{task.description}"),
+        bar.BarColumn(),
+        bar.MofNCompleteColumn(),
+        bar.TimeElapsedColumn(),
+        bar.TextColumn("ETA"),
+        bar.TimeRemainingColumn(),
+        bar.TextColumn("{task.fields[current]}"),
         console=err,
         transient=True,
     )
@@ -376,13 +365,7 @@ def run(args: argparse.Namespace) -> int:
     # that `benchbench --help` and `run --help` answer at once.
     from benchbench.run import runner
     from benchbench.store.profiles import latest_profiles
-    from benchbench.views.results import (
-        failures,
-        results_grid,
-        run_document,
-        summary_line,
-        with_roofline,
-    )
+    from benchbench.views import results as views
 
     if args.budget is not None and args.budget <= 0:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
@@ -409,18 +392,18 @@ def run(args: argparse.Namespace) -> int:
     run_row = store.resolve_run(summary.run_id)
     stored = store.measurements(summary.run_id)
     profiles = latest_profiles(store, run_row["environment_id"], {r["device"] for r in stored})
-    rows = with_roofline(stored, profiles)
+    rows = views.with_roofline(stored, profiles)
     elapsed = time.monotonic() - started
     if args.format == "json":
-        flags.print_json(run_document(run_row, rows))
+        flags.print_json(views.run_document(run_row, rows))
     else:
-        grid = results_grid(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
+        grid = views.results_grid(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
         flags.print_tables(args, [grid])
-    flags.print_failures(failures(rows))
+    flags.print_failures(views.failures(rows))
     where = f"run {summary.run_id} stored in {store.url}"
     if config.shard is not None:
         where += f" (shard {config.shard} of group {run_row['group_id']})"
-    err.print(f"{summary_line(rows)} in {elapsed:.1f} s; {where}")
+    err.print(f"{views.summary_line(rows)} in {elapsed:.1f} s; {where}")
     if args.profile:
         _print_profiles(summary.results, err)
     skipped = {r.reason for r in summary.results if r.status == "skipped" and r.reason}

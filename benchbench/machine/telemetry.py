@@ -226,11 +226,8 @@ class TelemetrySampler:
     pass fakes). Those reads come after the slow sources at the start and before them at
     the stop, so a process scan's own CPU time does not count as another process's.
 
-    Other processes are every process but ``exclude_pids`` (default: this one), the
-    kernel's threads, and with ``own_root`` that process and its descendants (the runner
-    gives its pid, so its zygote and workers are not "another process"); ``processes``
-    is where they are read (:class:`~benchbench.machine.sensors.ProcessTable`; psutil
-    unless a test gives a fake).
+    Other processes: all but ``exclude_pids`` (default this one), kernel threads and, with
+    ``own_root``, its descendants; read from ``processes`` (psutil unless a test's fake).
     """
 
     def __init__(
