@@ -46,6 +46,7 @@ from rich.text import Text
 from benchbench.cli import flags
 from benchbench.core.defaults import MIN_EFFECT, TIME_BUDGET_S
 from benchbench.core.errors import UsageError
+from benchbench.core.notes import merge_warnings, names_process
 from benchbench.core.units import SHAPE_FORMS, format_size, format_time, parse_shapes
 from benchbench.core.values import ITEMSIZE, Result, point_name
 from benchbench.measure.statements import check_names, parse_statements
@@ -213,17 +214,24 @@ def run(args: argparse.Namespace) -> int:
 
 def warning_lines(results: Sequence[Result]) -> list[str]:
     """One line per kind of warning (its text before the first colon or parenthesis):
-    the first full text of that kind, and how many results carried one."""
-    from benchbench.views.results import short_warning
-
-    first: dict[str, str] = {}
+    the first full text of that kind (for other processes, the busiest of them, as
+    :func:`~benchbench.core.notes.merge_warnings` says), and how many results had one."""
+    texts: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     for result in results:
+        kinds = []
         for text in dict.fromkeys(result.warnings):
-            kind = short_warning(text)
-            first.setdefault(kind, text)
+            kind = text.split(":", 1)[0].split(" (", 1)[0]
+            texts.setdefault(kind, []).append(text)
+            kinds.append(kind)
+        for kind in dict.fromkeys(kinds):
             counts[kind] = counts.get(kind, 0) + 1
-    return [f"{first[k]} ({counts[k]} result(s))" if counts[k] > 1 else first[k] for k in first]
+    lines = []
+    for kind, found in texts.items():
+        named = [t for t in found if names_process(t)]
+        text = merge_warnings(named)[0] if named else found[0]
+        lines.append(f"{text} ({counts[kind]} result(s))" if counts[kind] > 1 else text)
+    return lines
 
 
 def _plot(rows: Sequence[Row], config: TimeConfig) -> Any:
