@@ -202,6 +202,14 @@ class ProcessScanner:
             except (OSError, psutil.Error):
                 continue
 
+    def ours(self, pid: int) -> bool:
+        """True for an excluded pid, a kernel thread or (with ``own_root``) one of ours;
+        False for a process that cannot be read. The GPU reader asks it too."""
+        try:
+            return pid in self._exclude or self._ignore(pid)
+        except (OSError, psutil.Error):
+            return False
+
     def _ignore(self, pid: int) -> bool:
         """True for a kernel thread or a process of ours (decided once per pid)."""
         if pid not in self._ignored:
@@ -238,7 +246,11 @@ class NvmlReader:
     """Reads one sample of every selected GPU through an (initialised) ``pynvml`` module."""
 
     def __init__(
-        self, nvml: Any, gpu_indices: Iterable[int] | None, exclude_pids: Iterable[int]
+        self,
+        nvml: Any,
+        gpu_indices: Iterable[int] | None,
+        exclude_pids: Iterable[int],
+        ours: Callable[[int], bool] | None = None,
     ) -> None:
         self._nvml = nvml
         count = read(nvml.nvmlDeviceGetCount) or 0
@@ -246,6 +258,8 @@ class NvmlReader:
         handles = {i: read(nvml.nvmlDeviceGetHandleByIndex, i) for i in wanted}
         self._handles = {i: h for i, h in handles.items() if h is not None}
         self._exclude = frozenset(exclude_pids)
+        # ``ab``'s two workers share a GPU: the other side's is the runner's, not another's.
+        self._ours = ours or (lambda pid: False)
         # Newer drivers call them "clock event reasons"; older pynvml only has "throttle".
         self._reasons_fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
             getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
@@ -279,6 +293,8 @@ class NvmlReader:
         for i, handle in self._handles.items():
             for proc in running_processes(nvml, handle):
                 if proc.pid in self._exclude or (i, proc.pid) in self._procs:
+                    continue
+                if self._ours(proc.pid):
                     continue
                 used = getattr(proc, "usedGpuMemory", None)
                 self._procs[(i, proc.pid)] = GpuProcess(

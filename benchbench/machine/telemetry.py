@@ -259,7 +259,7 @@ class TelemetrySampler:
         own = {os.getpid()} if exclude_pids is None else set(exclude_pids)
         self._processes = ProcessScanner(frozenset(own), own_root=own_root, table=processes)
         module = load_nvml()[0] if isinstance(nvml, str) and nvml == "auto" else nvml
-        self._gpu = NvmlReader(module, gpu_indices, own) if module is not None else None
+        self._gpu = NvmlReader(module, gpu_indices, own, self._processes.ours) if module else None
         self._values: dict[str, list[float]] = {}
         self._n_samples = 0
         self._last_slow: float | None = None

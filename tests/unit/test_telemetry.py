@@ -559,3 +559,12 @@ def test_a_process_gone_mid_scan_is_skipped() -> None:
     sampler.sample(slow=True)
     sampler.sample(slow=True)
     assert [p.pid for p in sampler.summary().busy_processes] == [6750]
+
+
+def test_a_gpu_process_of_the_runner_is_not_another_process() -> None:
+    # ab's other side: a worker of the same runner with a context on the same GPU.
+    machine = {**MACHINE, NO_SUCH_PID: (501, "python3", [0.0, 0.0])}  # the zygote's child
+    ours = _sampled(_two_fake_gpus(), processes=FakeTable(machine), own_root=RUNNER)
+    assert ours.gpu_processes == ()
+    theirs = _sampled(_two_fake_gpus(), processes=FakeTable(machine))
+    assert [p.pid for p in theirs.gpu_processes] == [NO_SUCH_PID]
