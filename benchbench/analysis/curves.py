@@ -34,16 +34,18 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from benchbench.analysis.axes import ELEMENTS, Axis, axis_of
 from benchbench.analysis.crossover import crossings, model_crossover
 from benchbench.analysis.fit import Fit, fit_curve
 from benchbench.analysis.verdict import MIN_EFFECT, decisive
 from benchbench.core.errors import MeasurementError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "WORK_UNITS",
@@ -349,6 +351,8 @@ def fit_run(rows: Iterable[Mapping[str, Any]], *, min_effect: float = MIN_EFFECT
     ``rows`` are stored measurements (``Store.measurements``), ideally tagged by
     :func:`with_run`; see :func:`crossovers_frame` for the crossovers themselves.
     """
+    import pandas as pd  # ~0.3 s, for the two frames only: `show` and the dashboard use analyze
+
     analysis = analyze(rows, min_effect=min_effect)
     records = []
     for curve, cf in zip(analysis.curves, analysis.fits, strict=True):
@@ -393,6 +397,8 @@ def crossovers_frame(
     measured ``size`` on the ``axis`` (elements, a work unit per call or the declared
     axis), which is ``faster_below`` / ``faster_above`` it, further crossings (``more``)
     and the ``model_size``."""
+    import pandas as pd
+
     analysis = analyze(rows, min_effect=min_effect)
     return pd.DataFrame.from_records(
         [

@@ -80,6 +80,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import stdtr
 
+# The thresholds live in core.defaults, so that `compare --help` quotes them without
+# importing numpy and scipy: a 5 % change of the median, 95 % intervals, a 1 % change of
+# an instruction count.
+from benchbench.core.defaults import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.core.stats import Stats, log_spread, split_processes, t_quantile
 
 FASTER, SLOWER, SAME, NOT_SIGNIFICANT = "faster", "slower", "same", "not significant"
@@ -91,10 +95,6 @@ NEW, GONE, FAILING = "new", "gone", "failing"
 #: Every mark ``benchbench compare`` prints, in the order of its summary.
 MARKS = (SLOWER, FAILING, FASTER, SAME, NOT_SIGNIFICANT, NEW, GONE)
 
-#: A change of the median by 5 % (either way, in log space) is what we call a change.
-MIN_EFFECT = 0.05
-#: Significance level; the interval is at ``1 - ALPHA`` = 95 %.
-ALPHA = 0.05
 #: Bootstrap resamples: 2,000 put the 2.5 / 97.5 % percentiles within ~1 % of their
 #: limit values (Efron & Tibshirani recommend >= 1,000 for percentile intervals) and
 #: cost ~4 ms for 20 samples a side, ~7 ms for 40.
@@ -267,13 +267,6 @@ def decisive(ratio: float, min_effect: float = MIN_EFFECT) -> bool:
     """True when ``ratio`` is beyond the minimum effect either way (the effect half of
     :func:`mark`, for callers that have medians but no samples)."""
     return ratio >= 1.0 + min_effect or ratio <= 1.0 / (1.0 + min_effect)
-
-
-#: The smallest change of an instruction count that counts, either way (in log space,
-#: as :data:`MIN_EFFECT`). Counts of identical code in fresh callgrind processes differ
-#: by far less (BENCHMARKS.md, "Instruction counts": at most 0.1 % over the gate suite),
-#: and this is no lower than twice that, whatever the machine's load.
-INSTRUCTIONS_MIN_EFFECT = 0.01
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,8 @@ from pathlib import Path
 
 from benchbench.cli import compare, flags
 from benchbench.cli import run as run_cli
+from benchbench.core.defaults import AB_ROUNDS, POLICY_MAX_TIME_S
 from benchbench.core.errors import UsageError
-from benchbench.measure.policy import Policy
-from benchbench.run import runner
-from benchbench.run.ab import DEFAULT_AB_ROUNDS, Side, check_side, run_ab
-from benchbench.run.rounds import Rounds
 
 HELP = "measure a suite in two Python environments at once, interleaved; exit 3 on regression"
 
@@ -54,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=DEFAULT_AB_ROUNDS,
+        default=AB_ROUNDS,
         metavar="N",
         help="rounds: fresh worker pairs per point; the paired test has N - 1 degrees of "
         "freedom (default %(default)s)",
@@ -65,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="SECONDS",
         help=f"sampling time per point and side, split across its rounds (default "
-        f"{Policy.max_time_s})",
+        f"{POLICY_MAX_TIME_S})",
     )
     parser.add_argument(
         "--cache", choices=("warm", "cold", "rotate"), help="cache mode, as for run (default warm)"
@@ -84,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch comes with the runner: here, not at the top, so that `ab --help` answers at once.
+    from benchbench.measure.policy import Policy
+    from benchbench.run import runner
+    from benchbench.run.ab import Side, check_side, run_ab
+    from benchbench.run.rounds import Rounds
+
     compare.check_verdict(args)
     if args.rounds < 2:
         raise UsageError(f"--rounds must be >= 2 for a paired test, got {args.rounds}")

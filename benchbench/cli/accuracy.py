@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 
 from benchbench.cli import flags
+from benchbench.core.defaults import ACCURACY_DTYPES
 from benchbench.core.errors import UsageError
-from benchbench.views.accuracy_plot import DEFAULT_DTYPES, accuracy_figure
 
 HELP = "plot relative error versus input magnitude per dtype for an operator"
 
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dtype",
         metavar="LIST",
-        default=",".join(DEFAULT_DTYPES),
+        default=",".join(ACCURACY_DTYPES),
         help="comma-separated floating dtypes (default %(default)s)",
     )
     parser.add_argument("--low", type=float, default=1e-12, help="smallest input (default 1e-12)")
@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.views.accuracy_plot import accuracy_figure  # torch and matplotlib
+
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if not dtypes:
         raise UsageError("--dtype is empty; give e.g. float16,float32")

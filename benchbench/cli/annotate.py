@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 
 from benchbench.cli import flags
-from benchbench.store.history import annotate
 
 HELP = "acknowledge, ignore or mark expected a regression alert"
 
@@ -34,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.store.history import annotate
+
     store = flags.store_from(args)
     annotate(store, args.alert, args.kind, args.note)
     flags.stderr().print(f"alert {args.alert}: {args.kind}")

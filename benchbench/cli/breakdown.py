@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from benchbench.analysis.breakdown import breakdowns
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError, UsageError
-from benchbench.store.profiles import latest_profiles
-from benchbench.views.breakdown import breakdown_grid, breakdown_json
-from benchbench.views.results import with_roofline
 
 HELP = "rank a captured callable's aten calls by count x median, beside the whole callable"
 
@@ -47,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.analysis.breakdown import breakdowns
+    from benchbench.store.profiles import latest_profiles
+    from benchbench.views.breakdown import breakdown_grid, breakdown_json
+    from benchbench.views.results import with_roofline
+
     if args.plot is not None:
         suffix = args.plot.rsplit(".", 1)[-1].lower() if "." in args.plot else ""
         if suffix not in ("png", "svg", "pdf"):

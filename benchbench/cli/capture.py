@@ -26,9 +26,6 @@ from pathlib import Path
 
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
-from benchbench.suite.capture import capture
-from benchbench.suite.capture_file import load_target, render, split_target, suite_name_for
-from benchbench.suite.captured import factory_inputs
 from benchbench.views.tables import Column, Grid
 
 HELP = "record the aten calls of your callable into a suite file (see `breakdown`)"
@@ -52,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch comes with the capture: here, so that `capture --help` answers at once.
+    from benchbench.suite.capture import capture
+    from benchbench.suite.capture_file import load_target, render, split_target, suite_name_for
+    from benchbench.suite.captured import factory_inputs
+
     output = Path(args.output)
     if output.suffix != ".py":
         raise UsageError(f"-o {args.output!r}: a suite file ends in .py, e.g. -o my_model_ops.py")

@@ -13,15 +13,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.text import Text
-
-from benchbench.analysis.claims import FAILS, HOLDS, INCONCLUSIVE, evaluate_claims
 from benchbench.cli import flags
 from benchbench.views.tables import Grid
 
 HELP = "check the published claims against a run's measurements"
-
-_STYLE = {HOLDS: "green", FAILS: "red", INCONCLUSIVE: "yellow"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.text import Text
+
+    from benchbench.analysis.claims import FAILS, HOLDS, INCONCLUSIVE, evaluate_claims
+
+    style = {HOLDS: "green", FAILS: "red", INCONCLUSIVE: "yellow"}
     store = flags.store_from(args)
     run_row = store.resolve_run(args.run_ref)
     results = evaluate_claims(store, run_row["id"])
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for result in results:
         finding, claim = result.finding, result.claim
-        verdict = Text(finding.verdict, style=_STYLE.get(finding.verdict, "dim"))
+        verdict = Text(finding.verdict, style=style.get(finding.verdict, "dim"))
         if finding.reason:
             verdict.append("\n" + finding.reason)
         rows.append(

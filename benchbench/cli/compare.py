@@ -30,26 +30,36 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-
-from benchbench.analysis import compare
 from benchbench.cli import flags
+from benchbench.core.defaults import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
-from benchbench.views.results import format_instructions
 from benchbench.views.tables import Column, Grid
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from benchbench.analysis import compare
 
 HELP = "compare two runs; exit 3 on regression"
 EXIT_REGRESSION = 3
-_STYLE = {
-    compare.SLOWER: "red",
-    compare.FAILING: "red",
-    compare.FASTER: "green",
-    compare.NEW: "cyan",
-    compare.GONE: "yellow",
-}
+
+
+def _style(mark: str | None) -> str:
+    """The colour of a mark in the table (numpy and scipy come with the verdict: here,
+    not at the top, so that ``--help`` does not wait for them)."""
+    from benchbench.analysis import compare
+
+    styles = {
+        compare.SLOWER: "red",
+        compare.FAILING: "red",
+        compare.FASTER: "green",
+        compare.NEW: "cyan",
+        compare.GONE: "yellow",
+    }
+    return styles.get(mark or "", "")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,14 +80,14 @@ def add_verdict(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-effect",
         type=float,
-        default=compare.MIN_EFFECT,
+        default=MIN_EFFECT,
         metavar="FRACTION",
         help="smallest change of the median that counts (default %(default)s = 5%%)",
     )
     parser.add_argument(
         "--instructions-min-effect",
         type=float,
-        default=compare.INSTRUCTIONS_MIN_EFFECT,
+        default=INSTRUCTIONS_MIN_EFFECT,
         metavar="FRACTION",
         help="smallest change of an instruction count that counts (default %(default)s = 1%%; "
         "identical code counted in fresh processes differs by at most 0.1%%)",
@@ -85,7 +95,7 @@ def add_verdict(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alpha",
         type=float,
-        default=compare.ALPHA,
+        default=ALPHA,
         metavar="P",
         help="significance level; the CI is at 1 - P (default %(default)s)",
     )
@@ -122,6 +132,8 @@ def judge(args: argparse.Namespace, store: Any, base: dict, contender: dict) -> 
     """Compare two stored runs, print the table (or JSON) and return the exit code: 3 on
     a regression unless ``--no-fail-on-regression``. The two sides of one ``benchbench
     ab`` run are judged paired (per-round log ratios). ``benchbench ab`` ends here too."""
+    from benchbench.analysis import compare
+
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
@@ -164,6 +176,8 @@ def _name(run: dict) -> str:
 def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     """Per point: both medians, the ratio with its CI, p and the mark; geometric means
     as notes under it."""
+    from rich.text import Text
+
     rows: list[tuple[str | Text, ...]] = [
         (
             p.label,
@@ -174,7 +188,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             if p.ratio_ci_low is not None and p.ratio_ci_high is not None
             else "-",
             f"{p.p_value:.2g}" if p.p_value is not None else "-",
-            Text(p.mark + (f": {p.reason}" if p.reason else ""), style=_STYLE.get(p.mark, "")),
+            Text(p.mark + (f": {p.reason}" if p.reason else ""), style=_style(p.mark)),
         )
         for p in result.points
     ]
@@ -212,19 +226,25 @@ INSTRUCTION_COLUMNS = (
 
 
 def _instruction_cells(p: compare.PointComparison) -> tuple[str | Text, ...]:
+    from rich.text import Text
+
+    from benchbench.views.results import format_instructions
+
     if p.instructions_mark is None:
         return ("-", "-", "-", "-")
     return (
         format_instructions(p.base_instructions),
         format_instructions(p.contender_instructions),
         f"{p.instructions_ratio:.4f}" if p.instructions_ratio is not None else "-",
-        Text(p.instructions_mark, style=_STYLE.get(p.instructions_mark, "")),
+        Text(p.instructions_mark, style=_style(p.instructions_mark)),
     )
 
 
 def _print(
     args: argparse.Namespace, result: compare.Comparison, base: dict, contender: dict
 ) -> None:
+    from benchbench.analysis import compare
+
     flags.print_tables(args, [grid(result, base, contender)])
     failing = [p for p in result.points if p.mark == compare.FAILING]
     flags.print_failures([(p.label, p.reason or "no reason recorded") for p in failing])

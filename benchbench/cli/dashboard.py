@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from benchbench.analysis.regressions import detect
 from benchbench.cli import flags
-from benchbench.dashboard import build_site
-from benchbench.dashboard.from_store import changepoints, fit, load
-from benchbench.dashboard.serve import serve
-from benchbench.store import Store
+
+if TYPE_CHECKING:
+    from benchbench.store import Store
 
 HELP = "build or serve the static dashboard"
 DEFAULT_DIR = Path("dashboards") / "latest"
@@ -54,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build(store: Store, output: Path, repo_url: str | None) -> Path:
     """Detect regressions, read the store, write the site; returns index.html's path."""
+    from benchbench.analysis.regressions import detect
+    from benchbench.dashboard import build_site
+    from benchbench.dashboard.from_store import changepoints, fit, load
+
     detect(store)
     return build_site(load(store, repo_url), output, fit=fit, changepoints=changepoints)
 
@@ -69,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     flags.stderr().print(
         f"serving {args.directory} on http://{args.host}:{args.port}/ (Ctrl-C to stop)"
     )
+
+    from benchbench.dashboard.serve import serve
 
     def rebuild() -> None:
         build(store, args.directory, args.repo_url)

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError
-from benchbench.machine.doctor import Check, check_system
-from benchbench.machine.doctor_ceilings import check_profile, check_run
-from benchbench.store.migrations import sqlite_path
-from benchbench.store.profiles import latest_profiles
-from benchbench.store.store import normalize_url
-from benchbench.views.results import with_roofline
 from benchbench.views.tables import Grid
+
+if TYPE_CHECKING:
+    from benchbench.machine.doctor import Check
 
 HELP = "check this machine for sources of noise and its stored ceilings, with fixes"
 
@@ -38,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.machine.doctor import check_system
+
     checks = check_system() + ceiling_checks(args)
     if args.format == "json":
         flags.print_json({"checks": [c.to_dict() for c in checks]})
@@ -53,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def ceiling_checks(args: argparse.Namespace) -> list[Check]:
+    from benchbench.machine.doctor import Check
+    from benchbench.machine.doctor_ceilings import check_profile, check_run
+    from benchbench.store.migrations import sqlite_path
+    from benchbench.store.profiles import latest_profiles
+    from benchbench.store.store import normalize_url
+    from benchbench.views.results import with_roofline
+
     """The profile and latest-run checks of :mod:`benchbench.machine.doctor_ceilings`.
 
     Without ``--store`` and without the default store there is nothing to check (one

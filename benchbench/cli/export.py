@@ -23,8 +23,6 @@ from pathlib import Path
 
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError, UsageError
-from benchbench.interchange import exports
-from benchbench.interchange.bundle import export_bundle, write_bundle
 
 HELP = "export a run as a bundle, pyperf, pytest-benchmark or CSV file"
 FORMATS = ("bundle", "pyperf", "pytest-benchmark", "csv")
@@ -40,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.interchange import exports
+    from benchbench.interchange.bundle import export_bundle, write_bundle
+
     store = flags.store_from(args)
     out = Path(args.output)
     if args.output != "-" and not out.parent.is_dir():

@@ -1,4 +1,10 @@
-"""Flags shared by several commands, added by one helper each so they never drift."""
+"""Flags shared by several commands, added by one helper each so they never drift.
+
+Every command's module imports this one to build the parser, so it imports nothing
+heavy at its top: `benchbench --help` must not wait for torch, scipy or SQLAlchemy
+(see :mod:`benchbench.cli`). What a command needs to act (the store, the suites, the
+rounds) is imported by the helper that does it, when the command runs.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +13,21 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress
-from rich.text import Text
-
+from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from benchbench.core.errors import UsageError
 from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import parse_cpus
-from benchbench.run.rounds import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS, Rounds
-from benchbench.store import Store, open_store
-from benchbench.suite.load import Selection, resolve_suite
 from benchbench.views import tables
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from benchbench.run.rounds import Rounds
+    from benchbench.store import Store
+    from benchbench.suite.load import Selection
 
 DEVICES = ("cpu", "cuda", "mps")
 
@@ -122,6 +129,8 @@ def add_selection(parser: argparse.ArgumentParser, suites_nargs: str = "+") -> N
 
 
 def selection_from(args: argparse.Namespace) -> Selection:
+    from benchbench.suite.load import Selection
+
     devices = None
     if args.device:
         names = [d.strip() for d in args.device.split(",") if d.strip()]
@@ -145,6 +154,8 @@ def selection_from(args: argparse.Namespace) -> Selection:
 
 
 def suite_paths(args: argparse.Namespace) -> tuple[Any, ...]:
+    from benchbench.suite.load import resolve_suite
+
     return tuple(resolve_suite(name) for name in args.suites)
 
 
@@ -155,6 +166,8 @@ def store_from(args: argparse.Namespace) -> Store:
     dashboard, annotate) refuses a store that does not exist, so a mistyped path is an
     error naming it rather than a new empty store.
     """
+    from benchbench.store import open_store  # SQLAlchemy, ~0.15 s: only when a store is read
+
     return open_store(args.store, create=bool(getattr(args, "store_create", False)))
 
 
@@ -176,6 +189,8 @@ def print_failures(failed: Sequence[tuple[str, str]]) -> None:
     each: whole where a table cell folds it, and found by a search of the log."""
     if not failed:
         return
+    from rich.text import Text
+
     err = stderr()
     for label, reason in failed:
         err.print(Text(f"failed: {label}: {reason}", style="red"), soft_wrap=True)
@@ -233,6 +248,8 @@ def add_seed(parser: argparse.ArgumentParser) -> None:
 def rounds_from(args: argparse.Namespace) -> Rounds:
     """The :class:`Rounds` of ``--rounds`` / ``--max-rounds``; without ``--rounds``,
     ``$BENCHBENCH_ROUNDS``, then :data:`DEFAULT_ROUNDS`."""
+    from benchbench.run.rounds import Rounds  # numpy and scipy: only for a measuring command
+
     count = args.rounds if args.rounds is not None else default_rounds()
     seed = getattr(args, "seed", None) or 0
     if args.max_rounds is not None:
@@ -261,6 +278,8 @@ def progress_events(progress: Progress, description: str) -> Callable[[str, dict
     ``start`` adds it, ``point`` names the point (and round) being measured, ``advance``
     moves it by one request (the total grows when points take extra rounds), ``note``
     prints its message above the bar."""
+    from rich.markup import escape
+
     task: list[Any] = []
 
     def on_event(event: str, data: dict[str, Any]) -> None:

@@ -13,7 +13,6 @@ import argparse
 from pathlib import Path
 
 from benchbench.cli import flags
-from benchbench.interchange.bundle import import_bundles, read_bundle
 
 HELP = "import run bundles into the store (idempotent, all or nothing)"
 
@@ -25,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.interchange.bundle import import_bundles, read_bundle
+
     bundles = [read_bundle(Path(name)) for name in args.files]
     store = flags.store_from(args)
     report = import_bundles(store, bundles)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchbench.cli import flags
 from benchbench.core.errors import StoreError
-from benchbench.run import runner, sharding
-from benchbench.store import Store, normalize_url, safe_url
 from benchbench.views.tables import Grid
+
+if TYPE_CHECKING:
+    from benchbench.store import Store
 
 HELP = "list the points a run would measure (or one shard of them)"
 
@@ -68,6 +69,9 @@ def _history_store(args: argparse.Namespace) -> Store | None:
 
 def _shard(args: argparse.Namespace, points: list[Any]) -> tuple[list[Any], dict[str, Any], str]:
     """The shard's points, its document and a sentence on how it was balanced."""
+    from benchbench.run import runner, sharding
+    from benchbench.store import normalize_url, safe_url
+
     shard = sharding.Shard.parse(args.shard)
     store = _history_store(args)
     group = args.group or sharding.scheduler_group(os.environ)
@@ -87,6 +91,8 @@ def _shard(args: argparse.Namespace, points: list[Any]) -> tuple[list[Any], dict
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.run import runner  # torch: here, so that `list --help` answers at once
+
     config = runner.RunConfig(suites=flags.suite_paths(args), selection=flags.selection_from(args))
     points = runner.plan(config)
     shard_doc = note = None

@@ -14,12 +14,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from benchbench.analysis.curves import with_run
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
-from benchbench.machine.caches import cpu_cache_sizes
-from benchbench.store.profiles import latest_profiles
-from benchbench.views.results import above_ceiling_note
 
 HELP = "plot throughput versus size (or a roofline) of runs to PNG, SVG or PDF"
 
@@ -55,8 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # pandas, scipy and matplotlib come with the curves and plots: here, not at the top,
+    # so that `plot --help` answers at once.
+    from benchbench.analysis.curves import with_run
+    from benchbench.machine.caches import cpu_cache_sizes
+    from benchbench.store.profiles import latest_profiles
+
     # matplotlib costs ~1.5 s to import: only this command pays it, not every CLI start.
     from benchbench.views.plot import FORMATS, roofline_figure, save_figure, throughput_figure
+    from benchbench.views.results import above_ceiling_note
 
     suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
     if suffix not in FORMATS:

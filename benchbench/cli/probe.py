@@ -22,17 +22,14 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from rich.console import Group
-from rich.table import Table
-
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_bytes, format_rate
 from benchbench.machine.allocator import worker_environment
-from benchbench.machine.environment import collect
-from benchbench.store.profiles import save_profile
 
 if TYPE_CHECKING:
+    from rich.console import Group
+
     from benchbench.machine.hardware import CacheLevel, Profile
 
 HELP = "measure this machine's bandwidth, caches and peak FLOP/s; store the profile"
@@ -60,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
     # parser, and torch costs ~3 s to import; only this command needs it.
     import torch
 
+    from benchbench.machine.environment import collect
     from benchbench.machine.probe import run_probe
+    from benchbench.store.profiles import save_profile
 
     if args.threads is not None:
         if args.threads < 1:
@@ -99,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def profile_tables(profile: Profile) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+
     """Bandwidth plateaus, caches, peak FLOP/s and timer figures, as rich tables."""
     bandwidth = Table(title=f"bandwidth on {profile.device}", header_style="bold")
     for name in ("op", "best in cache", "main memory (beyond LLC)"):

@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from typing import TYPE_CHECKING
 
-from benchbench.analysis.regressions import MIN_RUNS, SeriesReport, detect
-from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT
 from benchbench.cli import flags
+from benchbench.core.defaults import INSTRUCTIONS_MIN_EFFECT
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_size, format_time
 from benchbench.core.values import point_name
-from benchbench.store.history import list_alerts
-from benchbench.views.results import _iso, format_instructions
 from benchbench.views.tables import Grid
+
+if TYPE_CHECKING:
+    from benchbench.analysis.regressions import SeriesReport
 
 HELP = "detect regressions over history and list alerts"
 
@@ -81,6 +82,8 @@ def parse_since(text: str | None) -> dt.datetime | None:
 
 def history_note(reports: list[SeriesReport], store_url: str) -> str | None:
     """Why some (or all) series cannot alert yet: the runs they need and have, or None."""
+    from benchbench.analysis.regressions import MIN_RUNS
+
     short = [r for r in reports if r.too_short]
     if not reports:
         return (
@@ -138,6 +141,8 @@ def alerts_grid(alerts: list[dict], title: str) -> Grid:
 
 def _before_after(detail: dict) -> str:
     """``1.2 ms → 1.4 ms``, or instruction counts for an alert on counts."""
+    from benchbench.views.results import format_instructions
+
     if detail.get("metric") == "instructions":
         before, after = detail.get("before_instructions"), detail.get("after_instructions")
         return f"{format_instructions(before)} → {format_instructions(after)} instr"
@@ -145,6 +150,10 @@ def _before_after(detail: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.analysis.regressions import MIN_RUNS, detect
+    from benchbench.store.history import list_alerts
+    from benchbench.views.results import _iso
+
     if args.min_effect is None:
         args.min_effect = INSTRUCTIONS_MIN_EFFECT if args.metric == "instructions" else 0.05
     if not 0 < args.min_effect < 1:

@@ -43,36 +43,19 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from typing import TYPE_CHECKING, Any
 
 from benchbench.cli import flags
+from benchbench.core import defaults
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time, parse_one_size
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
-from benchbench.machine import nvml
-from benchbench.machine.vcs import git_state
-from benchbench.measure.policy import Policy
-from benchbench.run import runner, sharding
-from benchbench.run.instrumented import parse_metrics
-from benchbench.store import Store
-from benchbench.store.profiles import latest_profiles
-from benchbench.views.results import (
-    failures,
-    results_grid,
-    run_document,
-    summary_line,
-    with_roofline,
-)
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from benchbench.run import runner
+    from benchbench.store import Store
 
 HELP = "measure suites and store the results"
 
@@ -89,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="sampling budget per point: the run's is this times its points; the first "
         "rounds spend half, the rest goes a process at a time to the points furthest from "
-        f"--target (default {Policy.max_time_s})",
+        f"--target (default {defaults.POLICY_MAX_TIME_S})",
     )
     flags.add_rounds(parser)
     flags.add_seed(parser)
@@ -98,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="FRACTION",
         help="stop when the median's 95%% CI half-width is this fraction of it "
-        f"(default {Policy.target_rel_ci})",
+        f"(default {defaults.POLICY_TARGET_REL_CI})",
     )
     parser.add_argument(
         "--cache",
@@ -142,7 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="SECONDS",
         help="a point running longer is stopped and recorded as an error (default "
-        f"{DEFAULT_TIMEOUT_S:g}; {runner.COMPILE_TIMEOUT_S:g} for torch.compile variants, "
+        f"{DEFAULT_TIMEOUT_S:g}; {defaults.COMPILE_TIMEOUT_S:g} for torch.compile variants, "
         "whose every point compiles afresh)",
     )
     parser.add_argument(
@@ -158,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--label", metavar="NAME", help="a name for this run (compare and show accept it)"
     )
-    parser.add_argument("--kind", choices=runner.RUN_KINDS, help="run kind (default adhoc)")
+    parser.add_argument("--kind", choices=defaults.RUN_KINDS, help="run kind (default adhoc)")
     parser.add_argument(
         "--resume",
         metavar="RUN_ID",
@@ -206,6 +189,8 @@ def profile_dir_for(store_url: str, database: str | None) -> Path:
 def _repo(value: str | None) -> Path | None:
     if value is None:
         return None
+    from benchbench.machine.vcs import git_state
+
     path = Path(value).expanduser()
     if git_state(path).sha is None:
         raise UsageError(
@@ -216,6 +201,10 @@ def _repo(value: str | None) -> Path | None:
 
 
 def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
+    from benchbench.measure.policy import Policy
+    from benchbench.run import runner, sharding
+    from benchbench.run.instrumented import parse_metrics
+
     if not args.suites:
         raise UsageError("give at least one SUITE (or --resume RUN_ID to finish a stored run)")
     shard = sharding.Shard.parse(args.shard) if args.shard else None
@@ -261,6 +250,9 @@ def _memory_limit(text: str | None) -> int:
 
 def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
     """The run's stored config; flags given must agree with it (timeout/memory may change)."""
+    from benchbench.run import runner, sharding
+    from benchbench.run.instrumented import parse_metrics
+
     stored = runner.resume_config(store, args.resume)
     given: dict[str, tuple[object, object]] = {}
     if args.suites:
@@ -319,14 +311,16 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
 
 def progress_bar(err: Any) -> Progress:
     """The progress bar of a measuring command (``run``, ``ab``), on ``err``, transient."""
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[current]}"),
+    from rich import progress as bar
+
+    return bar.Progress(
+        bar.TextColumn("[bold]{task.description}"),
+        bar.BarColumn(),
+        bar.MofNCompleteColumn(),
+        bar.TimeElapsedColumn(),
+        bar.TextColumn("ETA"),
+        bar.TimeRemainingColumn(),
+        bar.TextColumn("{task.fields[current]}"),
         console=err,
         transient=True,
     )
@@ -357,6 +351,8 @@ def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any)
     if not args.lock_clocks:
         yield
         return
+    from benchbench.machine import nvml
+
     named = config.selection.devices or ()
     indices = sorted({int(d.partition(":")[2] or 0) for d in named if d.startswith("cuda")})
     with nvml.locked_clocks(*nvml.load_nvml(), indices or [0]) as mhz:
@@ -366,6 +362,12 @@ def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any)
 
 
 def run(args: argparse.Namespace) -> int:
+    # The runner imports torch (~1.2 s) and the views scipy: here, not at the top, so
+    # that `benchbench --help` and `run --help` answer at once.
+    from benchbench.run import runner
+    from benchbench.store.profiles import latest_profiles
+    from benchbench.views import results as views
+
     if args.budget is not None and args.budget <= 0:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
     if args.target is not None and not 0 < args.target < 1:
@@ -391,18 +393,18 @@ def run(args: argparse.Namespace) -> int:
     run_row = store.resolve_run(summary.run_id)
     stored = store.measurements(summary.run_id)
     profiles = latest_profiles(store, run_row["environment_id"], {r["device"] for r in stored})
-    rows = with_roofline(stored, profiles)
+    rows = views.with_roofline(stored, profiles)
     elapsed = time.monotonic() - started
     if args.format == "json":
-        flags.print_json(run_document(run_row, rows))
+        flags.print_json(views.run_document(run_row, rows))
     else:
-        grid = results_grid(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
+        grid = views.results_grid(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
         flags.print_tables(args, [grid])
-    flags.print_failures(failures(rows))
+    flags.print_failures(views.failures(rows))
     where = f"run {summary.run_id} stored in {store.url}"
     if config.shard is not None:
         where += f" (shard {config.shard} of group {run_row['group_id']})"
-    err.print(f"{summary_line(rows)} in {elapsed:.1f} s; {where}")
+    err.print(f"{views.summary_line(rows)} in {elapsed:.1f} s; {where}")
     if args.profile:
         _print_profiles(summary.results, err)
     skipped = {r.reason for r in summary.results if r.status == "skipped" and r.reason}
@@ -427,6 +429,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_profiles(results: list[Any], err: Any) -> None:
     """Each profiled point's trace file and its top operators by self CPU time."""
+    from rich.markup import escape
+
     for result in results:
         profiled = result.extra.get("profile") if result.status == "ok" else None
         if not profiled:

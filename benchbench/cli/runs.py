@@ -11,7 +11,6 @@ import argparse
 from typing import Any
 
 from benchbench.cli import flags
-from benchbench.views.results import _iso
 from benchbench.views.tables import Column, Grid
 
 HELP = "list the runs in the store"
@@ -29,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.views.results import _iso
+
     store = flags.store_from(args)
     runs = store.runs(limit=args.limit)
     if args.format == "json":

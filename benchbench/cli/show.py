@@ -18,19 +18,9 @@ from __future__ import annotations
 
 import argparse
 
-from benchbench.analysis.curves import analyze, with_run
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError
-from benchbench.run import sharding
-from benchbench.store.profiles import latest_profiles
-from benchbench.views.fits import fits_grid, fits_json
-from benchbench.views.results import (
-    failures,
-    results_grid,
-    run_document,
-    summary_line,
-    with_roofline,
-)
+from benchbench.core.values import suite_order
 
 HELP = "show the results of a run, with percent of peak and model fits"
 
@@ -42,6 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.analysis.curves import analyze, with_run
+    from benchbench.run import sharding
+    from benchbench.store.profiles import latest_profiles
+    from benchbench.views.fits import fits_grid, fits_json
+    from benchbench.views.results import (
+        failures,
+        results_grid,
+        run_document,
+        summary_line,
+        with_roofline,
+    )
+
     store = flags.store_from(args)
     try:
         run_row = store.resolve_run(args.run_ref)
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                 (r["finished_at"] for r in shards if r["finished_at"]), default=None
             ),
         }
-        stored = [m for r in shards for m in store.measurements(r["id"])]
+        stored = sorted((m for r in shards for m in store.measurements(r["id"])), key=suite_order)
         run_row["label"] = (run_row["label"] or "") + f" ({len(shards)} shard(s))"
     profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)

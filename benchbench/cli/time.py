@@ -38,28 +38,23 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from benchbench.analysis.variants import (
-    MIN_EFFECT,
-    Crossover,
-    Row,
-    find_crossovers,
-    rows_from_results,
-)
 from benchbench.cli import flags
+from benchbench.core.defaults import MIN_EFFECT, TIME_BUDGET_S
 from benchbench.core.errors import UsageError
+from benchbench.core.notes import merge_warnings, names_process
 from benchbench.core.units import SHAPE_FORMS, format_size, format_time, parse_shapes
 from benchbench.core.values import ITEMSIZE, Result, point_name
-from benchbench.measure.policy import Policy
 from benchbench.measure.statements import check_names, parse_statements
-from benchbench.run.statements import DEFAULT_BUDGET_S, TimeConfig, TimeOutcome, time_statements
-from benchbench.views.results import short_warning
 from benchbench.views.tables import Cell, Column, Grid
+
+if TYPE_CHECKING:
+    from benchbench.analysis.variants import Crossover, Row
+    from benchbench.run.statements import TimeConfig, TimeOutcome
 
 HELP = "compare statements at several sizes (ratio, CI, verdict, crossover)"
 
@@ -97,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--budget",
         type=float,
-        default=DEFAULT_BUDGET_S,
+        default=TIME_BUDGET_S,
         metavar="SECONDS",
         help="sampling time cap per point, split across its rounds (default %(default)s)",
     )
@@ -131,6 +126,9 @@ def _list(text: str, flag: str, known: Sequence[str]) -> tuple[str, ...]:
 
 
 def config_from(args: argparse.Namespace) -> TimeConfig:
+    from benchbench.measure.policy import Policy
+    from benchbench.run.statements import TimeConfig
+
     if args.budget <= 0:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
     if not 0 <= args.min_effect < 1:
@@ -160,6 +158,12 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    # torch comes with the runner: here, not at the top, so that `time --help` answers at once.
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from benchbench.analysis.variants import find_crossovers, rows_from_results
+    from benchbench.run.statements import time_statements
+
     config = config_from(args)
     store = None if args.no_store else flags.store_from(args)
     err = flags.stderr()
@@ -210,15 +214,24 @@ def run(args: argparse.Namespace) -> int:
 
 def warning_lines(results: Sequence[Result]) -> list[str]:
     """One line per kind of warning (its text before the first colon or parenthesis):
-    the first full text of that kind, and how many results carried one."""
-    first: dict[str, str] = {}
+    the first full text of that kind (for other processes, the busiest of them, as
+    :func:`~benchbench.core.notes.merge_warnings` says), and how many results had one."""
+    texts: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
     for result in results:
+        kinds = []
         for text in dict.fromkeys(result.warnings):
-            kind = short_warning(text)
-            first.setdefault(kind, text)
+            kind = text.split(":", 1)[0].split(" (", 1)[0]
+            texts.setdefault(kind, []).append(text)
+            kinds.append(kind)
+        for kind in dict.fromkeys(kinds):
             counts[kind] = counts.get(kind, 0) + 1
-    return [f"{first[k]} ({counts[k]} result(s))" if counts[k] > 1 else first[k] for k in first]
+    lines = []
+    for kind, found in texts.items():
+        named = [t for t in found if names_process(t)]
+        text = merge_warnings(named)[0] if named else found[0]
+        lines.append(f"{text} ({counts[kind]} result(s))" if counts[kind] > 1 else text)
+    return lines
 
 
 def _plot(rows: Sequence[Row], config: TimeConfig) -> Any:

@@ -68,6 +68,36 @@ def point_name(workload: str, variant: str, dtype: str, device: str) -> str:
     return f"{workload}:{variant}[{dtype}, {device}]"
 
 
+def suite_order(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The sort key of a stored point in every table and JSON document of a run's points:
+    suite, workload, variant, dtype, device, size, then the named parameters.
+
+    A run writes each point when its last round finishes, in the rounds' shuffled order,
+    and the store does not record the order a suite declares its workloads and variants
+    (reading the suite back would import it, and torch). So names sort alphabetically and
+    sizes and parameters numerically: ``add`` before ``sqrt``, 2^10 before 2^16 before
+    2^20, a point without parameters before its ``dim=0``, whatever order the rounds ran
+    in, and the same for every reader of the same run. ``row`` is a stored measurement
+    joined with its benchmark (``params`` a mapping).
+    """
+    return (
+        str(row["suite"]),
+        str(row["workload"]),
+        str(row["variant"]),
+        str(row["dtype"]),
+        str(row["device"]),
+        int(row["size"]),
+        tuple((str(k), _param_order(v)) for k, v in sorted((row.get("params") or {}).items())),
+    )
+
+
+def _param_order(value: Any) -> tuple[int, float, str]:
+    """Numbers first and numerically (``dim=2`` before ``dim=10``), then the rest by JSON."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, canonical_json(value))
+
+
 @dataclass(frozen=True)
 class Point:
     """One thing to measure: a workload's variant at one value of every axis.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 
@@ -95,48 +95,148 @@ class GpuProcess:
         )
 
 
+#: Linux's kernel thread daemon: kernel threads (``kworker``, ``ksoftirqd``, ...) are its
+#: children. They run I/O and timers for every process, the benchmark's included, so one at
+#: 11 % of a core on an idle machine is the kernel, not "another process".
+KTHREADD_PID = 2
+#: How far up the parent chain a process is followed to find whether it is ours (the
+#: runner's zygote forks workers, a callgrind launcher runs its worker: depth 3 here).
+_MAX_ANCESTRY = 32
+
+
+class ProcessTable(Protocol):
+    """The processes of the machine, as the scanner reads them; psutil by default
+    (:class:`PsutilTable`), a fake list in tests. Each method raises ``psutil.Error`` (or
+    OSError) for a process that is gone or unreadable."""
+
+    def pids(self) -> Iterable[int]: ...
+
+    def cpu_percent(self, pid: int) -> float | None:
+        """CPU use since the previous call for ``pid``, in % of one core; None at the first."""
+
+    def name(self, pid: int) -> str | None: ...
+
+    def ppid(self, pid: int) -> int | None: ...
+
+
+class PsutilTable:
+    """:class:`ProcessTable` over psutil, one ``psutil.Process`` kept per pid for its
+    CPU counter (a process's first reading only primes it)."""
+
+    def __init__(self) -> None:
+        self._procs: dict[int, psutil.Process] = {}
+
+    def pids(self) -> Iterable[int]:
+        alive = set(psutil.pids())
+        for pid in self._procs.keys() - alive:
+            del self._procs[pid]
+        return alive
+
+    def cpu_percent(self, pid: int) -> float | None:
+        proc = self._procs.get(pid)
+        if proc is None:
+            self._procs[pid] = proc = psutil.Process(pid)
+            proc.cpu_percent(None)
+            return None
+        try:
+            return float(proc.cpu_percent(None))
+        except psutil.Error:
+            self._procs.pop(pid, None)
+            raise
+
+    def name(self, pid: int) -> str | None:
+        return self._process(pid).name()
+
+    def ppid(self, pid: int) -> int | None:
+        return self._process(pid).ppid()
+
+    def _process(self, pid: int) -> psutil.Process:
+        return self._procs.get(pid) or psutil.Process(pid)
+
+
 class ProcessScanner:
     """CPU use of every other process, from the delta of its CPU times between scans.
 
-    A process's first scan only primes psutil's counter (its value is meaningless), so a
-    process contributes from its second scan on.
+    A process's first scan only primes its counter (its value is meaningless), so a
+    process contributes from its second scan on. Not "other processes", and never
+    reported: ``exclude_pids``; on Linux the kernel's threads (``kthreadd``, pid 2, and
+    its children); and with ``own_root`` that process and every descendant of it (the
+    runner passes its own pid: its zygote, workers and the callgrind worker are ours).
+    Whose a process is is read once per pid, only for processes worth reporting (>= 1 %
+    of a core), from the parent chain of ``table`` (psutil unless a test gives a fake).
     """
 
-    def __init__(self, exclude_pids: frozenset[int]) -> None:
+    def __init__(
+        self,
+        exclude_pids: frozenset[int],
+        *,
+        own_root: int | None = None,
+        table: ProcessTable | None = None,
+        kthreadd_pid: int | None = KTHREADD_PID if psutil.LINUX else None,
+    ) -> None:
         self._exclude = exclude_pids
-        self._procs: dict[int, psutil.Process] = {}
+        self._own_root = own_root
+        self._table: ProcessTable = table or PsutilTable()
+        self._kthreadd = kthreadd_pid
         self._usage: dict[int, list[float]] = {}
         self._names: dict[int, str | None] = {}
+        self._ignored: dict[int, bool] = {}
 
     def scan(self) -> None:
         """Read every other process's CPU use since the previous scan."""
         try:
-            alive = set(psutil.pids()) - self._exclude
+            alive = set(self._table.pids()) - self._exclude
         except (OSError, psutil.Error):
             return  # no process table (a sandbox without /proc): no process telemetry
-        for pid in self._procs.keys() - alive:
-            del self._procs[pid]
         for pid in alive:
-            proc = self._procs.get(pid)
             try:
-                if proc is None:
-                    self._procs[pid] = proc = psutil.Process(pid)
-                    proc.cpu_percent(None)
+                percent = self._table.cpu_percent(pid)
+                if percent is None:
                     continue
-                percent = proc.cpu_percent(None)
+                # Whose it is and its name cost more reads: only for processes worth reporting.
+                if percent >= _REPORTED_PROCESS_CPU_PERCENT and self._ignore(pid):
+                    continue
                 self._usage.setdefault(pid, []).append(percent)
-                # The name costs another read, so only for processes worth reporting.
                 if percent >= _REPORTED_PROCESS_CPU_PERCENT and pid not in self._names:
-                    self._names[pid] = proc.name()
-            except psutil.Error:
-                self._procs.pop(pid, None)
+                    self._names[pid] = self._table.name(pid)
+            except (OSError, psutil.Error):
+                continue
+
+    def ours(self, pid: int) -> bool:
+        """True for an excluded pid, a kernel thread or (with ``own_root``) one of ours;
+        False for a process that cannot be read. The GPU reader asks it too."""
+        try:
+            return pid in self._exclude or self._ignore(pid)
+        except (OSError, psutil.Error):
+            return False
+
+    def _ignore(self, pid: int) -> bool:
+        """True for a kernel thread or a process of ours (decided once per pid)."""
+        if pid not in self._ignored:
+            self._ignored[pid] = self._kernel_or_ours(pid)
+            if self._ignored[pid]:
+                self._usage.pop(pid, None)
+        return self._ignored[pid]
+
+    def _kernel_or_ours(self, pid: int) -> bool:
+        kthreadd = self._kthreadd
+        if kthreadd is not None and (pid == kthreadd or self._table.ppid(pid) == kthreadd):
+            return True
+        current: int | None = pid
+        for _ in range(_MAX_ANCESTRY):
+            if self._own_root is None or current is None or current <= 1:  # init, or pid 0
+                return False
+            if current == self._own_root:
+                return True
+            current = self._table.ppid(current)
+        return False
 
     def busiest(self, count: int) -> tuple[ProcessUsage, ...]:
         """The ``count`` processes with the highest mean CPU use that reached 1 %."""
         usages = [
             ProcessUsage(pid, self._names.get(pid), statistics.fmean(v), max(v))
             for pid, v in self._usage.items()
-            if max(v) >= _REPORTED_PROCESS_CPU_PERCENT
+            if max(v) >= _REPORTED_PROCESS_CPU_PERCENT and not self._ignored.get(pid, False)
         ]
         usages.sort(key=lambda u: u.cpu_percent_mean, reverse=True)
         return tuple(usages[:count])
@@ -146,7 +246,11 @@ class NvmlReader:
     """Reads one sample of every selected GPU through an (initialised) ``pynvml`` module."""
 
     def __init__(
-        self, nvml: Any, gpu_indices: Iterable[int] | None, exclude_pids: Iterable[int]
+        self,
+        nvml: Any,
+        gpu_indices: Iterable[int] | None,
+        exclude_pids: Iterable[int],
+        ours: Callable[[int], bool] | None = None,
     ) -> None:
         self._nvml = nvml
         count = read(nvml.nvmlDeviceGetCount) or 0
@@ -154,6 +258,8 @@ class NvmlReader:
         handles = {i: read(nvml.nvmlDeviceGetHandleByIndex, i) for i in wanted}
         self._handles = {i: h for i, h in handles.items() if h is not None}
         self._exclude = frozenset(exclude_pids)
+        # ``ab``'s two workers share a GPU: the other side's is the runner's, not another's.
+        self._ours = ours or (lambda pid: False)
         # Newer drivers call them "clock event reasons"; older pynvml only has "throttle".
         self._reasons_fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
             getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
@@ -187,6 +293,8 @@ class NvmlReader:
         for i, handle in self._handles.items():
             for proc in running_processes(nvml, handle):
                 if proc.pid in self._exclude or (i, proc.pid) in self._procs:
+                    continue
+                if self._ours(proc.pid):
                     continue
                 used = getattr(proc, "usedGpuMemory", None)
                 self._procs[(i, proc.pid)] = GpuProcess(

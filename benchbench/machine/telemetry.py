@@ -40,6 +40,7 @@ from typing import Any
 import psutil
 
 from benchbench.core.errors import BundleError, UsageError
+from benchbench.core.notes import BUSY_PROCESS
 from benchbench.machine.cpus import idle_cores, threads_warning
 from benchbench.machine.nvml import load_nvml
 from benchbench.machine.sensors import (
@@ -47,6 +48,7 @@ from benchbench.machine.sensors import (
     GpuProcess,
     NvmlReader,
     ProcessScanner,
+    ProcessTable,
     ProcessUsage,
     cpu_freqs_mhz,
     cpu_temperature_c,
@@ -223,6 +225,9 @@ class TelemetrySampler:
     idle time, through ``cpu`` (a :class:`~benchbench.machine.sensors.CpuReader`; tests
     pass fakes). Those reads come after the slow sources at the start and before them at
     the stop, so a process scan's own CPU time does not count as another process's.
+
+    Other processes: all but ``exclude_pids`` (default this one), kernel threads and, with
+    ``own_root``, its descendants; read from ``processes`` (psutil unless a test's fake).
     """
 
     def __init__(
@@ -238,6 +243,8 @@ class TelemetrySampler:
         slow_in_thread: bool = True,
         measured_pid: int | None = None,
         cpu: CpuReader | None = None,
+        own_root: int | None = None,
+        processes: ProcessTable | None = None,
     ) -> None:
         if not interval_s > 0 or not slow_interval_s >= interval_s:
             raise UsageError(
@@ -250,9 +257,9 @@ class TelemetrySampler:
         self._clock = clock
         self._top = top_processes
         own = {os.getpid()} if exclude_pids is None else set(exclude_pids)
-        self._processes = ProcessScanner(frozenset(own))
+        self._processes = ProcessScanner(frozenset(own), own_root=own_root, table=processes)
         module = load_nvml()[0] if isinstance(nvml, str) and nvml == "auto" else nvml
-        self._gpu = NvmlReader(module, gpu_indices, own) if module is not None else None
+        self._gpu = NvmlReader(module, gpu_indices, own, self._processes.ours) if module else None
         self._values: dict[str, list[float]] = {}
         self._n_samples = 0
         self._last_slow: float | None = None
@@ -418,7 +425,7 @@ def warnings(telemetry: Telemetry, baseline_freq: float | None = None) -> list[s
     for proc in telemetry.busy_processes:
         if proc.cpu_percent_mean >= BUSY_PROCESS_CPU_PERCENT:
             lines.append(
-                f"another process was busy during the point: {proc.name or '?'} "
+                f"{BUSY_PROCESS}: {proc.name or '?'} "
                 f"(pid {proc.pid}) at {proc.cpu_percent_mean:.0f}% CPU "
                 f"(max {proc.cpu_percent_max:.0f}%)"
             )

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from benchbench.core.defaults import POLICY_MAX_TIME_S, POLICY_TARGET_REL_CI
 from benchbench.core.stats import Stats
 
 Clock = Callable[[], int]  # nanoseconds
@@ -102,11 +103,11 @@ class Policy:
     headline interval cannot use.
     """
 
-    target_rel_ci: float = 0.03
+    target_rel_ci: float = POLICY_TARGET_REL_CI
     min_samples: int = 10
     max_samples: int = 10_000
     min_time_s: float = 0.05
-    max_time_s: float = 0.5
+    max_time_s: float = POLICY_MAX_TIME_S
     min_sample_s: float = 1e-3
     max_timer_overhead: float = 0.001
     warmup_min_calls: int = 10

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbench.core.defaults import AB_ROUNDS
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Result
 from benchbench.machine.allocator import worker_environment
@@ -49,10 +50,8 @@ from benchbench.store import Store
 from benchbench.store.store import now
 from benchbench.suite.load import file_hash, load_suite
 
-#: Rounds of ``ab`` by default: the paired test has ``rounds - 1`` degrees of freedom
-#: (t = 2.26 at 95 % with 10 rounds, 4.30 with 3), and the prototype's 10 rounds of
-#: 0.05 s a side found a clean +10 % at 17 of 20 points beside a busy neighbour.
-DEFAULT_AB_ROUNDS = 10
+#: Rounds of ``ab`` by default (its reasons: core.defaults).
+DEFAULT_AB_ROUNDS = AB_ROUNDS
 SIDES = ("base", "head")
 #: Seconds a side's interpreter may take to import torch and benchbench in the check.
 CHECK_TIMEOUT_S = 300.0

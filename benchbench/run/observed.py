@@ -48,14 +48,17 @@ class Pool(Protocol):
 
 
 def runner_sampler(worker_pid: int | None) -> TelemetrySampler:
-    """The runner's sampler for a request to ``worker_pid``: ours and the worker are
-    not "other processes"; the slow sources are read before and after the point only."""
+    """The runner's sampler for a request to ``worker_pid``: the runner and every process
+    it started (zygote, workers, the callgrind worker: its descendants) and the kernel's
+    threads are not "other processes"; the slow sources are read before and after the
+    point only."""
     ours = {os.getpid()} | ({worker_pid} if worker_pid is not None else set())
     return TelemetrySampler(
         interval_s=INTERVAL_S,
         exclude_pids=ours,
         slow_in_thread=False,
         measured_pid=worker_pid,
+        own_root=os.getpid(),
     )
 
 

@@ -29,18 +29,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+# The rounds per point and the most processes a point may take are defined once, in the
+# leaf, where ``--help`` reads them without importing the runner.
+from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from benchbench.core.errors import UsageError
+from benchbench.core.notes import merge_warnings
 from benchbench.core.stats import Stats
 from benchbench.core.values import Result
 from benchbench.measure import gpu
 
-#: Rounds (fresh processes) per point by default: BENCHMARKS.md, "Rounds across
-#: processes", has the measurements it was chosen from.
-DEFAULT_ROUNDS = 3
-#: Processes a point may take in all, by default, when its processes disagree beyond the
-#: target: the run's sampling budget (:mod:`benchbench.run.allocate`) decides which
-#: points get them, and bounds what they cost.
-DEFAULT_MAX_ROUNDS = 10
+__all__ = ["DEFAULT_MAX_ROUNDS", "DEFAULT_ROUNDS", "Rounds", "merge", "round_request"]
 
 
 @dataclass(frozen=True)
@@ -176,13 +174,10 @@ def merge(
         samples.extend(s * scale for s in result.samples_s)
     counts = tuple(len(r.samples_s) for r in measured)
     two_level = target_rel_ci is not None and len(counts) > 1
-    warnings = list(
-        dict.fromkeys(
-            w
-            for r in measured
-            for w in r.warnings
-            if not (two_level and w.startswith(NOT_CONVERGED))  # one two-level one below
-        )
+    # One note per kind (the busiest other process, page faults as a range), before the
+    # failed processes are named; the processes' own "not converged" give way to one below.
+    warnings = merge_warnings(
+        [w for r in measured for w in r.warnings if not (two_level and w.startswith(NOT_CONVERGED))]
     )
     warnings += [f"process {k} of {len(rounds)} failed: {r.reason}" for k, r in failed]
     stats = Stats.from_samples(samples, calls, counts)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchbench.core import defaults
 from benchbench.core.errors import UsageError
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES, Point
 from benchbench.machine.allocator import ALLOCATORS
@@ -53,15 +54,10 @@ __all__ = [
     "run",
 ]
 
-RUN_KINDS = ("adhoc", "nightly", "ci")
-
-#: Seconds a ``torch.compile`` variant's point may take unless ``--timeout`` is given.
-#: Each such point compiles afresh in its worker (dynamo reset, ``dynamic=False``): a
-#: cold inductor compile of one small function took 17-90 s on our 2-core machine (a
-#: C++ compile per kernel; on a GPU, Triton kernels), plus the ~8 s torch import of a
-#: loaded machine and the point's own warm-up and samples (~2 s). 300 s is 3x the
-#: slowest cold compile seen, where the 60 s default would cut most of them short.
-COMPILE_TIMEOUT_S = 300.0
+# The kinds of run and a compile variant's timeout are defined once, in the leaf, where
+# ``--help`` quotes them without importing the runner.
+RUN_KINDS = defaults.RUN_KINDS
+COMPILE_TIMEOUT_S = defaults.COMPILE_TIMEOUT_S
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from benchbench.core.defaults import TIME_BUDGET_S
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result, short_hash
 from benchbench.machine.allocator import ALLOCATORS
@@ -37,9 +38,8 @@ from benchbench.run.rounds import Rounds
 from benchbench.run.workers import WorkerFailure, launcher
 from benchbench.store import Store
 
-#: Sampling cap per point of ``benchbench time``: 13 sizes x 2 statements answer in
-#: <= 30 s with the worker's start (BENCHMARKS.md, "benchbench time (issue 8)").
-DEFAULT_BUDGET_S = 0.5
+#: Sampling cap per point of ``benchbench time`` (its reasons: core.defaults).
+DEFAULT_BUDGET_S = TIME_BUDGET_S
 
 
 # -- the CLI's driver: one worker process, one request per point ------------------------

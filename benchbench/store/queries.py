@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES, SPREAD
 from benchbench.core.errors import UsageError
+from benchbench.core.values import suite_order
 from benchbench.store import lookup
 from benchbench.store import schema as t
 
@@ -190,7 +191,9 @@ def history(engine: Engine, benchmark_id: str, environment_id: str) -> list[dict
 
 def measurements(engine: Engine, run_id: str) -> list[dict[str, Any]]:
     """Every stored point of a run: the measurement row and its benchmark's columns, in
-    the order the run wrote them."""
+    suite order (:func:`~benchbench.core.values.suite_order`), not the shuffled order the
+    rounds wrote them in. Sorted here rather than in SQL: ``params`` is JSON, which
+    PostgreSQL's ``json`` type cannot order by."""
     b = t.benchmark.c
     query = (
         sa.select(t.measurement, *(b[name] for name in (*POINT_KEYS, "code_version")))
@@ -199,7 +202,7 @@ def measurements(engine: Engine, run_id: str) -> list[dict[str, Any]]:
         .order_by(t.measurement.c.id)
     )
     with engine.connect() as conn:
-        return [dict(r._mapping) for r in conn.execute(query)]
+        return sorted((dict(r._mapping) for r in conn.execute(query)), key=suite_order)
 
 
 def telemetry(engine: Engine, run_id: str) -> dict[int, Any]:

@@ -19,9 +19,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from benchbench.core.defaults import ACCURACY_DTYPES
 from benchbench.core.errors import UsageError
 
-DEFAULT_DTYPES = ("float16", "bfloat16", "float32")
+DEFAULT_DTYPES = ACCURACY_DTYPES
 #: Relative errors are drawn between these bounds: exact results sit on the floor,
 #: wrong-by-everything results (0 or Inf for a finite reference) on the ceiling.
 FLOOR, CEILING = 1e-18, 1e1

@@ -4,6 +4,7 @@ a JSON document for tools."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from benchbench.analysis.roofline import (
 )
 from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES
 from benchbench.core.errors import MeasurementError
+from benchbench.core.notes import merge_warnings, names_process
 from benchbench.core.units import format_rate, format_size, format_time
 from benchbench.core.values import Point
 from benchbench.machine.hardware import Profile
@@ -298,8 +300,12 @@ def results_grid(
                 _rate(flops, "flops" in marks),
                 _peak_cell(row),
                 f"{error:.2g}" if error is not None else "-",
-                # dict.fromkeys: one telemetry warning per sample window would repeat 5 times.
-                Text(", ".join(dict.fromkeys(short_warning(w) for w in warnings)), style="yellow"),
+                # One note per kind (a point's processes each bring theirs); dict.fromkeys:
+                # two kinds can share a short form.
+                Text(
+                    ", ".join(dict.fromkeys(short_warning(w) for w in merge_warnings(warnings))),
+                    style="yellow",
+                ),
             )
         )
     above = above_ceiling_note(rows) if profiled else None
@@ -370,8 +376,16 @@ def _ci_percent(row: Mapping[str, Any]) -> str:
 
 
 def short_warning(text: str) -> str:
-    """The part of a warning before its first colon or parenthesis: ``not converged``."""
+    """The part of a warning before its first colon or parenthesis: ``not converged``;
+    a warning about another process keeps which one and its CPU use: ``another process
+    was busy during the point: python3 (pid 6750) at 81% CPU``."""
+    if names_process(text):
+        return _PEAK.sub("", text)
     return text.split(":", 1)[0].split(" (", 1)[0]
+
+
+#: The peak figure a busy-process warning adds to its mean; the table shows the mean.
+_PEAK = re.compile(r" \(max [^)]*\)")
 
 
 def summary_line(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -138,3 +138,16 @@ def test_the_runner_sampler_reads_the_worker_and_never_calls_it_another_process(
     assert telemetry.measured_cpu_s is not None and telemetry.measured_cpu_s > 0
     assert telemetry.cpus == tuple(sorted(os.sched_getaffinity(0)))
     assert set(telemetry.cpu_idle_share) >= set(telemetry.cpus)
+
+
+def test_the_runners_other_processes_are_its_own(monkeypatch) -> None:
+    # The runner's zygote, helpers and callgrind worker are its descendants: the sampler
+    # is told the runner is their root (what that does: test_telemetry's fake tables).
+    made: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        "benchbench.run.observed.TelemetrySampler", lambda **kw: made.append(kw) or kw
+    )
+    runner_sampler(4321)
+    (kwargs,) = made
+    assert kwargs["own_root"] == os.getpid()
+    assert kwargs["exclude_pids"] == {os.getpid(), 4321}

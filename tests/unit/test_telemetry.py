@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
 import pynvml
 import pytest
 
@@ -473,3 +474,97 @@ def test_cpu_fields_round_trip_and_old_documents_still_read() -> None:
            "measured_cpu_s", "cpu_window_s", "others_cpu_cores", "idle_cores")}  # fmt: skip
     before = Telemetry.from_dict(old)
     assert before.cpus == () and before.cpu_idle_share == {} and before.idle_cores is None
+
+
+# --- whose a process is: injected process tables ---------------------------------------------
+
+
+class FakeTable:
+    """A machine's processes: pid -> (parent pid, name, CPU % at each scan after the first)."""
+
+    def __init__(self, procs: dict[int, tuple[int, str, list[float]]]) -> None:
+        self.procs = procs
+        self.scans: dict[int, int] = {}
+
+    def pids(self) -> list[int]:
+        return list(self.procs)
+
+    def cpu_percent(self, pid: int) -> float | None:
+        seen = self.scans.get(pid, 0)
+        self.scans[pid] = seen + 1
+        return None if seen == 0 else self.procs[pid][2][seen - 1]
+
+    def name(self, pid: int) -> str:
+        return self.procs[pid][1]
+
+    def ppid(self, pid: int) -> int:
+        return self.procs[pid][0]
+
+
+RUNNER = 500
+#: An idle machine but for the benchmark's own processes, a kernel worker thread and one
+#: real neighbour. CPU figures are injected; no clock is read.
+MACHINE = {
+    1: (0, "systemd", [0.0, 0.0]),
+    2: (0, "kthreadd", [3.0, 3.0]),
+    17: (2, "kworker/0:1-events", [11.0, 12.0]),
+    RUNNER: (1, "benchbench", [30.0, 30.0]),
+    501: (RUNNER, "python3", [15.0, 15.0]),  # the zygote
+    502: (501, "python3", [99.0, 99.0]),  # a worker it forked (not the measured one)
+    503: (RUNNER, "valgrind.bin", [60.0, 60.0]),  # the instrumented worker
+    6750: (1, "python3", [81.0, 79.0]),  # another user's job
+}
+
+
+def _scanned(**kwargs: Any) -> Telemetry:
+    sampler = TelemetrySampler(nvml=None, processes=FakeTable(MACHINE), top_processes=100, **kwargs)
+    for _ in range(3):  # primes, then two readings
+        sampler.sample(slow=True)
+    return sampler.summary()
+
+
+def test_kernel_threads_and_the_runners_processes_are_not_another_process() -> None:
+    telemetry = _scanned(exclude_pids={RUNNER}, own_root=RUNNER)
+    assert [(p.pid, p.name) for p in telemetry.busy_processes] == [(6750, "python3")]
+    assert warnings(telemetry) == [
+        "another process was busy during the point: python3 (pid 6750) at 80% CPU (max 81%)"
+    ]
+
+
+def test_without_a_root_only_kernel_threads_are_left_out() -> None:
+    # doctor and a plain sampler: a process's children are other processes to them.
+    busy = {p.pid for p in _scanned(exclude_pids={RUNNER}).busy_processes}
+    assert busy == {501, 502, 503, 6750}
+
+
+def test_off_linux_no_pid_is_taken_for_kthreadd() -> None:
+    from benchbench.machine.sensors import ProcessScanner
+
+    scanner = ProcessScanner(frozenset(), table=FakeTable(MACHINE), kthreadd_pid=None)
+    for _ in range(2):
+        scanner.scan()
+    assert {2, 17} <= {p.pid for p in scanner.busiest(100)}
+
+
+def test_a_process_gone_mid_scan_is_skipped() -> None:
+    table = FakeTable({6750: (1, "python3", [50.0]), 6751: (1, "gone", [50.0])})
+
+    def ppid(pid: int) -> int:
+        if pid == 6751:
+            raise psutil.NoSuchProcess(pid)
+        return 1
+
+    table.ppid = ppid  # type: ignore[method-assign]
+    sampler = TelemetrySampler(nvml=None, processes=table, own_root=RUNNER)
+    sampler.sample(slow=True)
+    sampler.sample(slow=True)
+    assert [p.pid for p in sampler.summary().busy_processes] == [6750]
+
+
+def test_a_gpu_process_of_the_runner_is_not_another_process() -> None:
+    # ab's other side: a worker of the same runner with a context on the same GPU.
+    machine = {**MACHINE, NO_SUCH_PID: (501, "python3", [0.0, 0.0])}  # the zygote's child
+    ours = _sampled(_two_fake_gpus(), processes=FakeTable(machine), own_root=RUNNER)
+    assert ours.gpu_processes == ()
+    theirs = _sampled(_two_fake_gpus(), processes=FakeTable(machine))
+    assert [p.pid for p in theirs.gpu_processes] == [NO_SUCH_PID]

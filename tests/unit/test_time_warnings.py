@@ -22,3 +22,14 @@ def test_one_line_per_kind_with_the_first_full_text_and_a_count() -> None:
         "sample < 1 ms: 0.2 ms",
     ]
     assert warning_lines([_result()]) == []
+
+
+def test_other_processes_are_one_line_naming_the_busiest() -> None:
+    busy = "another process was busy during the point: {} (pid {}) at {}% CPU (max {}%)"
+    results = [
+        _result(busy.format("python", 17, 32, 40), busy.format("callgrind", 16, 19, 25)),
+        _result(busy.format("python", 17, 35, 41), busy.format("python3", 99, 81, 95)),
+    ]
+    assert warning_lines(results) == [
+        busy.format("python3", 99, 81, 95) + " (and 2 more) (2 result(s))"
+    ]

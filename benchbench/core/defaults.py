@@ -1,0 +1,65 @@
+"""The defaults a command's ``--help`` quotes, in the leaf so that help imports nothing heavy.
+
+``benchbench --help`` and every subcommand's help answer without importing torch (~1.2 s
+on our 2-core machine), scipy or matplotlib (BENCHMARKS.md, "A CLI that answers at
+once"), while the modules that use these numbers import them: the runner and the
+measurement policy torch, the verdict and the rounds' statistics numpy and scipy. So the
+numbers live here and those modules read them from here: one definition, quoted by the
+help and used by the code.
+"""
+
+from __future__ import annotations
+
+# -- measuring a point (benchbench.measure.policy.Policy) ----------------------------------
+
+#: Sampling time cap per point, ``run --budget``: ``Policy.max_time_s``.
+POLICY_MAX_TIME_S = 0.5
+#: Stop when the median's 95 % CI half-width is this fraction of it, ``run --target``:
+#: ``Policy.target_rel_ci``; the same target judges a run's two-level interval. 3 %:
+#: within a process a point is precise to 0.5-2 % here while fresh processes of it
+#: disagree by 1-20 %, so a tighter per-process target buys samples the headline
+#: interval cannot use.
+POLICY_TARGET_REL_CI = 0.03
+
+# -- a run (benchbench.run) ----------------------------------------------------------------
+
+#: Rounds (fresh processes) per point by default: BENCHMARKS.md, "Rounds across
+#: processes", has the measurements it was chosen from (``run.rounds``).
+DEFAULT_ROUNDS = 3
+#: Processes a point may take in all, by default, when its processes disagree beyond the
+#: target: the run's sampling budget (``run.allocate``) decides which points get them,
+#: and bounds what they cost.
+DEFAULT_MAX_ROUNDS = 10
+#: The kinds of run ``run --kind`` takes (``run.runner``).
+RUN_KINDS = ("adhoc", "nightly", "ci")
+#: Seconds a ``torch.compile`` variant's point may take unless ``--timeout`` is given.
+#: Each such point compiles afresh in its worker (dynamo reset, ``dynamic=False``): a
+#: cold inductor compile of one small function took 17-90 s on our 2-core machine (a
+#: C++ compile per kernel; on a GPU, Triton kernels), plus the ~8 s torch import of a
+#: loaded machine and the point's own warm-up and samples (~2 s). 300 s is 3x the
+#: slowest cold compile seen, where the 60 s default would cut most of them short.
+COMPILE_TIMEOUT_S = 300.0
+#: Sampling cap per point of ``benchbench time``: 13 sizes x 2 statements answer in
+#: <= 30 s with the worker's start (BENCHMARKS.md, "benchbench time (issue 8)").
+TIME_BUDGET_S = 0.5
+#: Rounds of ``ab`` by default: the paired test has ``rounds - 1`` degrees of freedom
+#: (t = 2.26 at 95 % with 10 rounds, 4.30 with 3), and the prototype's 10 rounds of
+#: 0.05 s a side found a clean +10 % at 17 of 20 points beside a busy neighbour.
+AB_ROUNDS = 10
+
+# -- the verdict (benchbench.analysis.verdict) -------------------------------------------
+
+#: A change of the median by 5 % (either way, in log space) is what we call a change.
+MIN_EFFECT = 0.05
+#: Significance level; the interval is at ``1 - ALPHA`` = 95 %.
+ALPHA = 0.05
+#: The smallest change of an instruction count that counts, either way (in log space,
+#: as :data:`MIN_EFFECT`). Counts of identical code in fresh callgrind processes differ
+#: by far less (BENCHMARKS.md, "Instruction counts": at most 0.1 % over the gate suite),
+#: and this is no lower than twice that, whatever the machine's load.
+INSTRUCTIONS_MIN_EFFECT = 0.01
+
+# -- views ---------------------------------------------------------------------------------
+
+#: The dtypes ``benchbench accuracy`` plots unless ``--dtype`` says otherwise.
+ACCURACY_DTYPES = ("float16", "bfloat16", "float32")
