@@ -1,5 +1,8 @@
 """Exports other tools read: pyperf JSON, pytest-benchmark JSON, CSV.
 
+The CI trackers' formats (github-action-benchmark, Bencher) are in
+:mod:`benchbench.interchange.ci_formats`.
+
 Each builder takes one stored run (its row, its environment row and its
 measurement rows joined with their benchmarks, as :class:`Store` returns them) and
 produces the other tool's document. Times are per call, in seconds, everywhere.
@@ -45,7 +48,11 @@ def _per_call(row: Row) -> list[float]:
     return [float(s) / calls for s in row["samples_s"]]
 
 
-def _measured(rows: Sequence[Row]) -> list[tuple[str, Row]]:
+def measured_points(rows: Sequence[Row]) -> list[tuple[str, Row]]:
+    """(name, row) of every measured point: status ``ok`` with positive samples.
+
+    The formats other tools read have no place for a skipped or failed point.
+    """
     return [
         (name, row)
         for name, row in zip(_names(rows), rows, strict=True)
@@ -111,7 +118,7 @@ def pyperf_suite(run: Row, env: Row | None, rows: Sequence[Row]) -> Any:
         common["commit_id"] = run["git_sha"]
     common = {k: str(v) for k, v in common.items() if v not in (None, "")}
     benchmarks = []
-    for name, row in _measured(rows):
+    for name, row in measured_points(rows):
         per_call = _per_call(row)
         metadata = {
             **common,
@@ -185,7 +192,7 @@ def pytest_benchmark_document(run: Row, env: Row | None, rows: Sequence[Row]) ->
     fields = (env or {}).get("fields") or {}
     info = (env or {}).get("info") or {}
     benchmarks = []
-    for name, row in _measured(rows):
+    for name, row in measured_points(rows):
         data = _per_call(row)
         stats = pytest_benchmark_stats(data)
         stats["data"] = data
