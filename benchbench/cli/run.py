@@ -155,9 +155,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--shard",
-        metavar="I/N",
+        metavar="I/N|auto",
         help="measure only shard I of N: a deterministic, disjoint part of the points, "
-        "balanced by the stored durations of earlier runs",
+        "balanced by the stored durations of earlier runs; auto: I and N from "
+        "$SLURM_ARRAY_TASK_ID with $SLURM_ARRAY_TASK_COUNT or _MIN/_MAX (a Slurm array "
+        "job) or $JOB_COMPLETION_INDEX with $BENCHBENCH_SHARD_COUNT (a Kubernetes "
+        "Indexed Job)",
     )
     parser.add_argument(
         "--shard-by",
@@ -206,7 +209,9 @@ def _repo(value: str | None) -> Path | None:
 def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
     if not args.suites:
         raise UsageError("give at least one SUITE (or --resume RUN_ID to finish a stored run)")
-    shard = sharding.Shard.parse(args.shard) if args.shard else None
+    shard, auto = sharding.parse_shard(args.shard, os.environ) if args.shard else (None, None)
+    if auto is not None:
+        flags.stderr().print(str(auto), markup=False, highlight=False, soft_wrap=True)
     group = args.group
     if shard is not None and shard.count > 1 and group is None:
         group = sharding.scheduler_group(os.environ)
@@ -278,7 +283,11 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--seed", args.seed, stored.rounds.seed),
         ("--kind", args.kind, stored.kind),
         ("--label", args.label, stored.label),
-        ("--shard", sharding.Shard.parse(args.shard) if args.shard else None, stored.shard),
+        (
+            "--shard",
+            sharding.parse_shard(args.shard, os.environ)[0] if args.shard else None,
+            stored.shard,
+        ),
     ):
         if value is not None:
             given[flag] = (value, before)

@@ -1,4 +1,5 @@
-"""`--shard I/N --group ID`: shards cover the points once, and show/runs see one run."""
+"""`--shard I/N --group ID`: shards cover the points once, and show/runs see one run;
+`--shard auto` reads the shard from the scheduler."""
 
 from __future__ import annotations
 
@@ -215,3 +216,28 @@ def test_shards_balance_by_stored_durations_and_agree_within_a_group(tmp_path, b
         )
     assert plans[0] == [heavy]  # 3.9 s alone on one shard ...
     assert len(plans[1]) == 39  # ... the 39 cheap points (3.9 s) on the other
+
+
+def test_shard_auto_lists_the_slurm_tasks_shard_and_says_what_it_read(monkeypatch, capsys):
+    for name in ("JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_STEP", "SLURM_ARRAY_TASK_MIN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "1")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "2")
+    code = main(["list", str(GRID), "--shard", "auto", "--shard-by", "count", "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "--shard auto: shard 2/2 from the Slurm array job (SLURM_ARRAY_TASK_ID=1, " in out.err
+    assert "shard 2/2: 20 of 40 points" in out.err
+    explicit = main(["list", str(GRID), "--shard", "2/2", "--shard-by", "count", "--format",
+                     "json"])  # fmt: skip
+    assert explicit == 0 and capsys.readouterr().out == out.out  # the same 20 points
+
+
+def test_shard_auto_without_a_scheduler_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    for name in ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    code = main(["run", str(GRID), "--shard", "auto", "--store", str(tmp_path / "s.db")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--shard auto found no scheduler's shard" in err and "Traceback" not in err
+    assert "SLURM_ARRAY_TASK_ID" in err and "JOB_COMPLETION_INDEX" in err
