@@ -1,8 +1,11 @@
 """Compare two runs point by point and exit 3 when the contender regressed.
 
 BASE and CONTENDER are run ids, id prefixes, labels, ``latest`` or ``latest~N``
-(the N-th run before the latest); ``--environment`` (an environment id or a machine
-label) makes them pick among that environment's runs only, e.g.
+(the N-th run before the latest), or run groups (the ``--group`` value or group id
+shared by the shards of one run: all their points as one run, so two sharded
+nightlies compare as ``benchbench compare nightly-2026-11-23 nightly-2026-11-24``);
+``--environment`` (an environment id or a machine label) makes run references pick
+among that environment's runs only, e.g.
 ``benchbench compare latest~1 latest --environment gpu-box-3``.
 
 Per point, on the per-call times of the raw samples: the ratio of medians
@@ -29,6 +32,7 @@ from benchbench.analysis import compare
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
+from benchbench.run import sharding
 from benchbench.views.tables import Column, Grid
 
 HELP = "compare two runs; exit 3 on regression"
@@ -43,7 +47,9 @@ _STYLE = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("base", metavar="BASE", help="run id, prefix, label, latest, latest~N")
+    parser.add_argument(
+        "base", metavar="BASE", help="run id, prefix, label, latest, latest~N or run group"
+    )
     parser.add_argument("contender", metavar="CONTENDER", help="the run judged against BASE")
     parser.add_argument(
         "--environment",
@@ -80,15 +86,15 @@ def run(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
     store = flags.store_from(args)
-    base = store.resolve_run(args.base, environment=args.environment)
-    contender = store.resolve_run(args.contender, environment=args.environment)
+    base, base_rows = sharding.run_or_group(store, args.base, args.environment)
+    contender, contender_rows = sharding.run_or_group(store, args.contender, args.environment)
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
     ]
     result = compare.compare_rows(
-        store.measurements(base["id"]),
-        store.measurements(contender["id"]),
+        base_rows,
+        contender_rows,
         min_effect=args.min_effect,
         alpha=args.alpha,
         base_environment=(envs[0] or {}).get("fields"),

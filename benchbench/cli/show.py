@@ -20,7 +20,6 @@ import argparse
 
 from benchbench.analysis.curves import analyze, with_run
 from benchbench.cli import flags
-from benchbench.core.errors import NotFoundError
 from benchbench.run import sharding
 from benchbench.store.profiles import latest_profiles
 from benchbench.views.fits import fits_grid, fits_json
@@ -43,25 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     store = flags.store_from(args)
-    try:
-        run_row = store.resolve_run(args.run_ref)
-        stored = store.measurements(run_row["id"])
-    except NotFoundError as not_a_run:
-        try:
-            shards = sharding.group_runs(store, args.run_ref)
-        except NotFoundError:
-            raise not_a_run from None
-        run_row = {
-            **shards[0],
-            "id": shards[0]["group_id"],
-            "label": shards[0]["label"],
-            "status": _group_status([r["status"] for r in shards]),
-            "finished_at": max(
-                (r["finished_at"] for r in shards if r["finished_at"]), default=None
-            ),
-        }
-        stored = [m for r in shards for m in store.measurements(r["id"])]
-        run_row["label"] = (run_row["label"] or "") + f" ({len(shards)} shard(s))"
+    run_row, stored = sharding.run_or_group(store, args.run_ref)
+    if "shards" in run_row:
+        run_row["label"] = (run_row["label"] or "") + f" ({run_row['shards']} shard(s))"
     profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)
     analysis = analyze(with_run(run_row, stored))
@@ -76,11 +59,3 @@ def run(args: argparse.Namespace) -> int:
     flags.print_failures(failures(rows))
     flags.stderr().print(f"{summary_line(rows)}; status {run_row['status']}")
     return 0
-
-
-def _group_status(statuses: list[str]) -> str:
-    """A group is finished when every shard is; else the first of running/interrupted."""
-    for status in ("running", "interrupted"):
-        if status in statuses:
-            return status
-    return statuses[0] if len(set(statuses)) == 1 else "mixed"

@@ -152,6 +152,49 @@ def group_runs(store: Store, ref: str) -> list[dict[str, Any]]:
     return rows
 
 
+def group_status(statuses: Sequence[str]) -> str:
+    """A group is finished when every shard is; else the first of running/interrupted."""
+    for status in ("running", "interrupted"):
+        if status in statuses:
+            return status
+    return statuses[0] if len(set(statuses)) == 1 else "mixed"
+
+
+def run_or_group(
+    store: Store, ref: str, environment: str | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A run and its measurements, or a run group's shards as one run and all their points.
+
+    ``ref`` is first a run reference (:meth:`Store.resolve_run`: id, prefix, label,
+    ``latest~N``, among ``environment``'s runs when given), else a run group
+    (:func:`group_runs`). A group's row has the group id as ``id``, its first shard's
+    start and environment, the shards' common label (else ``ref``), their combined
+    status and the number of shards in ``shards``. Raises the run lookup's
+    NotFoundError when neither matches.
+    """
+    try:
+        run = store.resolve_run(ref, environment=environment)
+        return run, store.measurements(run["id"])
+    except NotFoundError as not_a_run:
+        try:
+            shards = group_runs(store, ref)
+        except NotFoundError:
+            raise not_a_run from None
+    row = {
+        **shards[0],
+        "id": shards[0]["group_id"],
+        "status": group_status([r["status"] for r in shards]),
+        "finished_at": max((r["finished_at"] for r in shards if r["finished_at"]), default=None),
+        "shards": len(shards),
+    }
+    labels = {r["label"] for r in shards}
+    if (len(labels) > 1 or not row["label"]) and ref != row["id"]:
+        # Shards labelled apart ("nightly-1-shard-2"), or not at all: the --group value
+        # names the run better than one shard's label or the hashed group id.
+        row["label"] = ref
+    return row, [m for r in shards for m in store.measurements(r["id"])]
+
+
 @dataclass(frozen=True)
 class AutoShard:
     """The shard ``--shard auto`` found, the scheduler it came from and what it read.
@@ -239,8 +282,9 @@ def _slurm_shard(environ: Mapping[str, str]) -> AutoShard:
     read = tuple((n, environ[n].strip()) for n in names if environ.get(n, "").strip())
     task = _required(environ, SLURM_TASK_ID)
     high, count = _integer(environ, SLURM_TASK_MAX), _integer(environ, SLURM_TASK_COUNT)
-    low = _integer(environ, SLURM_TASK_MIN) or 0
-    step = _integer(environ, SLURM_TASK_STEP) or 1
+    given_low, given_step = _integer(environ, SLURM_TASK_MIN), _integer(environ, SLURM_TASK_STEP)
+    low = 0 if given_low is None else given_low
+    step = 1 if given_step is None else given_step
     if step < 1:
         raise UsageError(f"--shard auto: {SLURM_TASK_STEP} must be >= 1, got {step}")
     if count is None:
