@@ -1,20 +1,23 @@
-"""The nightly gate as a classifier: false alarms on identical code, power on a slowdown.
+"""The nightly gate as a classifier: false alarms on identical code, power on a slowdown,
+for each of the three instruments, on a quiet machine or beside a noisy neighbour.
 
-Runs real ``benchbench run`` invocations into a throwaway store, then ``benchbench
-compare`` between them, exactly as a nightly job does:
+Real ``benchbench`` invocations into a throwaway store, as a nightly job runs them:
 
-- **A/A**: consecutive runs of identical code. A false alarm is a pair where
-  ``compare`` exits 3 or marks any point ``slower`` or ``faster``.
-- **A/B**: each A run against a B run of the same suite in which every call does 10 %
-  more work (the same point ids: only the environment variable
-  ``GATE_EXTRA_WORK=0.1`` differs). Power is the share of points marked ``slower``.
-- **Process spread**: for points of >= 50 µs, max/min of the medians of the A runs.
+- ``time``: ``benchbench run`` (fresh processes in rounds), then ``benchbench compare``;
+- ``ab``: ``benchbench ab`` with base and head measured in lockstep in one run;
+- ``instructions``: ``benchbench run --metric instructions`` (callgrind), then ``compare``.
 
-Suites: ``gate`` (allocating elementwise ops, 2^16-2^22 elements, written below) and
-``quick`` (A/A and spread only: its operators have no extra-work switch).
+**A/A**: identical code. A false alarm is a pair where ``compare`` (or ``ab``) exits 3
+or marks any point ``slower`` or ``faster``. **A/B**: the head's every measured call
+makes 11 calls of the op instead of 10 on the same tensors (``GATE_EXTRA_CALLS=1``):
+exactly +10 % work, the known slowdown. Power is the share of points marked ``slower``.
 
-Usage: ``python benchmarks/gate_bench.py [--runs N] [--quick-runs M] [--rounds R]``
-(numbers in BENCHMARKS.md, with the load during the run).
+``--neighbour`` runs one noisy neighbour beside every measurement: a process busy and idle
+in seeded random phases of 0.1-1.5 s (a busy phase spins a core), as a shared CI runner
+sees; it stops by itself after ``--neighbour-max-s`` and when the script ends.
+
+Usage: ``python benchmarks/gate_bench.py --instrument time,ab,instructions [--runs N]
+[--neighbour]`` (numbers in BENCHMARKS.md, with the CPU and the load during the run).
 """
 
 from __future__ import annotations
@@ -30,46 +33,57 @@ from itertools import pairwise
 from pathlib import Path
 
 GATE_SUITE = '''
-"""gate: allocating elementwise ops whose every call can do a fraction more work."""
+"""gate: allocating elementwise ops; every measured call is CALLS calls on the same tensors."""
 import os
 import torch
 from benchbench import Suite, Variant, pow2
 
-EXTRA = float(os.environ.get("GATE_EXTRA_WORK", "0"))
-suite = Suite("gate", description="allocating elementwise ops, 2^16-2^22")
+#: 10 calls per measured call; GATE_EXTRA_CALLS=1 makes it 11: exactly +10 % work.
+CALLS = 10 + int(os.environ.get("GATE_EXTRA_CALLS", "0"))
+suite = Suite("gate", description="allocating elementwise ops, 2^16-2^22, 10 calls a call")
 
 
-def more(fn):
-    """fn, plus the same op on EXTRA of the input: EXTRA more work per call."""
-    if EXTRA <= 0:
-        return fn
+def repeated(fn):
+    def calls(x):
+        for _ in range(CALLS - 1):
+            fn(x)
+        return fn(x)
 
-    def both(x):
-        out = fn(x)
-        fn(x[: max(1, int(x.numel() * EXTRA))])
-        return out
-
-    return both
+    return calls
 
 
 for name, fn in [
     ("add", lambda x: x + 1.0),
     ("mul", lambda x: x * 1.5),
     ("exp", torch.exp),
+    ("sqrt", torch.sqrt),
     ("rsqrt", lambda x: 1 / torch.sqrt(x)),
 ]:
     suite.workload(
         name,
         setup=lambda ctx: ctx.uniform(0.5, 1.5),
-        variants=[Variant("torch", more(fn))],
+        variants=[Variant("torch", repeated(fn))],
         sizes=pow2(16, 22, step=2),
-        bytes=lambda p: 2 * p.numel * p.itemsize,
+        bytes=lambda p: 2 * p.numel * p.itemsize * CALLS,
     )
 '''
 
-
 #: Flags every run of the script gets (``--threads``).
 RUN_FLAGS: list[str] = []
+INSTRUMENTS = ("time", "ab", "instructions")
+
+NEIGHBOUR = """
+import os, random, sys, time
+rng, deadline = random.Random(int(sys.argv[1])), time.monotonic() + float(sys.argv[2])
+while time.monotonic() < deadline:
+    phase = rng.uniform(0.1, 1.5)
+    if rng.random() < 0.5:
+        end = time.monotonic() + phase
+        while time.monotonic() < end:
+            pass
+    else:
+        time.sleep(phase)
+"""
 
 
 def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -82,7 +96,7 @@ def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
-def _run(suite: str, store: str, label: str, rounds: int, extra: float = 0.0) -> float:
+def _run(suite: str, store: str, label: str, extra: bool, *flags: str) -> float:
     """One ``benchbench run`` (with the script's run flags); its wall time."""
     started = time.monotonic()
     done = _bench(
@@ -92,11 +106,10 @@ def _run(suite: str, store: str, label: str, rounds: int, extra: float = 0.0) ->
         store,
         "--label",
         label,
-        "--rounds",
-        str(rounds),
         "--json",
+        *flags,
         *RUN_FLAGS,
-        env={"GATE_EXTRA_WORK": str(extra)},
+        env={"GATE_EXTRA_CALLS": "1" if extra else "0"},
     )
     if done.returncode not in (0, 1):
         raise SystemExit(f"run {label} failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -107,88 +120,133 @@ def _compare(store: str, base: str, contender: str) -> tuple[int, dict[str, int]
     done = _bench("compare", base, contender, "--store", store, "--json")
     if done.returncode not in (0, 3):
         raise SystemExit(f"compare failed ({done.returncode}): {done.stderr[-2000:]}")
-    return done.returncode, json.loads(done.stdout)["counts"]
+    return done.returncode, _marks(json.loads(done.stdout))
 
 
-def _medians(store: str, label: str) -> dict[str, float]:
-    done = _bench("show", label, "--store", store, "--json")
-    rows = json.loads(done.stdout)["results"]
-    return {
-        f"{r['workload']}:{r['variant']}:{r['size']}": r["median_s"]
-        for r in rows
-        if r.get("status") == "ok" and r.get("median_s")
-    }
+def _marks(document: dict) -> dict[str, int]:
+    """Time marks, or the instruction marks where the runs were counted, not timed."""
+    if document.get("instructions", {}).get("counts"):
+        return dict(document["instructions"]["counts"])
+    return {k: v for k, v in document["counts"].items() if v}
 
 
-def _spread(store: str, labels: list[str]) -> tuple[int, int, float]:
-    """Points >= 50 µs, how many have max/min of their medians <= 1.03, the worst ratio."""
-    runs = [_medians(store, label) for label in labels]
-    keys = [k for k in runs[0] if all(k in r for r in runs) and runs[0][k] >= 50e-6]
-    ratios = [max(r[k] for r in runs) / min(r[k] for r in runs) for k in keys]
-    return len(keys), sum(q <= 1.03 for q in ratios), max(ratios, default=float("nan"))
+def _ab(suite: str, store: str, head: str, rounds: int, k: int) -> tuple[float, int, dict]:
+    """One ``benchbench ab`` (head: an interpreter path); wall time, exit code, marks."""
+    started = time.monotonic()
+    done = _bench(
+        "ab",
+        suite,
+        "--base",
+        sys.executable,
+        "--head",
+        head,
+        "--store",
+        store,
+        "--json",
+        "--rounds",
+        str(rounds),
+        "--label-base",
+        f"ab-base{k}",
+        "--label-head",
+        f"ab-head{k}",
+        *RUN_FLAGS,
+    )
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"ab failed ({done.returncode}): {done.stderr[-2000:]}")
+    return time.monotonic() - started, done.returncode, _marks(json.loads(done.stdout))
 
 
 def _flagged(counts: dict[str, int]) -> int:
     return counts.get("slower", 0) + counts.get("faster", 0)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=6, help="A runs (and B runs) of gate")
-    parser.add_argument("--quick-runs", type=int, default=4, help="A runs of quick (0: skip)")
-    parser.add_argument("--rounds", type=int, default=3, help="--rounds of every run")
-    parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
-    args = parser.parse_args()
-    if args.threads is not None:
-        RUN_FLAGS.extend(["--threads", str(args.threads)])
-    work = Path(tempfile.mkdtemp(prefix="gate-bench-"))
-    suite = work / "gate.py"
-    suite.write_text(GATE_SUITE)
-    store = str(work / "gate.db")
-    print(f"rounds {args.rounds}, flags {RUN_FLAGS}; load before: {os.getloadavg()}", flush=True)
-
-    a_labels, b_labels, seconds = [], [], []
-    for k in range(args.runs):  # A and B alternate, so drift hits both alike
-        a_labels.append(f"a{k}")
-        seconds.append(_run(str(suite), store, f"a{k}", args.rounds))
-        b_labels.append(f"b{k}")
-        _run(str(suite), store, f"b{k}", args.rounds, extra=0.1)
-    aa = [_compare(store, x, y) for x, y in pairwise(a_labels)]
-    ab = [_compare(store, a, b) for a, b in zip(a_labels, b_labels, strict=True)]
+def _report(name: str, seconds: list[float], aa: list, ab: list) -> None:
     alarms = sum(1 for code, counts in aa if code == 3 or _flagged(counts))
-    print(f"gate: {args.runs} A runs, {sum(seconds) / len(seconds):.1f} s each")
-    print(f"  A/A pairs with any point flagged: {alarms} of {len(aa)}")
-    for code, counts in aa:
-        print(f"    exit {code}  {counts}")
     total = [sum(counts.values()) for _, counts in ab]
     slower = [counts.get("slower", 0) for _, counts in ab]
     share = 100 * sum(slower) / max(1, sum(total))
-    print(
-        f"  A/B (+10 % work): exit 3 in {sum(code == 3 for code, _ in ab)} of {len(ab)}; "
-        f"points slower {sum(slower)} of {sum(total)} ({share:.0f} %)"
-    )
+    print(f"{name}: {len(seconds)} runs, {sum(seconds) / max(1, len(seconds)):.0f} s each")
+    print(f"  A/A pairs with any point flagged: {alarms} of {len(aa)}")
+    for code, counts in aa:
+        print(f"    exit {code}  {counts}")
+    print(f"  A/B (+10 % work): points slower {sum(slower)} of {sum(total)} ({share:.0f} %)")
     for code, counts in ab:
         print(f"    exit {code}  {counts}")
-    n, within, worst = _spread(store, a_labels[:3])
-    print(f"  spread of 3 A runs, points >= 50 us: {within} of {n} within 1.03; worst {worst:.3f}")
+    sys.stdout.flush()
 
-    if args.quick_runs:
-        q_labels, q_seconds = [], []
-        for k in range(args.quick_runs):
-            q_labels.append(f"q{k}")
-            q_seconds.append(_run("quick", store, f"q{k}", args.rounds))
-        qq = [_compare(store, x, y) for x, y in pairwise(q_labels)]
-        q_alarms = sum(1 for code, counts in qq if code == 3 or _flagged(counts))
-        print(f"quick: {args.quick_runs} runs, {', '.join(f'{s:.0f}' for s in q_seconds)} s")
-        print(f"  A/A pairs with any point flagged: {q_alarms} of {len(qq)}")
-        for code, counts in qq:
-            print(f"    exit {code}  {counts}")
-        if len(q_labels) >= 3:
-            n, within, worst = _spread(store, q_labels[:3])
-            print(
-                f"  spread of 3 runs, points >= 50 us: {within} of {n} within 1.03; "
-                f"worst {worst:.3f}"
+
+def _head_python(work: Path) -> str:
+    """An interpreter for ab's head: this Python with GATE_EXTRA_CALLS=1."""
+    path = work / "head-python"
+    path.write_text(f'#!/bin/sh\nGATE_EXTRA_CALLS=1 exec {sys.executable} "$@"\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instrument", default="time", help="time, ab, instructions (a list)")
+    parser.add_argument("--runs", type=int, default=4, help="A runs (and B runs) per instrument")
+    parser.add_argument("--rounds", type=int, default=3, help="--rounds of every time run")
+    parser.add_argument("--ab-rounds", type=int, default=10, help="--rounds of every ab run")
+    parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
+    parser.add_argument("--neighbour", action="store_true", help="a noisy neighbour beside")
+    parser.add_argument("--neighbour-seed", type=int, default=0)
+    parser.add_argument("--neighbour-max-s", type=float, default=7200.0)
+    args = parser.parse_args()
+    chosen = [i.strip() for i in args.instrument.split(",") if i.strip()]
+    if bad := [i for i in chosen if i not in INSTRUMENTS]:
+        raise SystemExit(f"--instrument: unknown {bad}; choose from {INSTRUMENTS}")
+    if args.threads is not None:
+        RUN_FLAGS.extend(["--threads", str(args.threads)])
+    work = Path(tempfile.mkdtemp(prefix="gate-bench-"))
+    suite = str(work / "gate.py")
+    Path(suite).write_text(GATE_SUITE)
+    store = str(work / "gate.db")
+    neighbour = None
+    if args.neighbour:
+        neighbour = subprocess.Popen(
+            [sys.executable, "-c", NEIGHBOUR, str(args.neighbour_seed), str(args.neighbour_max_s)]
+        )
+    print(
+        f"instruments {chosen}, neighbour {args.neighbour}, flags {RUN_FLAGS}; "
+        f"load before: {os.getloadavg()}",
+        flush=True,
+    )
+    try:
+        for instrument in chosen:
+            if instrument == "ab":
+                head = _head_python(work)
+                runs = [
+                    _ab(suite, store, sys.executable, args.ab_rounds, k) for k in range(args.runs)
+                ]
+                runs_b = [
+                    _ab(suite, store, head, args.ab_rounds, 100 + k) for k in range(args.runs)
+                ]
+                _report(
+                    "ab",
+                    [r[0] for r in runs + runs_b],
+                    [(c, m) for _, c, m in runs],
+                    [(c, m) for _, c, m in runs_b],
+                )
+                continue
+            flags = (
+                ("--rounds", str(args.rounds))
+                if instrument == "time"
+                else ("--metric", "instructions")
             )
+            labels_a, labels_b, seconds = [], [], []
+            for k in range(args.runs):  # A and B alternate, so drift hits both alike
+                labels_a.append(f"{instrument}-a{k}")
+                seconds.append(_run(suite, store, labels_a[-1], False, *flags))
+                labels_b.append(f"{instrument}-b{k}")
+                seconds.append(_run(suite, store, labels_b[-1], True, *flags))
+            aa = [_compare(store, x, y) for x, y in pairwise(labels_a)]
+            ab = [_compare(store, a, b) for a, b in zip(labels_a, labels_b, strict=True)]
+            _report(instrument, seconds, aa, ab)
+    finally:
+        if neighbour is not None:
+            neighbour.kill()
     print(f"load after: {os.getloadavg()}; store {store}")
 
 

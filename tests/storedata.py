@@ -16,6 +16,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 #: A store of schema version 1 written by a real `benchbench run` of the tiny suite, twice:
 #: runs labelled "base" and "contender", 5 points each, machine "fixture-box".
 STORE_V1 = FIXTURES / "store_v1.db"
+#: A store of schema version 2 (two processes a point: process_samples), the same way:
+#: runs "base" and "contender" of the tiny suite, 4 points each, with --rounds 2.
+STORE_V2 = FIXTURES / "store_v2.db"
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 
 

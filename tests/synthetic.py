@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 import uuid
@@ -31,8 +32,11 @@ def write_history(
     seed: int = 0,
     start: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     label: str | None = None,
+    counts: Mapping[Point, Sequence[float]] | None = None,
 ) -> list[str]:
-    """One run per index of the series; ``None`` stores a failed point. Returns run ids."""
+    """One run per index of the series; ``None`` stores a failed point. ``counts``: the
+    instructions per call each run counted for a point (run i gets value i). Returns run
+    ids."""
     env = env or environment()
     store.save_environment(env)
     rng = random.Random(seed)
@@ -75,6 +79,11 @@ def write_history(
                     converged=True,
                     bytes_per_call=8.0 * p.size,
                 )
+                if counts is not None and p in counts:
+                    counted = float(counts[p][i])
+                    result = dataclasses.replace(
+                        result, instructions_per_call=counted, instruction_counts=(counted,)
+                    )
             store.write_result(run_id, result)
         run_ids.append(run_id)
     return run_ids

@@ -15,11 +15,18 @@ contender; ``failing``, an error in the contender.
 A point **regressed** when it is ``slower``, or ``failing`` where the base measured
 it. The geometric mean of the ratios is given per workload and overall over the
 points both runs measured.
+
+Where both runs counted a point's instructions (``run --metric instructions``), the point
+also gets the ratio of the counts and their mark by the instruction verdict
+(:func:`~benchbench.analysis.verdict.mark_counts`); an instruction count ``slower`` is a
+regression too. A point whose runs counted and never timed it has the time mark
+``untimed``.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +37,7 @@ from benchbench.analysis.verdict import (
     FAILING,
     FASTER,
     GONE,
+    INSTRUCTIONS_MIN_EFFECT,
     MARKS,
     MIN_EFFECT,
     NEW,
@@ -38,7 +46,9 @@ from benchbench.analysis.verdict import (
     SEED,
     SLOWER,
     estimate,
+    estimate_counts,
     mark,
+    mark_counts,
 )
 from benchbench.core.values import Point
 
@@ -47,6 +57,7 @@ __all__ = [
     "FAILING",
     "FASTER",
     "GONE",
+    "INSTRUCTIONS_MIN_EFFECT",
     "MARKS",
     "MIN_EFFECT",
     "NEW",
@@ -64,6 +75,12 @@ __all__ = [
 ]
 
 Row = Mapping[str, Any]
+
+#: The time mark of a point that both runs counted but neither timed (``--metric
+#: instructions`` alone).
+UNTIMED = "untimed"
+#: The instruction marks in the order of a summary.
+VERDICT_ORDER = (SLOWER, FASTER, SAME, NOT_SIGNIFICANT)
 
 
 @dataclass(frozen=True)
@@ -95,11 +112,21 @@ class PointComparison:
     ratio_ci_high: float | None = None
     p_value: float | None = None
     reason: str | None = None
+    #: Instructions per call in each run and their verdict (both runs counted them).
+    base_instructions: float | None = None
+    contender_instructions: float | None = None
+    instructions_ratio: float | None = None
+    instructions_mark: str | None = None
 
     @property
     def regressed(self) -> bool:
-        """Slower beyond the minimum effect, or failing where the base measured it."""
-        return self.mark == SLOWER or (self.mark == FAILING and self.base_status == "ok")
+        """Slower beyond the minimum effect (in time or in instructions), or failing
+        where the base measured it."""
+        return (
+            self.mark == SLOWER
+            or self.instructions_mark == SLOWER
+            or (self.mark == FAILING and self.base_status == "ok")
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +145,10 @@ class PointComparison:
             "ratio_ci_high": self.ratio_ci_high,
             "p_value": self.p_value,
             "reason": self.reason,
+            "base_instructions": self.base_instructions,
+            "contender_instructions": self.contender_instructions,
+            "instructions_ratio": self.instructions_ratio,
+            "instructions_mark": self.instructions_mark,
         }
 
 
@@ -129,6 +160,9 @@ class Comparison:
     min_effect: float
     alpha: float
     environment_diff: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
+    instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT
+    #: True when the runs were measured in lockstep (``benchbench ab``) and judged paired.
+    paired: bool = False
 
     @property
     def regressions(self) -> list[PointComparison]:
@@ -139,7 +173,17 @@ class Comparison:
         return not self.environment_diff
 
     def counts(self) -> dict[str, int]:
-        return {mark: sum(1 for p in self.points if p.mark == mark) for mark in MARKS}
+        return {mark: sum(1 for p in self.points if p.mark == mark) for mark in (*MARKS, UNTIMED)}
+
+    def instruction_counts(self) -> dict[str, int]:
+        """Instruction marks and how many points got each (points both runs counted)."""
+        marks = [p.instructions_mark for p in self.points if p.instructions_mark is not None]
+        return {mark: marks.count(mark) for mark in VERDICT_ORDER if marks.count(mark)}
+
+    @property
+    def counted(self) -> bool:
+        """True when some point's instructions were counted in both runs."""
+        return any(p.instructions_mark is not None for p in self.points)
 
     def geomean_by_workload(self) -> dict[str, float]:
         """Geometric mean of the ratios per ``suite/workload`` (points both runs measured)."""
@@ -158,11 +202,16 @@ class Comparison:
         return {
             "min_effect": self.min_effect,
             "alpha": self.alpha,
+            "paired": self.paired,
             "same_environment": self.same_environment,
             "environment_diff": {
                 k: {"base": b, "contender": c} for k, (b, c) in self.environment_diff.items()
             },
             "counts": self.counts(),
+            "instructions": {
+                "min_effect": self.instructions_min_effect,
+                "counts": self.instruction_counts(),
+            },
             "regressed": len(self.regressions),
             "geomean": self.geomean,
             "geomean_by_workload": self.geomean_by_workload(),
@@ -184,14 +233,17 @@ def compare_samples(
     seed: int = SEED,
     base_processes: Sequence[int] = (),
     contender_processes: Sequence[int] = (),
+    paired: bool = False,
 ) -> SampleComparison:
-    """Ratio, CI, p-value and mark of two runs' per-call times (unpaired samples), by
+    """Ratio, CI, p-value and mark of two runs' per-call times, by
     :func:`benchbench.analysis.verdict.estimate` and :func:`~benchbench.analysis.verdict.mark`;
-    at the process level when both runs measured the point in several processes."""
+    at the process level when both runs measured the point in several processes.
+    ``paired``: the runs were measured in lockstep (``benchbench ab``), process *k* of one
+    beside process *k* of the other: the test is on the per-round log ratios."""
     found = estimate(
         base_s,
         contender_s,
-        paired=False,
+        paired=paired,
         alpha=alpha,
         seed=seed,
         base_processes=base_processes,
@@ -224,8 +276,11 @@ def compare_point(
     min_effect: float = MIN_EFFECT,
     alpha: float = ALPHA,
     seed: int = SEED,
+    instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
+    paired: bool = False,
 ) -> PointComparison:
-    """The comparison of one benchmark's rows in the base and the contender."""
+    """The comparison of one benchmark's rows in the base and the contender (``paired``:
+    measured in lockstep, see :func:`compare_samples`)."""
     row = contender if contender is not None else base
     if row is None:
         raise ValueError("compare_point needs a row on at least one side")
@@ -244,9 +299,14 @@ def compare_point(
         return PointComparison(mark=GONE, reason=reason, **common)
     if contender["status"] != "ok":
         return PointComparison(mark=FAILING, reason=contender.get("reason"), **common)
-    if base is None or base["status"] != "ok" or not base["samples_s"]:
+    counted = _counted(base, contender, instructions_min_effect)
+    if base is None or base["status"] != "ok":
         reason = "not in the base" if base is None else f"base: {base['status']}"
         return PointComparison(mark=NEW, reason=reason, **common)
+    if not base["samples_s"] or not contender["samples_s"]:
+        if counted:
+            return PointComparison(mark=UNTIMED, **counted, **common)
+        return PointComparison(mark=NEW, reason="not timed in the base", **common)
     result = compare_samples(
         per_call(base),
         per_call(contender),
@@ -255,6 +315,7 @@ def compare_point(
         seed=seed,
         base_processes=processes(base),
         contender_processes=processes(contender),
+        paired=paired,
     )
     return PointComparison(
         mark=result.mark,
@@ -262,8 +323,37 @@ def compare_point(
         ratio_ci_low=result.ci_low,
         ratio_ci_high=result.ci_high,
         p_value=result.p_value,
+        **counted,
         **common,
     )
+
+
+def instructions(row: Row) -> tuple[list[float], float] | None:
+    """A stored row's instruction counts per call (one per instrumented process) and their
+    within-process spread; None where none were counted."""
+    if row.get("instructions_per_call") is None:
+        return None
+    counts = [float(c) for c in row.get("instruction_counts") or [row["instructions_per_call"]]]
+    spread = float(((row.get("extra") or {}).get("instructions") or {}).get("spread") or 0.0)
+    return counts, spread
+
+
+def _counted(base: Row | None, contender: Row, min_effect: float) -> dict[str, Any]:
+    """The instruction fields of a point's comparison (empty unless both runs counted)."""
+    base_side = instructions(base) if base is not None else None
+    con_side = instructions(contender)
+    if base_side is None or con_side is None or contender["status"] != "ok":
+        return {}
+    (base_counts, base_spread), (con_counts, con_spread) = base_side, con_side
+    if min(base_counts + con_counts) <= 0:
+        return {}  # a count of 0 (an empty call): no ratio to take
+    found = estimate_counts(base_counts, con_counts, base_spread, con_spread)
+    return {
+        "base_instructions": statistics.median(base_counts),
+        "contender_instructions": statistics.median(con_counts),
+        "instructions_ratio": found.ratio,
+        "instructions_mark": mark_counts(found, min_effect),
+    }
 
 
 def compare_rows(
@@ -275,6 +365,8 @@ def compare_rows(
     seed: int = SEED,
     base_environment: Mapping[str, Any] | None = None,
     contender_environment: Mapping[str, Any] | None = None,
+    instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
+    paired: bool = False,
 ) -> Comparison:
     """Compare two runs' rows point by point (base order, then points new in the contender).
 
@@ -289,15 +381,31 @@ def compare_rows(
     contender = {r["benchmark_id"]: r for r in contender_rows}
     order = list(base) + [b for b in contender if b not in base]
     points = tuple(
-        compare_point(base.get(b), contender.get(b), min_effect=min_effect, alpha=alpha, seed=seed)
+        compare_point(
+            base.get(b),
+            contender.get(b),
+            min_effect=min_effect,
+            alpha=alpha,
+            seed=seed,
+            instructions_min_effect=instructions_min_effect,
+            paired=paired,
+        )
         for b in order
     )
     return Comparison(
         points=points,
         min_effect=min_effect,
         alpha=alpha,
+        instructions_min_effect=instructions_min_effect,
+        paired=paired,
         environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
     )
+
+
+def lockstep_pair(base_run: Mapping[str, Any], contender_run: Mapping[str, Any]) -> bool:
+    """True when two stored runs are the two sides of one ``benchbench ab`` run."""
+    paired = ((base_run.get("config") or {}).get("ab") or {}).get("paired_run")
+    return paired is not None and paired == contender_run.get("id")
 
 
 def environment_diff(

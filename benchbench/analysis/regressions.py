@@ -10,6 +10,12 @@ too noisy to judge (per-point relative noise above 10 %) is reported as
 its commit range: the last run at the old level and the first at the new one.
 An ``expected`` annotation on an alert resets the baseline: only runs from its
 first bad run on are judged afterwards.
+
+``metric="instructions"`` judges the series of instruction counts per call instead
+(``run --metric instructions``), whose noise is far below time's; its alerts say
+``metric: instructions`` in their detail, with the counts before and after. An alert is
+one per (benchmark, environment, first bad run): where time already raised one for that
+run, the count's is not stored again.
 """
 
 from __future__ import annotations
@@ -75,10 +81,12 @@ def analyze_series(
     *,
     min_effect: float = 0.05,
     baseline_run_id: str | None = None,
+    metric: str = "time",
 ) -> SeriesReport:
     """Detect regressions in one series (oldest first).
 
     ``baseline_run_id``: judge only runs from this one on (an expected change).
+    ``metric``: what the series' values are (``time``: seconds; ``instructions``).
     """
     if baseline_run_id is not None:
         ids = [h.run_id for h in history]
@@ -91,10 +99,12 @@ def analyze_series(
         good = _last_ok_before(history, cp.index)
         bad = history[cp.index]
         creep = next((c for c in analysis.creeps if cp.index in c.change_points), None)
+        unit = "s" if metric == "time" else "instructions"
         detail: dict[str, Any] = {
             "kind": "creep" if creep else "step",
-            "before_s": cp.before,
-            "after_s": cp.after,
+            "metric": metric,
+            f"before_{unit}": cp.before,
+            f"after_{unit}": cp.after,
             "p_value": cp.p_value,
             "good_sha": good.git_sha if good else None,
             "bad_sha": bad.git_sha,
@@ -131,15 +141,25 @@ def _last_ok_before(history: Sequence[HistoryPoint], index: int) -> HistoryPoint
     return None
 
 
-def detect(store: Store, *, min_effect: float = 0.05) -> tuple[list[SeriesReport], int]:
-    """Analyze every series of ``store``, store the new alerts; returns the reports and
-    how many alerts were new (an alert already stored keeps its status)."""
+def detect(
+    store: Store, *, min_effect: float = 0.05, metric: str = "time"
+) -> tuple[list[SeriesReport], int]:
+    """Analyze every series of ``store`` (of ``metric``: ``time`` or ``instructions``),
+    store the new alerts; returns the reports and how many alerts were new (an alert
+    already stored keeps its status). Series with no value at all (a metric never
+    measured for them) are left out."""
     bases = baselines(store)
     reports = [
         analyze_series(
-            bench, env, history, min_effect=min_effect, baseline_run_id=bases.get((bench, env))
+            bench,
+            env,
+            history,
+            min_effect=min_effect,
+            baseline_run_id=bases.get((bench, env)),
+            metric=metric,
         )
-        for (bench, env), history in load_series(store).items()
+        for (bench, env), history in load_series(store, metric).items()
+        if any(h.median_s is not None for h in history) or metric == "time"
     ]
     new = save_alerts(store, [alert for report in reports for alert in report.alerts])
     return reports, new

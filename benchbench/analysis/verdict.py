@@ -63,6 +63,12 @@ whose smallest two-sided p with 3 values a side is 0.1, it can reach p < 0.05 wi
 3 processes a side when the processes agree with each other (validated with
 injected between-process noise in tests/unit/test_verdict.py and, on real runs,
 by ``benchmarks/gate_bench.py``).
+
+**Instruction counts** (``run --metric instructions``) have a verdict of their own,
+:func:`estimate_counts` and :func:`mark_counts`: a count is exact up to the small
+variation measured between repeats and between fresh processes, so there is no
+sampling distribution to test; a change beyond :data:`INSTRUCTIONS_MIN_EFFECT` (1 %) is
+a change, unless the counts themselves moved by half that much.
 """
 
 from __future__ import annotations
@@ -165,7 +171,9 @@ def estimate(
         raise ValueError(
             f"a ratio of medians needs >= 1 sample a side, got {base.size} and {contender.size}"
         )
-    if paired and base.size != contender.size:
+    by_process = len(base_processes) > 1 and len(contender_processes) > 1
+    if paired and base.size != contender.size and not by_process:
+        # At the process level the pairs are the processes (rounds), not the samples.
         raise ValueError(f"paired samples need equal counts, got {base.size} and {contender.size}")
     if not (
         np.all(np.isfinite(base) & (base > 0)) and np.all(np.isfinite(contender) & (contender > 0))
@@ -178,7 +186,7 @@ def estimate(
             f"resamples must be >= {math.ceil(2.0 / alpha)} for alpha {alpha}, got {resamples}"
         )
     ratio = float(np.median(contender) / np.median(base))
-    if len(base_processes) > 1 and len(contender_processes) > 1:
+    if by_process:
         return _process_level(base, contender, base_processes, contender_processes, paired, alpha)
     ratios = np.sort(_bootstrap_ratios(base, contender, paired, resamples, seed))
     # Order statistics matched to the p-value: with a = alpha/2 * resamples, the lower
@@ -259,3 +267,56 @@ def decisive(ratio: float, min_effect: float = MIN_EFFECT) -> bool:
     """True when ``ratio`` is beyond the minimum effect either way (the effect half of
     :func:`mark`, for callers that have medians but no samples)."""
     return ratio >= 1.0 + min_effect or ratio <= 1.0 / (1.0 + min_effect)
+
+
+#: The smallest change of an instruction count that counts, either way (in log space,
+#: as :data:`MIN_EFFECT`). Counts of identical code in fresh callgrind processes differ
+#: by far less (BENCHMARKS.md, "Instruction counts": at most 0.1 % over the gate suite),
+#: and this is no lower than twice that, whatever the machine's load.
+INSTRUCTIONS_MIN_EFFECT = 0.01
+
+
+@dataclass(frozen=True)
+class CountEstimate:
+    """``count(contender) / count(base)`` of instructions per call, and how unsure the
+    counts are: ``noise``, the largest relative spread of either side's repeated counts
+    (within a process, and between its processes where there were several)."""
+
+    ratio: float
+    noise: float
+
+
+def estimate_counts(
+    base_counts: Sequence[float],
+    contender_counts: Sequence[float],
+    base_spread: float = 0.0,
+    contender_spread: float = 0.0,
+) -> CountEstimate:
+    """The ratio of two sides' median instruction counts per call (one count per
+    instrumented process) and their noise (``*_spread``: each side's within-process
+    spread, ``extra.instructions.spread``). ValueError for an empty side or a count
+    that is not positive and finite."""
+    sides = [np.asarray(base_counts, dtype=np.float64), np.asarray(contender_counts, np.float64)]
+    if any(side.size < 1 for side in sides):
+        raise ValueError("an instruction verdict needs >= 1 count a side")
+    if not all(np.all(np.isfinite(side) & (side > 0)) for side in sides):
+        raise ValueError("instruction counts must be finite and > 0")
+    base, contender = (float(np.median(side)) for side in sides)
+    between = [float((side.max() - side.min()) / np.median(side)) for side in sides]
+    return CountEstimate(contender / base, max(base_spread, contender_spread, *between))
+
+
+def mark_counts(found: CountEstimate, min_effect: float = INSTRUCTIONS_MIN_EFFECT) -> str:
+    """The verdict on instruction counts: ``slower`` / ``faster`` beyond ``min_effect``
+    (symmetric in log space, as :func:`mark`), ``same`` inside it, and ``not significant``
+    when the counts' own noise is more than half the minimum effect (a count that moves
+    that much between repeats cannot tell such a change from itself)."""
+    if not 0 <= min_effect < 1:
+        raise ValueError(f"min_effect must be a fraction in [0, 1), got {min_effect}")
+    if 2.0 * found.noise > min_effect:
+        return NOT_SIGNIFICANT
+    if found.ratio >= 1.0 + min_effect:
+        return SLOWER
+    if found.ratio <= 1.0 / (1.0 + min_effect):
+        return FASTER
+    return SAME

@@ -28,6 +28,7 @@ COMMANDS = {
     "time": "time",
     "dashboard": "dashboard",
     "compare": "compare",
+    "ab": "ab",
     "export": "export",
     "import": "import_",
     "claims": "claims",

@@ -16,7 +16,15 @@ faster (p < --alpha and ratio <= 1 / (1 + m)), same (significant but inside thos
 bounds), not significant; m is --min-effect. Points without a verdict are new, gone
 or failing. Geometric means of the ratios per workload and overall follow.
 
-Exit codes: 3 when a point is slower or newly failing (regressed), unless
+Where both runs counted a point's instructions (run --metric instructions), the
+table adds the instructions per call of each run, their ratio and a mark by the
+instruction verdict: slower or faster when the counts differ by --instructions-min-effect
+or more (default 1 %), same inside it, not significant when a side's repeated counts
+moved by half of it. Counts are blind to memory stalls and other threads, and no
+neighbour process can change them: a nightly on a shared runner can gate on them.
+
+Exit codes: 3 when a point is slower (in time or in instructions) or newly failing
+(regressed), unless
 --no-fail-on-regression; 0 otherwise; 1 error; 2 usage. Runs from different
 environments can be compared; the differing fields are shown.
 """
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 from rich.text import Text
 
@@ -33,6 +42,7 @@ from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
 from benchbench.run import sharding
+from benchbench.views.results import format_instructions
 from benchbench.views.tables import Column, Grid
 
 HELP = "compare two runs; exit 3 on regression"
@@ -56,12 +66,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ENV",
         help="resolve both runs among this environment's runs (id, prefix or machine label)",
     )
+    add_verdict(parser)
+    flags.add_store(parser)
+    flags.add_format(parser)
+
+
+def add_verdict(parser: argparse.ArgumentParser) -> None:
+    """The verdict's flags (``compare`` and ``ab``): minimum effects, alpha, exit code."""
     parser.add_argument(
         "--min-effect",
         type=float,
         default=compare.MIN_EFFECT,
         metavar="FRACTION",
         help="smallest change of the median that counts (default %(default)s = 5%%)",
+    )
+    parser.add_argument(
+        "--instructions-min-effect",
+        type=float,
+        default=compare.INSTRUCTIONS_MIN_EFFECT,
+        metavar="FRACTION",
+        help="smallest change of an instruction count that counts (default %(default)s = 1%%; "
+        "identical code counted in fresh processes differs by at most 0.1%%)",
     )
     parser.add_argument(
         "--alpha",
@@ -76,18 +101,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="exit 3 when a point regressed (default on; --no-fail-on-regression exits 0)",
     )
-    flags.add_store(parser)
-    flags.add_format(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_verdict(args)
+    store = flags.store_from(args)
+    base, base_rows = sharding.run_or_group(store, args.base, args.environment)
+    contender, contender_rows = sharding.run_or_group(store, args.contender, args.environment)
+    return judge(args, store, base, contender, rows=(base_rows, contender_rows))
+
+
+def check_verdict(args: argparse.Namespace) -> None:
+    """UsageError for a verdict flag out of range (before anything is read or measured)."""
     if not 0 <= args.min_effect < 1:
         raise UsageError(f"--min-effect must be a fraction in [0, 1), got {args.min_effect}")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
-    store = flags.store_from(args)
-    base, base_rows = sharding.run_or_group(store, args.base, args.environment)
-    contender, contender_rows = sharding.run_or_group(store, args.contender, args.environment)
+    if not 0 <= args.instructions_min_effect < 1:
+        raise UsageError(
+            "--instructions-min-effect must be a fraction in [0, 1), "
+            f"got {args.instructions_min_effect}"
+        )
+
+
+def judge(
+    args: argparse.Namespace,
+    store: Any,
+    base: dict,
+    contender: dict,
+    rows: tuple[list[dict], list[dict]] | None = None,
+) -> int:
+    """Compare two stored runs, print the table (or JSON) and return the exit code: 3 on
+    a regression unless ``--no-fail-on-regression``. The two sides of one ``benchbench
+    ab`` run are judged paired (per-round log ratios). ``benchbench ab`` ends here too.
+    ``rows`` are the two sides' measurements when they are not the runs' own (a run
+    group's shards); by default each run's."""
+    base_rows, contender_rows = rows or (
+        store.measurements(base["id"]),
+        store.measurements(contender["id"]),
+    )
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
@@ -99,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         base_environment=(envs[0] or {}).get("fields"),
         contender_environment=(envs[1] or {}).get("fields"),
+        instructions_min_effect=args.instructions_min_effect,
+        paired=compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base),
     )
     if args.format == "json":
         flags.print_json(
@@ -128,7 +182,7 @@ def _name(run: dict) -> str:
 def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     """Per point: both medians, the ratio with its CI, p and the mark; geometric means
     as notes under it."""
-    rows = [
+    rows: list[tuple[str | Text, ...]] = [
         (
             p.label,
             format_time(p.base_median_s) if p.base_median_s is not None else "-",
@@ -143,9 +197,11 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         for p in result.points
     ]
     notes = [f"geometric mean {w}: {v:.3f}" for w, v in result.geomean_by_workload().items()]
+    if result.paired:
+        notes.insert(0, "measured in lockstep (benchbench ab): paired by round")
     if result.geomean is not None and math.isfinite(result.geomean):
         notes.append(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
-    columns = (
+    columns: tuple[Column, ...] = (
         Column("point"),
         Column("base", "right"),
         Column("contender", "right"),
@@ -154,8 +210,34 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         Column("p", "right"),
         Column("mark"),
     )
+    if result.counted:
+        columns = (*columns[:-1], *INSTRUCTION_COLUMNS, columns[-1])
+        rows = [
+            (*r[:-1], *_instruction_cells(p), r[-1])
+            for r, p in zip(rows, result.points, strict=True)
+        ]
     title = f"{_name(contender)} vs base {_name(base)}"
     return Grid.of(columns, rows, title=title, notes=notes)
+
+
+#: The columns a comparison adds where both runs counted instructions.
+INSTRUCTION_COLUMNS = (
+    Column("base instr", "right"),
+    Column("contender instr", "right"),
+    Column("instr ratio", "right"),
+    Column("instr mark"),
+)
+
+
+def _instruction_cells(p: compare.PointComparison) -> tuple[str | Text, ...]:
+    if p.instructions_mark is None:
+        return ("-", "-", "-", "-")
+    return (
+        format_instructions(p.base_instructions),
+        format_instructions(p.contender_instructions),
+        f"{p.instructions_ratio:.4f}" if p.instructions_ratio is not None else "-",
+        Text(p.instructions_mark, style=_STYLE.get(p.instructions_mark, "")),
+    )
 
 
 def _print(
@@ -170,6 +252,9 @@ def _print(
         for key, (b, c) in result.environment_diff.items():
             err.print(f"  {key}: {b!r} -> {c!r}")
     counts = ", ".join(f"{n} {mark}" for mark, n in result.counts().items() if n)
+    if result.counted:
+        marks = ", ".join(f"{n} {m}" for m, n in result.instruction_counts().items())
+        counts += f"; instructions: {marks} (min effect {result.instructions_min_effect:.1%})"
     err.print(
         f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
         f"alpha {result.alpha})"

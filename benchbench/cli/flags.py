@@ -263,7 +263,8 @@ def progress_events(progress: Progress, description: str) -> Callable[[str, dict
         if event == "start":
             task.append(progress.add_task(description, total=data["total"], current=""))
         elif event == "point":
-            where = f" (round {data['round']})" if data.get("round", 1) > 1 else ""
+            step = data.get("round", 1)  # a round number, or "instructions" (callgrind)
+            where = f" (round {step})" if step != 1 else ""
             # Escaped: the bar's text is markup, which would drop "[float32, cpu]".
             progress.update(task[0], current=escape(data["label"] + where))
         elif event == "advance":

@@ -12,6 +12,10 @@ in it (3 at the old level, 3 at the new); the command says how many series have
 fewer and how many runs they have. It needs an existing store (a missing one is an
 error, not a new empty store) and saves new alerts into it.
 
+--metric instructions judges the series of instruction counts per call (runs made with
+`run --metric instructions`) instead of times; counts move far less than times, so a
+smaller --min-effect suits them (its default there is 0.01).
+
 Exit codes: 0; 3 with --fail when an open (unannotated) regression is listed.
 """
 
@@ -21,12 +25,13 @@ import argparse
 import datetime as dt
 
 from benchbench.analysis.regressions import MIN_RUNS, SeriesReport, detect
+from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT
 from benchbench.cli import flags
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_size, format_time
 from benchbench.core.values import point_name
 from benchbench.store.history import list_alerts
-from benchbench.views.results import _iso
+from benchbench.views.results import _iso, format_instructions
 from benchbench.views.tables import Grid
 
 HELP = "detect regressions over history and list alerts"
@@ -41,11 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only alerts whose first bad run started on or after DATE (YYYY-MM-DD)",
     )
     parser.add_argument(
+        "--metric",
+        choices=("time", "instructions"),
+        default="time",
+        help="the series judged: median times (default) or instruction counts per call",
+    )
+    parser.add_argument(
         "--min-effect",
         type=float,
-        default=0.05,
+        default=None,
         metavar="FRACTION",
-        help="smallest relative slowdown that alerts (default %(default)s)",
+        help="smallest relative slowdown that alerts (default 0.05; 0.01 with --metric "
+        "instructions)",
     )
     parser.add_argument(
         "--all", action="store_true", help="also list acknowledged, ignored and expected alerts"
@@ -116,7 +128,7 @@ def alerts_grid(alerts: list[dict], title: str) -> Grid:
                 a["severity"],
                 f"{a['rel_change']:+.1%}",
                 f"{name}(n={format_size(a['size'])})",
-                f"{format_time(d.get('before_s'))} → {format_time(d.get('after_s'))}",
+                _before_after(d),
                 commits,
                 f"{a['first_bad_run_id'][:8]} {a['first_bad_at']:%Y-%m-%d}",
             )
@@ -124,12 +136,22 @@ def alerts_grid(alerts: list[dict], title: str) -> Grid:
     return Grid.of(ALERT_COLUMNS, rows, title=title)
 
 
+def _before_after(detail: dict) -> str:
+    """``1.2 ms → 1.4 ms``, or instruction counts for an alert on counts."""
+    if detail.get("metric") == "instructions":
+        before, after = detail.get("before_instructions"), detail.get("after_instructions")
+        return f"{format_instructions(before)} → {format_instructions(after)} instr"
+    return f"{format_time(detail.get('before_s'))} → {format_time(detail.get('after_s'))}"
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.min_effect is None:
+        args.min_effect = INSTRUCTIONS_MIN_EFFECT if args.metric == "instructions" else 0.05
     if not 0 < args.min_effect < 1:
         raise UsageError(f"--min-effect must be a fraction between 0 and 1, got {args.min_effect}")
     since = parse_since(args.since)
     store = flags.store_from(args)
-    reports, new = detect(store, min_effect=args.min_effect)
+    reports, new = detect(store, min_effect=args.min_effect, metric=args.metric)
     alerts = list_alerts(store, since=since, statuses=None if args.all else ("open",))
     unstable = [r for r in reports if r.unstable]
     note = history_note(reports, store.url)

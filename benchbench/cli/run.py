@@ -9,7 +9,8 @@ core unless --threads says otherwise). Telemetry (CPU clocks, load, other proces
 idle cores, GPU clocks) is sampled by the runner beside each point and stored with it;
 a point with more torch threads than idle cores gets a warning. --profile saves a
 torch.profiler trace of each selected point (after its timing) beside the store and
-lists its top operators.
+lists its top operators. --metric instructions counts each point's instructions per
+call under valgrind's callgrind instead of (or, with time,instructions, beside) timing it.
 
 On CUDA the host time each sample took to launch is stored beside the event time, and
 a point whose host needs about as long as its GPU is marked launch-bound; the SM clock
@@ -62,6 +63,7 @@ from benchbench.machine import nvml
 from benchbench.machine.vcs import git_state
 from benchbench.measure.policy import Policy
 from benchbench.run import runner, sharding
+from benchbench.run.instrumented import parse_metrics
 from benchbench.store import Store
 from benchbench.store.profiles import latest_profiles
 from benchbench.views.results import (
@@ -111,6 +113,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: each workload's outputs=, keep unless the suite says drop)",
     )
     flags.add_threads(parser)
+    parser.add_argument(
+        "--metric",
+        metavar="METRIC[,METRIC]",
+        help="time: wall time over fresh processes (default); instructions: instructions per "
+        "call counted under valgrind's callgrind (one instrumented worker for the run, one "
+        "thread; no neighbour can change a count, but it cannot see memory stalls or other "
+        "threads); time,instructions: both, stored in the same rows",
+    )
     parser.add_argument(
         "--cuda-graph",
         action="store_true",
@@ -231,6 +241,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         ),
         cache=args.cache or "warm",
         outputs=args.outputs,
+        metrics=parse_metrics(args.metric),
         threads=args.threads,
         cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
@@ -275,6 +286,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--cuda-graph", args.cuda_graph, stored.policy.cuda_graph),
         ("--cache", args.cache, stored.cache),
         ("--outputs", args.outputs, stored.outputs),
+        ("--metric", parse_metrics(args.metric) if args.metric else None, stored.metrics),
         ("--threads", args.threads, stored.threads),
         ("--cpus", flags.cpus_from(args) or None, stored.cpus or None),
         ("--allocator", args.allocator, stored.allocator),
@@ -309,6 +321,21 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
             "compile_timeout_s": compile_timeout,
             "memory_limit_bytes": memory,
         }
+    )
+
+
+def progress_bar(err: Any) -> Progress:
+    """The progress bar of a measuring command (``run``, ``ab``), on ``err``, transient."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[current]}"),
+        console=err,
+        transient=True,
     )
 
 
@@ -361,17 +388,7 @@ def run(args: argparse.Namespace) -> int:
     stop = runner.StopRequest()
     with (
         _locked_clocks(args, config, err),
-        Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[current]}"),
-            console=err,
-            transient=True,
-        ) as progress,
+        progress_bar(err) as progress,
         stop_on_signals(stop),
     ):
         started = time.monotonic()

@@ -125,6 +125,11 @@ MEASUREMENT: tuple[Column, ...] = (
     Column("max_abs_error", "float", "result"),
     Column("process_samples", "json", "result"),
     Column("process_medians_s", "json", "stat", unit="s"),
+    # Schema version 3: instruction counts under callgrind (``run --metric instructions``).
+    # instructions_per_call: the headline count, the median of the processes' counts;
+    # instruction_counts: each instrumented process's count per call, in order.
+    Column("instructions_per_call", "float", "result", unit="instructions"),
+    Column("instruction_counts", "json", "result", unit="instructions"),
 )
 
 #: Point columns shown beside a result (the code version only splits history).

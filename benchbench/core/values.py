@@ -194,6 +194,10 @@ class Result:
     #: Samples taken by each worker process, in the order of ``samples_s`` (a point
     #: measured in rounds across fresh processes); empty: all from one process.
     process_samples: tuple[int, ...] = ()
+    #: Instructions per call counted under callgrind (``--metric instructions``): the
+    #: median over ``instruction_counts``, one count per instrumented process.
+    instructions_per_call: float | None = None
+    instruction_counts: tuple[float, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -219,6 +223,8 @@ class Result:
             "duration_s": self.duration_s,
             "max_abs_error": self.max_abs_error,
             "process_samples": list(self.process_samples),
+            "instructions_per_call": self.instructions_per_call,
+            "instruction_counts": list(self.instruction_counts),
         }
 
     @classmethod
@@ -228,4 +234,5 @@ class Result:
         values["samples_s"] = tuple(float(s) for s in data.get("samples_s", ()))
         values["warnings"] = tuple(data.get("warnings", ()))
         values["process_samples"] = tuple(int(k) for k in data.get("process_samples") or ())
+        values["instruction_counts"] = tuple(float(c) for c in data.get("instruction_counts") or ())
         return cls(**values)

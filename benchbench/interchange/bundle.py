@@ -274,8 +274,23 @@ def _parse_measurements(
         point, version = points[benchmark_id]
         status = check.choice(m, "status", ("ok", "skipped", "error"), where)
         samples = check.float_list(m, "samples_s", where, low=0.0)
-        if status == "ok" and not samples:
-            check.fail(f"{where}.samples_s", "is empty for an ok measurement", samples)
+        # Absent in bundles written before instruction counts (schema version 3).
+        counts = (
+            check.float_list(m, "instruction_counts", where, low=0.0)
+            if m.get("instruction_counts") is not None
+            else []
+        )
+        instructions = (
+            check.number(m, "instructions_per_call", where, low=0.0, optional=True)
+            if "instructions_per_call" in m
+            else None
+        )
+        if status == "ok" and not samples and instructions is None:
+            check.fail(
+                f"{where}.samples_s",
+                "is empty for an ok measurement that counted no instructions either",
+                samples,
+            )
         telemetry = m.get("telemetry")
         # Absent in bundles written before rounds: one process.
         processes = m.get("process_samples")
@@ -312,6 +327,8 @@ def _parse_measurements(
             if "max_abs_error" in m
             else None,
             process_samples=tuple(processes or ()),
+            instructions_per_call=instructions,
+            instruction_counts=tuple(counts),
         )
         check.consistent_stats(m, where, result)
         results.append(result)

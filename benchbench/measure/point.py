@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
-from benchbench.measure import backward, inplace, workmodel
+from benchbench.measure import backward, inplace, instructions, workmodel
 from benchbench.measure import timers as devices
 from benchbench.measure.accuracy import Tolerance, tolerance_for
 from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_subject, per_call
@@ -29,6 +29,8 @@ from benchbench.measure.trace import profile_point
 from benchbench.suite.declare import Skip, Variant, Workload
 from benchbench.suite.inputs import SetupContext
 
+#: The work model's figures per call: ``Workload.bytes``, ``flops``, ``items``.
+WORK = ("bytes", "flops", "items")
 #: ``rotate`` mode keeps at most this many copies of the inputs.
 MAX_ROTATE_COPIES = 64
 
@@ -50,6 +52,14 @@ class Options:
     #: False: skip the reference check and the derived work model (a later process of a
     #: point the first one checked; the merge keeps the first process's figures).
     check: bool = True
+    #: ``time`` (the engine's samples) or ``instructions`` (counted under callgrind, in a
+    #: worker the instrumented launcher started: :mod:`benchbench.measure.instructions`).
+    metric: str = "time"
+    #: Called before every block of calls, outside the timed region (warm-up included):
+    #: ``benchbench ab``'s lockstep, which waits there for its turn. With a gate the point
+    #: takes no peak memory and no trace after its samples (the other side would be
+    #: sampling meanwhile).
+    gate: Callable[[], None] | None = None
 
 
 def _skip(point: Point, reason: str, **kw: Any) -> Result:
@@ -159,6 +169,9 @@ def _measure_inputs(
     warnings: list[str] = []
     max_rel_error: float | None = None
     extra: dict[str, Any] = {}
+    if variant.compile and options.metric == "instructions":
+        # Compiling takes 20-90 s here natively and ~50x that under callgrind.
+        return _skip(point, "instructions are not counted for torch.compile variants", **base)
     if variant.compile:
         # The first call of a torch.compile'd function traces and compiles it (20-90 s
         # here, cold); it comes before the reference check so that its time is
@@ -252,6 +265,22 @@ def _measure_inputs(
         extra["inplace_copies"] = planned.copies
     else:
         subjects = _subjects(variant, fn, call_inputs, point, cache, outputs)
+    if options.metric == "instructions":
+        work = {
+            n: _work(getattr(workload, n), point, warnings) for n in ("bytes", "flops", "items")
+        }
+        return instructions.counted_result(
+            point,
+            subjects[0],
+            call_inputs,
+            outputs,
+            policy.fixed_calls,
+            work,
+            warnings,
+            max_rel_error=max_rel_error,
+            extra=extra,
+            **base,
+        )
     graph, note = graph_mode(
         variant.cuda_graph or options.policy.cuda_graph,
         point.device,
@@ -267,13 +296,17 @@ def _measure_inputs(
         except GraphCaptureError as exc:
             return _skip(point, f"CUDA graph capture failed: {exc}", extra=extra, **base)
         extra["cuda_graph"] = {"calls_per_replay": graph_calls}
+    if options.gate is not None:
+        subjects = [gated(s, options.gate) for s in subjects]
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main
-    if planned_bwd is not None:
+    if options.gate is not None:
+        peak = None
+    elif planned_bwd is not None:
         peak = peak_memory(planned_bwd.once, (), point.device, False)
     else:
         peak = peak_memory(fn, call_inputs, point.device, variant.inplace)
-    if options.profile_dir is not None:
+    if options.profile_dir is not None and options.gate is None:
         if planned_bwd is not None:
             extra["profile"] = profile_point(planned_bwd.once, (), point, options.profile_dir)
         else:
@@ -298,6 +331,18 @@ def _measure_inputs(
         extra=extra,
         **base,
     )
+
+
+def gated(subject: Subject, gate: Callable[[], None]) -> Subject:
+    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre)."""
+    pre = subject.pre
+
+    def wait_then_pre() -> None:
+        gate()
+        if pre is not None:
+            pre()
+
+    return replace(subject, pre=wait_then_pre)
 
 
 def _variant_restriction(variant: Variant, point: Point) -> str | None:

@@ -38,6 +38,7 @@ from benchbench.core.values import Point, Result
 from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
+from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
 from benchbench.run.observed import observed_request
 from benchbench.run.rounds import Rounds, merge, round_request, target_of, wants_more
 from benchbench.run.rounds import order as rounds_order
@@ -164,10 +165,14 @@ class WorkerPool:
             self._launcher = spawner()
             return self._launcher.worker()
 
-    def close(self) -> None:
+    def retire(self) -> None:
+        """Close the current worker (a lockstep pair's side, driven by its own requests)."""
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+
+    def close(self) -> None:
+        self.retire()
         self._launcher.close()
 
     def __enter__(self) -> WorkerPool:
@@ -221,6 +226,8 @@ def measure_jobs(
     stop: StopRequest | None = None,
     progress: ProgressFn | None = None,
     rounds: Rounds | None = None,
+    counter: WorkerPool | None = None,
+    timed: bool = True,
 ) -> RunSummary:
     """Measure ``jobs`` in ``rounds``, writing each point's result to ``record``'s store.
 
@@ -234,6 +241,12 @@ def measure_jobs(
     ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
     point is done. Without a store in ``record`` nothing is stored and the environment
     is not asked for.
+
+    ``counter``: the pool of the instrumented worker (:mod:`benchbench.run.instrumented`),
+    which counts every job's instructions first, in plan order, before any timing (so
+    that callgrind's busy process never runs beside a timed one); each point's counts
+    are then merged into its timed result, or are its result when ``timed`` is False
+    (``--metric instructions``: no time rounds).
     """
     notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
@@ -246,11 +259,26 @@ def measure_jobs(
             summary.environment = _environment(pool, threads)
             _open_run(store, record, summary.environment)
             opened = True
-        total = len(jobs) * plan.count
+        total = len(jobs) * (plan.count if timed else 0) + (len(jobs) if counter else 0)
         notify("start", {"total": total, "run_id": summary.run_id})
         taken: list[list[list[Result]]] = [[] for _ in jobs]  # [job][round] -> results
         finished: dict[int, list[Result]] = {}  # job -> its merged results
-        open_jobs = set(range(len(jobs)))
+
+        def write(index: int, merged: list[Result]) -> None:
+            if timed and index in counted:
+                merged = [with_counts(r, c) for r, c in zip(merged, counted[index], strict=True)]
+            for result in merged:
+                if store is not None:
+                    store.write_result(record.run_id, result)
+            finished[index] = merged
+            notify("result", {"index": index, "results": merged, "result": merged[0]})
+
+        counted: dict[int, list[Result]] = {}
+        if counter is not None:
+            # Counts only (no time rounds): each point is written as soon as it is counted.
+            done = None if timed else write
+            counted = _counts(jobs, counter, timed, timeout_s, stop, notify, total, done)
+        open_jobs = set(range(len(jobs))) if timed and not stop.requested else set()
         round_index = 0
         while open_jobs and round_index < plan.max_count and not stop.requested:
             if round_index >= plan.count:
@@ -284,11 +312,7 @@ def measure_jobs(
                 if more and not first_failed:
                     continue
                 open_jobs.discard(index)
-                for result in merged:
-                    if store is not None:
-                        store.write_result(record.run_id, result)
-                finished[index] = merged
-                notify("result", {"index": index, "results": merged, "result": merged[0]})
+                write(index, merged)
             round_index += 1
         summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
@@ -317,6 +341,42 @@ def _request(
     if message["event"] == "interrupted":
         return None
     return job.results(message)
+
+
+def _counts(
+    jobs: Sequence[Job],
+    counter: WorkerPool,
+    timed: bool,
+    timeout_s: float,
+    stop: StopRequest,
+    notify: ProgressFn,
+    total: int,
+    done: Callable[[int, list[Result]], None] | None = None,
+) -> dict[int, list[Result]]:
+    """Every job's instruction counts from the instrumented worker, in plan order (the
+    jobs a stop left uncounted are absent: ``--resume`` measures them); ``done(index,
+    results)`` is called with each job's counts as they come."""
+    counted: dict[int, list[Result]] = {}
+    for index, job in enumerate(jobs):
+        if stop.requested:
+            break
+        notify("point", {"index": index, "label": job.label, "round": "instructions"})
+        limit_s = (job.timeout_s or timeout_s) * SLOWDOWN
+        request = count_request(job.request, timed)
+        try:
+            message = counter.request(request, (job.answer, "interrupted"), limit_s, stop)
+        except WorkerFailure as failure:
+            if stop.requested:
+                break
+            counted[index] = job.failed(f"instruction count: {failure}")
+        else:
+            if message["event"] == "interrupted":
+                break
+            counted[index] = job.results(message)
+        notify("advance", {"total": total})
+        if done is not None:
+            done(index, counted[index])
+    return counted
 
 
 def _merged(job: Job, taken: list[list[Result]]) -> list[Result]:

@@ -12,6 +12,7 @@ handlers) stopping the run after the current sample, marked ``interrupted``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.run import sharding
+from benchbench.run.instrumented import InstrumentedLauncher, parse_metrics
 from benchbench.run.jobs import (
     Job,
     ProgressFn,
@@ -93,8 +95,12 @@ class RunConfig:
     #: ``run --profile``: traces go to ``profile_dir/RUN_ID/`` (taken after timing).
     profile_dir: Path | None = None
     outputs: str | None = None  # ``run --outputs``; None: each workload's own
+    #: ``run --metric``: ``time`` (fresh processes in rounds) and/or ``instructions``
+    #: (counted under callgrind by one instrumented worker: :mod:`benchbench.run.instrumented`).
+    metrics: tuple[str, ...] = ("time",)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", parse_metrics(self.metrics))
         if self.cache not in CACHE_MODES:
             raise UsageError(f"--cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
         if self.kind not in RUN_KINDS:
@@ -167,6 +173,7 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         policy=policy,
         cache=stored.get("cache", "warm"),
         outputs=stored.get("outputs"),
+        metrics=tuple(stored.get("metrics") or ("time",)),
         threads=stored.get("threads"),
         timeout_s=float(stored.get("timeout_s", 60.0)),
         compile_timeout_s=stored.get("compile_timeout_s"),
@@ -253,14 +260,24 @@ def run(
     the workers change how they start (fresh interpreters). ``stop`` (set by a
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
-    # Started first: the zygote imports torch while the suites load here.
+    # Started first: the zygote imports torch while the suites load here (and so does the
+    # instrumented worker, under callgrind: ~60 s).
+    counting = "instructions" in config.metrics
+    counter = (
+        WorkerPool(InstrumentedLauncher(config.memory_limit_bytes, config.allocator), fresh=False)
+        if counting
+        else None
+    )
     workers = launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
     notify = progress or (lambda _event, _data: None)
-    with WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool:
+    with (
+        WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool,
+        counter or contextlib.nullcontext(),
+    ):
         run_id, group_id, points, shard_doc = _plan_run(config, store)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [
-            _job(config, path, workload, point, profile_dir) for path, workload, point in points
+            job_for(config, path, workload, point, profile_dir) for path, workload, point in points
         ]
 
         def new_row(env: Environment) -> dict[str, Any]:
@@ -275,12 +292,15 @@ def run(
             stop=stop,
             progress=progress,
             rounds=config.rounds,
+            counter=counter,
+            timed="time" in config.metrics,
         )
 
 
-def _job(
+def job_for(
     config: RunConfig, path: Path, workload: Workload, point: Point, profile_dir: str | None
 ) -> Job:
+    """The job that measures ``point`` of ``workload`` (from suite file ``path``)."""
     request = {
         "op": "measure",
         "suite_path": str(path),
@@ -322,6 +342,7 @@ def _run_row(
             "policy": dataclasses.asdict(config.policy),
             "cache": config.cache,
             "outputs": config.outputs,
+            "metrics": list(config.metrics),
             "threads": config.threads,
             "timeout_s": config.timeout_s,
             "compile_timeout_s": config.compile_timeout_s,

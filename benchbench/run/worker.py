@@ -34,9 +34,15 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
 - (none: sent once, when the worker is ready) → ``{"event": "hello", "pid"}``
 - ``{"op": "environment", "threads"}`` → ``{"event": "environment", "fields", "info"}``
 - ``{"op": "measure", "suite_path", "workload", "point", "policy", "cache", "threads",
-  "profile_dir", "outputs", "check"}`` → ``{"event": "result", "result", "retire"}`` (a
-  ``Result.to_dict()``; ``"check": false`` skips the reference check), or
+  "profile_dir", "outputs", "check", "metric"}`` → ``{"event": "result", "result",
+  "retire"}`` (a ``Result.to_dict()``; ``"check": false`` skips the reference check;
+  ``"metric": "instructions"`` counts instead of timing, in a worker started under
+  callgrind by :mod:`benchbench.run.instrumented`; ``"lockstep": true`` answers
+  ``{"event": "turn"}`` before each block of calls and takes it only after ``{"op":
+  "go"}``: :mod:`benchbench.run.lockstep`), or
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
+- ``{"op": "points", "suites", "selection"}`` → ``{"event": "points", "ids"}`` (the
+  benchmark ids the suites give here, or a string saying why they cannot load)
 - ``{"op": "time", "statements", "setup", "point", "reference", "policy",
   "check_only", "threads"}`` → ``{"event": "timed", "results", "retire"}`` (one result
   per statement)
@@ -143,6 +149,8 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
                     profile_dir=request.get("profile_dir"),
                     outputs=request.get("outputs"),
                     check=bool(request.get("check", True)),
+                    metric=str(request.get("metric", "time")),
+                    gate=_gate(channel, requests) if request.get("lockstep") else None,
                 )
             except Exception as exc:  # reported as this point's error, the worker lives on
                 failed = Result(point=point, status="error", reason=f"{type(exc).__name__}: {exc}")
@@ -157,6 +165,8 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
             _send(channel, {"event": "result", "result": result.to_dict(), "retire": retire})
             if stop_requested() or retire:
                 return
+        elif op == "points":  # `benchbench ab`: the point ids this side's suites give
+            _send(channel, {"event": "points", "ids": _point_ids(request)})
         elif op == "time":  # `benchbench time`: statements measured interleaved at one point
             from benchbench.measure.variants import time_request
 
@@ -170,6 +180,41 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
                 return
         else:
             _send(channel, {"event": "error", "message": f"unknown request {op!r}"})
+
+
+def _point_ids(request: dict[str, Any]) -> list[str] | str:
+    """The benchmark ids of ``request["suites"]`` under ``request["selection"]``, as this
+    process's code loads them; or why they cannot be loaded."""
+    from benchbench.suite.load import Selection, load_suite, select_points
+
+    try:
+        given = request["selection"]
+        selection = Selection(
+            devices=tuple(given["devices"]) if given.get("devices") else None,
+            dtypes=tuple(given["dtypes"]) if given.get("dtypes") else None,
+            pattern=given.get("pattern"),
+            tags=tuple(given.get("tags") or ()),
+        )
+        suites = [load_suite(Path(path)) for path in request["suites"]]
+        return [p.benchmark_id(w.version) for w, p in select_points(suites, selection)]
+    except Exception as exc:  # the suite's or the selection's error, for the runner to name
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _gate(channel: TextIO, requests: TextIO) -> Any:
+    """The lockstep gate of a ``"lockstep": true`` request (``benchbench ab``): before each
+    block of calls the worker says ``{"event": "turn"}`` and waits for ``{"op": "go"}``,
+    so that the runner lets one side of a pair sample at a time. Anything else (an exit,
+    end of input) stops the point after this sample, as a stop signal does."""
+
+    def gate() -> None:
+        global _stop_signal
+        _send(channel, {"event": "turn"})
+        line = requests.readline()
+        if not line or json.loads(line).get("op") != "go":
+            _stop_signal = signal.SIGTERM
+
+    return gate
 
 
 def _freeze_imports() -> None:

@@ -156,12 +156,16 @@ class Worker:
         timeout_s: float,
         stop: StopRequest | None = None,
     ) -> dict[str, Any]:
+        self.send(payload)
+        return self.expect(events, timeout_s, stop)
+
+    def send(self, payload: dict[str, Any]) -> None:
+        """Write one request line without waiting for its answer (WorkerFailure if dead)."""
         try:
             self._requests.write(json.dumps(payload) + "\n")
             self._requests.flush()
         except OSError:
             raise WorkerFailure(self._death_reason()) from None
-        return self.expect(events, timeout_s, stop)
 
     def exit_code(self, timeout_s: float = 10.0) -> int:
         """Wait for the process to end (killing it after ``timeout_s``); its exit code."""
@@ -211,14 +215,17 @@ class Zygote:
         start_timeout_s: float = 300.0,
         env: dict[str, str] | None = None,
         cpus: Sequence[int] = (),
+        python: str | None = None,
     ) -> None:
         self.memory_limit_bytes = memory_limit_bytes
         self.env = env
         self.cpus = tuple(cpus)
+        #: The interpreter of the zygote and its workers (``benchbench ab``: a side's).
+        self.python = python or sys.executable
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
             [
-                sys.executable,
+                self.python,
                 "-m",
                 "benchbench.run.worker",
                 "zygote",
@@ -295,7 +302,7 @@ class Zygote:
 
     def spawner(self) -> Spawner:
         """A :class:`Spawner` with this zygote's settings: where forking became unsafe."""
-        return Spawner(self.memory_limit_bytes, self.env, self.cpus)
+        return Spawner(self.memory_limit_bytes, self.env, self.cpus, python=self.python)
 
     def close(self) -> None:
         self._sock.close()  # the zygote exits on end of input
@@ -309,23 +316,35 @@ class Zygote:
 
 
 class Spawner:
-    """Launcher where fork is unsafe: every worker is a fresh interpreter."""
+    """Launcher where fork is unsafe: every worker is a fresh interpreter.
+
+    ``prefix`` runs the interpreter under another program (``valgrind``: see
+    :mod:`benchbench.run.instrumented`); ``start_timeout_s`` bounds the wait for its
+    ``hello`` (torch's import: ~3 s, ~60 s under callgrind).
+    """
 
     def __init__(
         self,
         memory_limit_bytes: int = 0,
         env: dict[str, str] | None = None,
         cpus: Sequence[int] = (),
+        prefix: Sequence[str] = (),
+        start_timeout_s: float = 120.0,
+        python: str | None = None,
     ) -> None:
         self.memory_limit_bytes = memory_limit_bytes
         self.env = env
         self.cpus = tuple(cpus)
+        self.prefix = tuple(prefix)
+        self.start_timeout_s = start_timeout_s
+        self.python = python or sys.executable
 
     def worker(self) -> Worker:
         events_r, events_w = os.pipe()
         proc = subprocess.Popen(
             [
-                sys.executable,
+                *self.prefix,
+                self.python,
                 "-m",
                 "benchbench.run.worker",
                 "serve",
@@ -349,7 +368,11 @@ class Spawner:
 
         assert proc.stdin is not None  # stdin=PIPE
         handle = Worker(proc.pid, proc.stdin, events_r, reap, self.memory_limit_bytes)
-        handle.expect(("hello",), timeout_s=120.0)
+        try:
+            handle.expect(("hello",), timeout_s=self.start_timeout_s)
+        except WorkerFailure:
+            handle.close()
+            raise
         return handle
 
     def close(self) -> None:

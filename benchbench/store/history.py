@@ -48,12 +48,24 @@ class Alert:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-def load_series(store: Store) -> dict[SeriesKey, list[HistoryPoint]]:
-    """Every series of the store, oldest run first; failed points are gaps (None)."""
+def load_series(store: Store, metric: str = "time") -> dict[SeriesKey, list[HistoryPoint]]:
+    """Every series of the store, oldest run first; failed points are gaps (None).
+
+    ``metric``: ``time`` (the median per-call time, ``median_s``) or ``instructions``
+    (``instructions_per_call``; a run that did not count the point leaves a gap). The
+    value is carried in :attr:`HistoryPoint.median_s` either way.
+    """
     m, r = t.measurement.c, t.run.c
+    value = m.instructions_per_call if metric == "instructions" else m.median_s
     query = (
         sa.select(
-            m.benchmark_id, r.environment_id, r.id, r.started_at, r.git_sha, m.status, m.median_s
+            m.benchmark_id,
+            r.environment_id,
+            r.id,
+            r.started_at,
+            r.git_sha,
+            m.status,
+            value.label("value"),
         )
         .select_from(t.measurement.join(t.run, t.run.c.id == m.run_id))
         .where(m.status.in_(("ok", "error")), r.environment_id.is_not(None))
@@ -62,7 +74,7 @@ def load_series(store: Store) -> dict[SeriesKey, list[HistoryPoint]]:
     series: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
     with store.engine.connect() as conn:
         for row in conn.execute(query):
-            median = row.median_s if row.status == "ok" else None
+            median = row.value if row.status == "ok" else None
             series[(row.benchmark_id, row.environment_id)].append(
                 HistoryPoint(row.id, row.started_at, row.git_sha, median)
             )

@@ -33,6 +33,7 @@ def _add_columns(table: sa.Table, names: tuple[str, ...]) -> Callable[[Connectio
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _add_columns(t.measurement, ("max_abs_error", "process_samples", "process_medians_s")),
+    2: _add_columns(t.measurement, ("instructions_per_call", "instruction_counts")),
 }
 
 

@@ -63,6 +63,7 @@ def measurement_row_for(
         row[name] = _plain(getattr(result, name))
     # One process: no split to record (as in rows stored before rounds existed).
     row["process_samples"] = row["process_samples"] or None
+    row["instruction_counts"] = row["instruction_counts"] or None
     for name in (*STATISTICS, *PROCESS_STATISTICS, *RATES):
         row[name] = None
     row["created_at"] = created_at or now()

@@ -4,6 +4,8 @@
   1 — run, environment, benchmark, measurement, telemetry, profile, alert, annotation.
   2 — measurement gains ``max_abs_error``, ``process_samples`` (samples per worker
       process, in the order of ``samples_s``) and ``process_medians_s``.
+  3 — measurement gains ``instructions_per_call`` and ``instruction_counts`` (callgrind
+      counts per call, one per instrumented process).
 A store written by a newer benchbench is refused; an older one is migrated forward
 by the steps in :mod:`benchbench.store.migrations`.
 """
@@ -18,7 +20,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from benchbench.core import columns
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 

@@ -46,6 +46,8 @@ RESULT_KEYS: tuple[str, ...] = (
     "warnings",
     "timing",
     "derived",
+    "instructions_per_call",
+    "instruction_counts",
 )
 
 #: The note under a table with a derived work model (the ``*`` of its rates).
@@ -208,6 +210,19 @@ RESULT_COLUMNS = (
 #: Shown before ``notes`` when a table holds a CUDA point: how it was timed (``events``
 #: or ``graph xK``, which excludes launch overhead) and whether it was launch-bound.
 TIMING_COLUMN = Column("timing")
+#: Shown after the CI when a table holds a point whose instructions were counted
+#: (``run --metric instructions``): instructions per call under callgrind.
+INSTRUCTIONS_COLUMN = Column("instr/call", "right")
+
+
+def format_instructions(value: float | None) -> str:
+    """Instructions per call for a table: ``8,367``, ``12.3 M``, ``4.56 G``; ``-`` for none."""
+    if value is None:
+        return "-"
+    for scale, suffix in ((1e9, " G"), (1e6, " M")):
+        if value >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:,.0f}"
 
 
 def timing(row: Mapping[str, Any]) -> str | None:
@@ -271,6 +286,15 @@ def results_grid(
     columns: tuple[Column, ...] = RESULT_COLUMNS
     if with_params:
         columns = (*RESULT_COLUMNS[:5], Column("params"), *RESULT_COLUMNS[5:])
+    if any(row.get("instructions_per_call") is not None for row in rows):
+        at = columns.index(RESULT_COLUMNS[6]) + 1  # after the CI
+        columns = (*columns[:at], INSTRUCTIONS_COLUMN, *columns[at:])
+        cells = [
+            (*c[:at], format_instructions(row.get("instructions_per_call")), *c[at:])
+            if row["status"] == "ok"
+            else (*c[:at], "", *c[at:])
+            for c, row in zip(cells, rows, strict=True)
+        ]
     if any(m is not None for m in methods):
         columns = (*columns[:-1], TIMING_COLUMN, columns[-1])
         cells = [

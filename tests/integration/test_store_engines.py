@@ -14,7 +14,7 @@ from benchbench import open_store as top_level_open_store
 from benchbench.core.errors import NotFoundError, SchemaVersionError, StoreError, UsageError
 from benchbench.store import open_store
 from benchbench.store import schema as t
-from tests.storedata import STORE_V1, T0, add_run, environment, point, result
+from tests.storedata import STORE_V1, STORE_V2, T0, add_run, environment, point, result
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -121,6 +121,21 @@ def test_checked_in_v1_store_opens_and_reads(tmp_path):
     assert runs["base"]["git_sha"] and runs["base"]["machine"] == "fixture-box"
     frame = store.dataframe(run="contender")
     assert len(frame) == 5 and frame["median_s"].gt(0).all()
+
+
+def test_checked_in_v2_store_migrates_to_instruction_counts(tmp_path):
+    path = tmp_path / "v2.db"
+    shutil.copy(STORE_V2, path)
+    store = open_store(str(path))
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(t.schema_version.c.version)).scalars().all() == [
+            t.SCHEMA_VERSION
+        ]
+    runs = {r["label"]: r for r in store.runs()}
+    rows = store.measurements(runs["base"]["id"])
+    assert rows and all(r["status"] == "ok" and r["process_samples"] for r in rows)
+    # The columns of version 3 are there, empty: these runs counted no instructions.
+    assert all(r["instructions_per_call"] is None and not r["instruction_counts"] for r in rows)
 
 
 def _open_and_write(url: str, index: int, runs: int, points: int) -> None:

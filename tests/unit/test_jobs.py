@@ -328,3 +328,62 @@ def test_a_job_with_its_own_timeout_is_given_it_and_others_the_runs():
     compiled = Job({"op": "measure", "size": 2}, (_point(2),), "n=2", timeout_s=300.0)
     measure_jobs([_job(1), compiled], Timed(), RunRecord("r", None), timeout_s=60)
     assert given == [60, 300.0]
+
+
+def _counted(payload: dict[str, Any]) -> dict[str, Any]:
+    assert payload["metric"] == "instructions" and payload["threads"] == 1
+    result = Result(
+        _point(payload["size"]),
+        "ok",
+        instructions_per_call=100.0 * payload["size"],
+        instruction_counts=(100.0 * payload["size"],),
+        extra={"instructions": {"spread": 0.0}},
+    )
+    return {"event": "result", "result": result.to_dict()}
+
+
+class CountingPool(ScriptedPool):
+    """The instrumented worker: counts every point, and checks what the store holds."""
+
+    def __init__(self, store, run_id: str) -> None:
+        super().__init__()
+        self.store, self.run_id = store, run_id
+        self.stored_before: list[int] = []
+
+    def request(self, payload, events, timeout_s, stop=None):
+        self.requests.append(payload)
+        self.stored_before.append(len(self.store.measurements(self.run_id)))
+        return _counted(payload)
+
+
+def test_counts_alone_are_written_as_each_point_is_counted(store):
+    counter = CountingPool(store, "run-1")
+    summary = measure_jobs(
+        [_job(1), _job(2), _job(3)],
+        ScriptedPool(),
+        _record(store),
+        timeout_s=5,
+        counter=counter,  # type: ignore[arg-type]
+        timed=False,
+    )
+    # A killed run keeps every point counted before it: each is stored before the next.
+    assert counter.stored_before == [0, 1, 2]
+    rows = store.measurements("run-1")
+    assert sorted(r["instructions_per_call"] for r in rows) == [100.0, 200.0, 300.0]
+    assert all(not r["samples_s"] for r in rows)
+    assert summary.status == "finished"
+
+
+def test_counts_merge_into_the_timed_points(store):
+    pool = ScriptedPool()
+    measure_jobs(
+        [_job(1), _job(2)],
+        pool,
+        _record(store),
+        timeout_s=5,
+        counter=CountingPool(store, "run-1"),  # type: ignore[arg-type]
+        timed=True,
+    )
+    rows = store.measurements("run-1")
+    assert all(r["samples_s"] and r["instructions_per_call"] for r in rows)
+    assert [p["op"] for p in pool.requests].count("measure") == 2  # time was measured too

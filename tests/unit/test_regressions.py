@@ -83,3 +83,27 @@ def test_detect_judges_every_stored_series_and_saves_each_alert_once(tmp_path):
     annotate(store, stored["id"], "expected")
     reports, new = detect(store)
     assert new == 0 and not [a for r in reports for a in r.alerts]
+
+
+def test_instruction_series_alert_on_a_count_step_the_times_do_not_show(tmp_path):
+    store = open_store(str(tmp_path / "h.db"))
+    rng = random.Random(3)
+    times = [1e-3 * (1 + rng.gauss(0, 0.01)) for _ in range(12)]  # flat in time
+    counts = [10_000.0] * 8 + [10_300.0] * 4  # +3 % instructions from run 8 on
+    p = point("counted")
+    runs = write_history(store, {p: times}, counts={p: counts})
+    reports, new = detect(store)
+    assert new == 0  # time sees nothing
+    reports, new = detect(store, min_effect=0.01, metric="instructions")
+    (alert,) = [a for r in reports for a in r.alerts]
+    assert new == 1 and alert.first_bad_run_id == runs[8]
+    assert alert.detail["metric"] == "instructions"
+    assert alert.detail["before_instructions"] == 10_000.0
+    assert alert.detail["after_instructions"] == 10_300.0
+
+
+def test_series_never_counted_are_not_judged_on_instructions(tmp_path):
+    store = open_store(str(tmp_path / "h.db"))
+    write_history(store, {point("timed"): [1e-3] * 8})
+    reports, new = detect(store, metric="instructions")
+    assert reports == [] and new == 0

@@ -1,0 +1,130 @@
+"""Measure a suite in two Python environments at once, interleaved, and judge head
+against base: exit 3 on a regression.
+
+--base and --head are Python interpreters (two virtual environments: yesterday's torch
+and today's, or two checkouts of your library installed in two environments), each with
+torch and benchbench. One worker zygote per side; every round visits every point in a
+seeded shuffled order and measures it on both sides at once, in lockstep: the two
+workers take turns, one block of calls each, which side first chosen at random, so a
+neighbour process that slows one side slows the other alike. The two sides are stored as
+two runs of one group (labels --label-base and --label-head, default base and head),
+each naming the other, and judged as `benchbench compare` judges (same table, same JSON,
+same flags) with the paired process-level test: the per-round log ratios of the sides'
+medians. `benchbench compare BASE HEAD` on the two stored runs judges them paired again.
+
+A lockstep point records no peak memory, trace or machine telemetry (each would run
+while the other side samples); `benchbench run` records them.
+
+Before measuring, each side is checked: an interpreter that is missing, is not a
+Python, lacks torch or benchbench, or loads the suites to other point ids is a usage
+error (exit 2) naming the side.
+
+Exit codes: 0 no regression; 3 a point slower in head (or failing where base measured
+it), unless --no-fail-on-regression; 1 error; 2 usage; 130/143 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+from benchbench.cli import compare, flags
+from benchbench.cli import run as run_cli
+from benchbench.core.errors import UsageError
+from benchbench.measure.policy import Policy
+from benchbench.run import runner
+from benchbench.run.ab import DEFAULT_AB_ROUNDS, Side, check_side, run_ab
+from benchbench.run.rounds import Rounds
+
+HELP = "measure a suite in two Python environments at once, interleaved; exit 3 on regression"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    flags.add_selection(parser)
+    parser.add_argument(
+        "--base", metavar="PYTHON", required=True, help="the base side's Python interpreter"
+    )
+    parser.add_argument(
+        "--head", metavar="PYTHON", required=True, help="the head side's Python interpreter"
+    )
+    parser.add_argument("--label-base", metavar="NAME", help="the base run's label (default base)")
+    parser.add_argument("--label-head", metavar="NAME", help="the head run's label (default head)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_AB_ROUNDS,
+        metavar="N",
+        help="rounds: fresh worker pairs per point; the paired test has N - 1 degrees of "
+        "freedom (default %(default)s)",
+    )
+    flags.add_seed(parser)
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help=f"sampling time per point and side, split across its rounds (default "
+        f"{Policy.max_time_s})",
+    )
+    parser.add_argument(
+        "--cache", choices=("warm", "cold", "rotate"), help="cache mode, as for run (default warm)"
+    )
+    flags.add_threads(parser)
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"a point's limit per round (default {run_cli.DEFAULT_TIMEOUT_S:g})",
+    )
+    flags.add_allocator(parser)
+    compare.add_verdict(parser)
+    flags.add_store(parser, create=True)
+    flags.add_format(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    compare.check_verdict(args)
+    if args.rounds < 2:
+        raise UsageError(f"--rounds must be >= 2 for a paired test, got {args.rounds}")
+    if args.budget is not None and args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
+    sides = (
+        Side("base", str(Path(args.base)), args.label_base or "base"),
+        Side("head", str(Path(args.head)), args.label_head or "head"),
+    )
+    defaults = Policy()
+    config = runner.RunConfig(
+        suites=flags.suite_paths(args),
+        selection=flags.selection_from(args),
+        policy=dataclasses.replace(
+            defaults,
+            max_time_s=args.budget if args.budget is not None else defaults.max_time_s,
+        ),
+        cache=args.cache or "warm",
+        threads=args.threads,
+        timeout_s=args.timeout if args.timeout is not None else run_cli.DEFAULT_TIMEOUT_S,
+        allocator=args.allocator or "system",
+        rounds=Rounds.fixed(args.rounds, args.seed or 0),
+    )
+    for side in sides:
+        check_side(side)  # before the store is opened: a usage error creates no store
+    store = flags.store_from(args)
+    err = flags.stderr()
+    stop = runner.StopRequest()
+    started = time.monotonic()
+    with run_cli.progress_bar(err) as progress, run_cli.stop_on_signals(stop):
+        summary = run_ab(
+            config, sides, store, flags.progress_events(progress, "ab"), stop, checked=True
+        )
+    err.print(
+        f"ab: {len(summary.results[1])} point(s) on both sides in "
+        f"{time.monotonic() - started:.1f} s; runs {summary.run_ids[0][:8]} (base) and "
+        f"{summary.run_ids[1][:8]} (head) stored in {store.url}"
+    )
+    if summary.status == "interrupted":
+        signum = stop.signum or 2
+        err.print("[yellow]interrupted: the points measured on both sides are stored[/yellow]")
+        return 128 + int(signum)
+    base, head = (store.resolve_run(run_id) for run_id in summary.run_ids)
+    return compare.judge(args, store, base, head)

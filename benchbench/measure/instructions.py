@@ -1,0 +1,267 @@
+"""Instruction counts per call, under callgrind: a metric that no neighbour can change.
+
+Wall time on a shared runner moves with whatever else the machine runs; the number of
+instructions a call executes does not. ``run --metric instructions`` starts one worker
+under ``valgrind --tool=callgrind --collect-atstart=no`` (the runner's side:
+:mod:`benchbench.run.instrumented`); inside it, this module counts a point's calls by
+switching collection on around them (``torch._C._valgrind_toggle``, the switch that
+``torch.utils.benchmark.Timer.collect_callgrind`` uses) and reading the total of the
+dump that ``_valgrind_toggle_and_dump_stats`` writes.
+
+How a count is made reproducible (PyTorch's ``instruction_counts`` benchmarks and
+``Timer`` do the same):
+
+- the process has a fixed hash seed and one thread (the launcher's environment;
+  callgrind runs threads one at a time anyway, and an OpenMP pool's spinning would add
+  a varying number of instructions), and the garbage collector is off while counting;
+- :data:`WARMUP_CALLS` calls before any count (lazy initialisation, the allocator's
+  caches);
+- the cost of the loop itself (the same loop over a callable that does nothing) is
+  counted and subtracted, as ``Timer`` subtracts its empty statement;
+- a pilot count of one call chooses ``K``, the calls of each count, so that a count
+  spans at least :data:`TARGET_INSTRUCTIONS` (an allocator's occasional slow path is
+  then a small share of it); :data:`REPEATS` counts of ``K`` calls give the median and
+  the spread within the process.
+
+What counts cannot see: memory stalls and cache misses (a call that moves the same
+data through a slower path executes the same instructions), time spent waiting, other
+threads' work (counted here with one thread), and on a GPU everything but the host's
+launch path (a CUDA point counts the instructions that enqueue its kernels, labelled
+``scope: host``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from benchbench.core.values import Point, Result
+from benchbench.measure.loops import make_loop
+from benchbench.measure.pipeline import sync
+from benchbench.measure.policy import Subject, gc_disabled
+
+#: Environment variable the instrumented launcher sets: where callgrind writes its dumps
+#: (``--callgrind-out-file``, without the ``.N`` callgrind appends to each dump).
+OUT_FILE_VARIABLE = "BENCHBENCH_CALLGRIND_OUT"
+#: Calls before any count.
+WARMUP_CALLS = 3
+#: Fewest instructions one count spans (K calls); a count of 2e6 instructions takes
+#: ~0.1 s under callgrind here.
+TARGET_INSTRUCTIONS = 2_000_000
+#: Most calls in one count.
+MAX_CALLS = 1000
+#: Most counts summed into one where the calls of a count are fixed (in-place and
+#: backward points restore their K copies before each count).
+MAX_TIMES = 100
+#: Counts of K calls per point: their median is the point's count in this process.
+REPEATS = 3
+#: A point whose repeated counts differ by more than this (relative) gets a warning.
+UNSTABLE_SPREAD = 0.005
+
+
+class CountError(Exception):
+    """Counting is impossible in this process (not under callgrind, a dump missing)."""
+
+
+class Callgrind:
+    """Counts the instructions of a callable in this process, which runs under callgrind.
+
+    ``toggle`` switches collection on, ``toggle_and_dump`` switches it off and writes a
+    dump (torch's switches by default); the count is the ``totals:`` line of the dump
+    ``<out_file>.<n>`` (callgrind numbers a process's dumps), deleted once read, so that
+    after each count exactly one dump is there to read.
+    """
+
+    def __init__(
+        self,
+        out_file: str,
+        toggle: Callable[[], object] | None = None,
+        toggle_and_dump: Callable[[], object] | None = None,
+    ) -> None:
+        if toggle is None or toggle_and_dump is None:
+            import torch
+
+            toggle = torch._C._valgrind_toggle
+            toggle_and_dump = torch._C._valgrind_toggle_and_dump_stats
+        self._toggle = toggle
+        self._toggle_and_dump = toggle_and_dump
+        self._out = Path(out_file)
+
+    @classmethod
+    def from_environment(cls) -> Callgrind:
+        """The counter of a worker the instrumented launcher started (CountError if not)."""
+        out_file = os.environ.get(OUT_FILE_VARIABLE)
+        if not out_file:
+            raise CountError(
+                "this worker does not run under callgrind; instruction counts come from "
+                "`benchbench run --metric instructions`"
+            )
+        return cls(out_file.replace("%p", str(os.getpid())))
+
+    def count(self, run: Callable[[], object]) -> int:
+        """Instructions executed by ``run()`` (with whatever the switches themselves add)."""
+        self._toggle()
+        run()
+        self._toggle_and_dump()
+        dumps = sorted(self._out.parent.glob(f"{self._out.name}.*"))
+        if len(dumps) != 1:
+            raise CountError(
+                f"expected one callgrind dump {self._out}.N after a count, found {len(dumps)}"
+            )
+        text = dumps[0].read_text()
+        dumps[0].unlink()
+        return read_total(text, str(dumps[0]))
+
+
+def read_total(text: str, name: str = "the dump") -> int:
+    """The ``Ir`` total of a callgrind dump (its ``totals:`` or ``summary:`` line)."""
+    for line in text.splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise CountError(f"{name} has no totals line")
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A point's instructions per call in one process: ``counts`` (each over ``calls``
+    calls, per call, less the loop's own ``loop_per_call``) and their median ``per_call``."""
+
+    per_call: float
+    counts: tuple[float, ...]
+    calls: int
+    loop_per_call: float
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median of the repeated counts: how stable the count is here."""
+        if self.per_call <= 0:
+            return 0.0
+        return (max(self.counts) - min(self.counts)) / self.per_call
+
+    def extra(self, scope: str) -> dict[str, Any]:
+        """What ``Result.extra["instructions"]`` records about the count."""
+        return {
+            "tool": "callgrind",
+            "scope": scope,
+            "calls": self.calls,
+            "repeats": list(self.counts),
+            "loop_per_call": self.loop_per_call,
+            "spread": self.spread,
+            "threads": 1,
+        }
+
+
+class Counter(Protocol):
+    """What :func:`count_subject` needs of a counter (a :class:`Callgrind`, or a fake)."""
+
+    def count(self, run: Callable[[], object]) -> int: ...
+
+
+def count_subject(
+    subject: Subject,
+    idle: Subject,
+    counter: Counter,
+    *,
+    fixed_calls: int | None = None,
+    after: Callable[[], object] | None = None,
+) -> Counted:
+    """Instructions per call of ``subject``'s loop, less those of ``idle`` (the same loop
+    over a callable that does nothing).
+
+    ``fixed_calls``: the calls of every count (an in-place or backward plan's copies,
+    restored by ``subject.pre`` before each count); otherwise a pilot of one call
+    chooses them. ``after`` runs after each loop, outside the count (a device sync).
+    """
+    for _ in range(WARMUP_CALLS):
+        if subject.pre is not None:
+            subject.pre()
+        subject.loop(fixed_calls or 1)
+    if after is not None:
+        after()
+
+    def one(loop_subject: Subject, calls: int) -> int:
+        if loop_subject.pre is not None:
+            loop_subject.pre()
+        with gc_disabled():
+            # after() (a device sync) comes outside the count: only the host's side.
+            counted = counter.count(lambda: loop_subject.loop(calls))
+        if after is not None:
+            after()
+        return counted
+
+    def total(loop_subject: Subject, calls: int, times: int) -> int:
+        return sum(one(loop_subject, calls) for _ in range(times))
+
+    # The pilot: instructions of one count of the fewest calls the subject allows.
+    calls, times = fixed_calls or 1, 1
+    pilot = max(1, one(subject, calls) - one(idle, calls))
+    wanted = max(1, math.ceil(TARGET_INSTRUCTIONS / pilot))
+    if fixed_calls is None:
+        calls = min(MAX_CALLS, wanted)
+    else:
+        # K is fixed (each count restores K copies first): sum several counts instead, so
+        # the switches' own few thousand instructions are a small share of the total.
+        times = min(MAX_TIMES, wanted)
+    spanned = calls * times
+    loop = statistics.median(total(idle, calls, times) for _ in range(REPEATS)) / spanned
+    counts = tuple(max(0.0, total(subject, calls, times) / spanned - loop) for _ in range(REPEATS))
+    return Counted(
+        per_call=float(statistics.median(counts)),
+        counts=counts,
+        calls=spanned,
+        loop_per_call=float(loop),
+    )
+
+
+def counted_result(
+    point: Point,
+    subject: Subject,
+    call_inputs: tuple[Any, ...],
+    outputs: str,
+    fixed_calls: int | None,
+    work: dict[str, float | None],
+    warnings: list[str],
+    extra: dict[str, Any],
+    **base: Any,
+) -> Result:
+    """The result of a point whose instructions are counted (``metric="instructions"``):
+    ok, with the count and no samples (no peak memory or trace: the time metric has
+    them). ``base`` holds the result's other fields (code version, cache mode, ...)."""
+    idle = Subject("idle", make_loop(_idle, call_inputs, outputs))
+    device = point.device.partition(":")[0]
+    counted = count_subject(
+        subject,
+        idle,
+        Callgrind.from_environment(),
+        fixed_calls=fixed_calls,
+        after=None if device == "cpu" else lambda: sync(point.device),
+    )
+    extra["instructions"] = counted.extra("process" if device == "cpu" else "host")
+    extra["outputs"] = outputs
+    if counted.spread > UNSTABLE_SPREAD:
+        warnings.append(
+            f"instruction count unstable: its {len(counted.counts)} counts differ by "
+            f"{100 * counted.spread:.1f} %"
+        )
+    return Result(
+        point=point,
+        status="ok",
+        stop_reason=f"instructions counted ({counted.calls} calls x {len(counted.counts)})",
+        bytes_per_call=work["bytes"],
+        flop_per_call=work["flops"],
+        items_per_call=work["items"],
+        warnings=tuple(warnings),
+        extra=extra,
+        instructions_per_call=counted.per_call,
+        instruction_counts=(counted.per_call,),
+        **base,
+    )
+
+
+def _idle(*_args: Any) -> None:
+    """The callable of the loop whose count is subtracted: the loop's own cost."""

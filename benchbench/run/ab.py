@@ -1,0 +1,321 @@
+"""``benchbench ab``: a suite measured in two Python environments at once, interleaved.
+
+A nightly on a shared runner shares its cores with whatever else runs there; two runs
+an hour apart see different neighbours, and their comparison sees the neighbours. asv's
+``continuous --interleave-rounds`` answers by measuring base and head at the same time:
+a neighbour then slows both, and a paired test cancels it. Here:
+
+- one zygote per side, each started by that side's interpreter (``--base`` and
+  ``--head``: two virtual environments, e.g. yesterday's torch and today's, or two
+  checkouts of the user's library), after checks that name the side at fault: the
+  interpreter is missing, is not a Python, lacks torch or benchbench, or loads the suite
+  to other point ids (:func:`check_side`, :func:`_check_points`);
+- every round visits every point in a seeded shuffled order; each visit forks a fresh
+  worker on each side (which side first: seeded random) and measures the point on both
+  in lockstep (:mod:`benchbench.run.lockstep`), base and head taking turns block by
+  block;
+- the sides' results are merged over their rounds as ``run`` merges them
+  (:func:`benchbench.run.rounds.merge`) and stored as two runs of one group, each
+  naming the other in ``config.ab``; :func:`benchbench.analysis.compare.compare_rows`
+  with ``paired=True`` judges them on the per-round log ratios (the paired process-level
+  test of :mod:`benchbench.analysis.verdict`).
+
+What a lockstep point does not record: peak memory, a trace, and machine telemetry
+(each would run while the other side samples); ``benchbench run`` records them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import subprocess
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbench.core.errors import UsageError
+from benchbench.core.values import Result
+from benchbench.machine.allocator import worker_environment
+from benchbench.machine.environment import Environment
+from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
+from benchbench.run.lockstep import measure_pair, pair_failed
+from benchbench.run.rounds import Rounds, merge, round_request, target_of
+from benchbench.run.rounds import order as rounds_order
+from benchbench.run.runner import RunConfig, job_for, plan
+from benchbench.run.workers import StopRequest, WorkerFailure, Zygote
+from benchbench.store import Store
+from benchbench.store.store import now
+from benchbench.suite.load import file_hash, load_suite
+
+#: Rounds of ``ab`` by default: the paired test has ``rounds - 1`` degrees of freedom
+#: (t = 2.26 at 95 % with 10 rounds, 4.30 with 3), and the prototype's 10 rounds of
+#: 0.05 s a side found a clean +10 % at 17 of 20 points beside a busy neighbour.
+DEFAULT_AB_ROUNDS = 10
+SIDES = ("base", "head")
+#: Seconds a side's interpreter may take to import torch and benchbench in the check.
+CHECK_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Side:
+    """One environment of an A/B run: ``name`` (base or head), its interpreter, its label."""
+
+    name: str
+    python: str
+    label: str
+
+
+@dataclass
+class AbSummary:
+    """What an ``ab`` run did: its two run ids (base, head), status and results per side."""
+
+    run_ids: tuple[str, str]
+    group_id: str
+    status: str = "running"
+    results: tuple[list[Result], list[Result]] = field(default_factory=lambda: ([], []))
+
+
+def side_environment(allocator: str) -> dict[str, str]:
+    """A side's worker environment: the allocator's, and idle OpenMP threads that sleep
+    (``OMP_WAIT_POLICY=PASSIVE``: spinning ones of the waiting side gave ±50 %)."""
+    env = worker_environment(allocator)
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    return env
+
+
+def check_side(side: Side, runner: Any = subprocess.run) -> str:
+    """The torch version of ``side``'s interpreter; UsageError naming the side when it is
+    missing, is not a Python, or lacks torch or benchbench."""
+    flag = f"--{side.name}"
+    path = Path(side.python)
+    if not path.exists():
+        raise UsageError(f"{flag} {side.python}: no such file; give a Python interpreter path")
+    script = (
+        "import sys\n"
+        "try:\n"
+        "    import torch, benchbench\n"
+        "except ImportError as exc:\n"
+        "    print('missing', exc.name)\n"
+        "    sys.exit(0)\n"
+        "print('ok', torch.__version__)\n"
+    )
+    try:
+        done = runner(
+            [side.python, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"{flag} {side.python} is not a Python interpreter: {exc}") from None
+    words = done.stdout.split()
+    if done.returncode != 0 or not words or words[0] not in ("ok", "missing"):
+        raise UsageError(
+            f"{flag} {side.python} is not a Python interpreter (it exited {done.returncode}: "
+            f"{(done.stderr or done.stdout).strip()[-200:]!r})"
+        )
+    if words[0] == "missing":
+        module = words[1] if len(words) > 1 else "torch"
+        raise UsageError(
+            f"{flag} {side.python} cannot import {module}: install it in that environment "
+            f"({side.python} -m pip install {module if module != 'benchbench' else 'benchbench'})"
+        )
+    return words[1]
+
+
+def _check_points(
+    sides: Sequence[Side], pools: Sequence[WorkerPool], config: RunConfig, ids: Sequence[str]
+) -> None:
+    """UsageError naming the side whose suites load to other point ids than the runner's."""
+    request = {
+        "op": "points",
+        "suites": [str(p) for p in config.suites],
+        "selection": dataclasses.asdict(config.selection),
+    }
+    for side, pool in zip(sides, pools, strict=True):
+        answer = pool.request(request, ("points",), CHECK_TIMEOUT_S)["ids"]
+        pool.retire()
+        if isinstance(answer, str):
+            raise UsageError(f"--{side.name} {side.python} cannot load the suites: {answer}")
+        if list(answer) != list(ids):
+            extra = sorted(set(answer) - set(ids))
+            lacking = sorted(set(ids) - set(answer))
+            raise UsageError(
+                f"--{side.name} {side.python} loads the suites to other points: "
+                f"{len(lacking)} missing, {len(extra)} not planned (the suites or the "
+                "benchbench versions differ); both sides must measure the same point ids"
+            )
+
+
+def run_ab(
+    config: RunConfig,
+    sides: tuple[Side, Side],
+    store: Store,
+    progress: ProgressFn | None = None,
+    stop: StopRequest | None = None,
+    checked: bool = False,
+) -> AbSummary:
+    """Measure ``config``'s points on both ``sides`` in lockstep, into two runs of ``store``.
+
+    ``config.rounds`` rounds (fixed: no extra rounds), each visiting every point in a
+    seeded shuffled order. ``progress`` gets ``start``, ``point``, ``advance`` and
+    ``result`` as from :func:`benchbench.run.jobs.measure_jobs`. ``checked``: the
+    caller ran :func:`check_side` on both sides already (the CLI does, before it opens
+    the store, so a usage error creates no store).
+    """
+    notify = progress or (lambda _event, _data: None)
+    stop = stop or StopRequest()
+    if not checked:
+        for side in sides:
+            check_side(side)
+    planned = plan(config)
+    if not planned:
+        raise UsageError(
+            "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing"
+        )
+    jobs = [job_for(config, path, workload, point, None) for path, workload, point in planned]
+    ids = [point.benchmark_id(workload.version) for _path, workload, point in planned]
+    env = side_environment(config.allocator)
+    pools = [
+        WorkerPool(Zygote(config.memory_limit_bytes, env=env, cpus=config.cpus, python=s.python))
+        for s in sides
+    ]
+    group_id = str(uuid.uuid4())
+    summary = AbSummary((str(uuid.uuid4()), str(uuid.uuid4())), group_id)
+    opened = False
+    try:
+        _check_points(sides, pools, config, ids)
+        environments = [_environment(pool, config.threads) for pool in pools]
+        for k, side in enumerate(sides):
+            store.save_environment(environments[k])
+            store.create_run(_ab_row(summary, k, side, config, environments[k]))
+        opened = True
+        _measure(jobs, pools, config, store, summary, notify, stop)
+        summary.status = "interrupted" if stop.requested else "finished"
+    except BaseException:
+        summary.status = "interrupted"
+        raise
+    finally:
+        for pool in pools:
+            pool.close()
+        if opened:
+            for run_id in summary.run_ids:
+                store.update_run(run_id, status=summary.status, finished_at=now())
+    return summary
+
+
+def _measure(
+    jobs: Sequence[Job],
+    pools: Sequence[WorkerPool],
+    config: RunConfig,
+    store: Store,
+    summary: AbSummary,
+    notify: ProgressFn,
+    stop: StopRequest,
+) -> None:
+    rounds: Rounds = config.rounds
+    rng = random.Random(f"ab:{rounds.seed}")
+    taken: list[list[list[Result]]] = [[[] for _ in jobs] for _ in pools]  # [side][job]
+    notify("start", {"total": len(jobs) * rounds.count, "run_id": summary.run_ids[1]})
+    for round_index in range(rounds.count):
+        for index in rounds_order(len(jobs), round_index, rounds.seed):
+            if stop.requested:
+                return
+            job = jobs[index]
+            notify("point", {"index": index, "label": job.label, "round": round_index + 1})
+            request = _lockstep_request(job.request, rounds.count, round_index)
+            limit_s = 2 * (job.timeout_s or config.timeout_s)
+            pair = _pair(pools, request, limit_s, rng, stop, job)
+            if pair is None:
+                return  # stopped: the point's rounds are lost, as in an interrupted run
+            for side, result in enumerate(pair):
+                taken[side][index].append(result)
+            notify("advance", {"total": len(jobs) * rounds.count})
+            if round_index + 1 < rounds.count:
+                continue
+            merged = [merge(taken[side][index], target_of(job.request)) for side in (0, 1)]
+            for side, result in enumerate(merged):
+                store.write_result(summary.run_ids[side], result)
+                summary.results[side].append(result)
+            notify("result", {"index": index, "results": merged, "result": merged[1]})
+
+
+def _lockstep_request(request: dict[str, Any], rounds: int, round_index: int) -> dict[str, Any]:
+    """A round's request (its budget split as ``run`` splits it), with the sampling time
+    doubled: each side waits while the other samples, and its clock runs meanwhile."""
+    out = round_request(request, rounds, round_index)
+    policy = dict(out["policy"])
+    for key in ("max_time_s", "min_time_s"):
+        if policy.get(key) is not None:
+            policy[key] = 2.0 * float(policy[key])
+    out["policy"] = policy
+    return out
+
+
+def _pair(
+    pools: Sequence[WorkerPool],
+    request: dict[str, Any],
+    limit_s: float,
+    rng: random.Random,
+    stop: StopRequest,
+    job: Job,
+) -> list[Result] | None:
+    """One visit of a point: a fresh worker per side (forked in a random order), measured
+    in lockstep; a failure is that round's error on both sides."""
+    order = [0, 1]
+    rng.shuffle(order)
+    try:
+        workers = {side: pools[side].worker() for side in order}
+        found = measure_pair([workers[0], workers[1]], request, limit_s, rng, stop)
+    except WorkerFailure as failure:
+        if stop.requested:
+            return None
+        return [job.failed(pair_failed(failure))[0]] * 2
+    finally:
+        for pool in pools:
+            pool.retire()
+    if any(result is None for result in found):
+        return None
+    return [r for r in found if r is not None]
+
+
+def _environment(pool: WorkerPool, threads: int | None) -> Environment:
+    message = pool.request({"op": "environment", "threads": threads}, ("environment",), 120.0)
+    pool.retire()
+    return Environment(fields=message["fields"], info=message["info"])
+
+
+def _ab_row(
+    summary: AbSummary, k: int, side: Side, config: RunConfig, env: Environment
+) -> dict[str, Any]:
+    suites = [
+        {"name": load_suite(p).name, "path": str(p), "hash": file_hash(p)} for p in config.suites
+    ]
+    return run_row(
+        summary.run_ids[k],
+        env,
+        kind=config.kind,
+        label=side.label,
+        suites=suites,
+        tags=config.tags,
+        group_id=summary.group_id,
+        repo=config.repo,
+        config={
+            "policy": dataclasses.asdict(config.policy),
+            "cache": config.cache,
+            "outputs": config.outputs,
+            "threads": config.threads,
+            "timeout_s": config.timeout_s,
+            "allocator": config.allocator,
+            "rounds": config.rounds.to_dict(),
+            "selection": dataclasses.asdict(config.selection),
+            "ab": {
+                "side": side.name,
+                "python": side.python,
+                "paired_run": summary.run_ids[1 - k],
+            },
+        },
+    )

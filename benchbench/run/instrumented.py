@@ -1,0 +1,131 @@
+"""The instrumented worker: one process under callgrind that counts every point's
+instructions (``run --metric instructions``).
+
+Importing torch under callgrind takes ~60 s here (1.2 s natively), so the run pays it
+once: one worker, started with ``valgrind --tool=callgrind --collect-atstart=no``,
+answers every point's ``metric: instructions`` request in turn (collection is switched
+on only around the counted calls: :mod:`benchbench.measure.instructions`). Its
+environment makes counts reproducible: a fixed hash seed (``PYTHONHASHSEED=0``: dict
+and set order, so the same code paths, in every process) and one thread
+(``OMP_NUM_THREADS=1``; the request says ``threads: 1`` as well).
+
+The counts of a point are merged into its timed result by :func:`with_counts` (a run
+with both metrics), or stand alone (``--metric instructions``: no time samples).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchbench.core.errors import UsageError
+from benchbench.core.values import Result
+from benchbench.machine.allocator import worker_environment
+from benchbench.measure.instructions import OUT_FILE_VARIABLE
+from benchbench.run.workers import Spawner
+
+#: The metrics ``run --metric`` takes.
+METRICS = ("time", "instructions")
+#: How much slower a point runs under callgrind than natively (~50x measured here for
+#: elementwise ops and the torch import): an instruction request's timeout is the
+#: run's times this.
+SLOWDOWN = 50.0
+#: Seconds the instrumented worker may take to import torch (~60 s here, idle).
+START_TIMEOUT_S = 900.0
+
+VALGRIND_OPTIONS = (
+    "--tool=callgrind",
+    "--quiet",  # its banner and summary would fill the run's stderr
+    "--collect-atstart=no",  # counted only between the toggles
+    "--instr-atstart=yes",
+    "--dump-line=no",  # a dump holds totals per function only: small and quick to write
+    "--dump-instr=no",
+    "--combine-dumps=no",
+)
+
+
+def parse_metrics(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``--metric`` as a tuple: ``time``, ``instructions`` or both (comma-separated)."""
+    if text is None:
+        return ("time",)
+    items = text.split(",") if isinstance(text, str) else list(text)
+    names = tuple(dict.fromkeys(item.strip() for item in items if item.strip()))
+    bad = [n for n in names if n not in METRICS]
+    if bad or not names:
+        raise UsageError(f"--metric must be time, instructions or time,instructions, got {text!r}")
+    return names
+
+
+def valgrind() -> str:
+    """The ``valgrind`` program, or a UsageError naming the package that provides it."""
+    found = shutil.which("valgrind")
+    if found is None:
+        raise UsageError(
+            "--metric instructions counts under valgrind's callgrind, and valgrind is not "
+            "installed: apt-get install valgrind (Debian, Ubuntu), dnf install valgrind "
+            "(Fedora), or drop --metric instructions"
+        )
+    return found
+
+
+class InstrumentedLauncher(Spawner):
+    """A :class:`Spawner` whose worker runs under callgrind, its dumps in a temp folder
+    removed by :meth:`close`."""
+
+    def __init__(self, memory_limit_bytes: int = 0, allocator: str = "system") -> None:
+        program = valgrind()
+        self.folder = Path(tempfile.mkdtemp(prefix="benchbench-callgrind-"))
+        out_file = str(self.folder / "callgrind.%p")
+        env = worker_environment(allocator)
+        env.update(
+            {
+                OUT_FILE_VARIABLE: out_file,
+                "PYTHONHASHSEED": "0",
+                "OMP_NUM_THREADS": "1",
+                "OMP_WAIT_POLICY": "PASSIVE",
+            }
+        )
+        super().__init__(
+            memory_limit_bytes,
+            env,
+            prefix=(program, *VALGRIND_OPTIONS, f"--callgrind-out-file={out_file}"),
+            start_timeout_s=START_TIMEOUT_S,
+        )
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def count_request(request: Mapping[str, Any], timed: bool) -> dict[str, Any]:
+    """A job's request for the instrumented worker: one thread, no trace; the reference
+    check only where no timed process checks the point (``timed`` False)."""
+    out = dict(request)
+    out.update(metric="instructions", threads=1, profile_dir=None)
+    if timed:
+        out["check"] = False
+    return out
+
+
+def with_counts(timed: Result, counted: Result) -> Result:
+    """A point's timed result with the instructions its instrumented worker counted.
+
+    A count that failed or was skipped leaves the time as it is, with a warning that
+    says why; a timed result that failed stays that failure.
+    """
+    if timed.status != "ok":
+        return timed
+    if counted.status != "ok" or counted.instructions_per_call is None:
+        why = counted.reason or counted.status
+        return replace(timed, warnings=(*timed.warnings, f"instructions not counted: {why}"))
+    notes = tuple(w for w in counted.warnings if w.startswith("instruction"))
+    return replace(
+        timed,
+        instructions_per_call=counted.instructions_per_call,
+        instruction_counts=counted.instruction_counts,
+        warnings=(*timed.warnings, *notes),
+        extra={**timed.extra, "instructions": counted.extra.get("instructions", {})},
+    )

@@ -1,0 +1,75 @@
+"""One point measured on two sides in lockstep: a base worker and a head worker take turns.
+
+Measured with a prototype on the 2-core AMD VM beside a busy neighbour (DESIGN.md): a
+fresh process per side, the two sides back to back in each round, found a clean +10 %
+at 9 of 20 points; two workers alive side by side, taking turns one ~1 ms sample each,
+found it at 17 of 20, while identical code flagged 0 of 20. What made the difference:
+
+- **pairs of samples milliseconds apart**, not rounds apart: a neighbour that slows one
+  sample slows the next one too, on the other side;
+- **everything side-specific randomised**: which side is forked first, and which side
+  takes the first block of each pair (forking base first made 16 MiB heads look 6-19 %
+  faster on identical code);
+- **the waiting side idle**: it blocks on its request pipe between blocks, and its
+  OpenMP threads sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE`` before torch
+  loads: :func:`benchbench.run.ab.side_environment`; spinning ones gave ±50 %).
+
+The protocol: both workers get the same ``measure`` request with ``"lockstep": true``;
+each answers ``turn`` before every block of calls (warm-up, calibration and samples) and
+takes the block after ``go`` (:func:`benchbench.run.worker._gate`). This module sends
+``go`` to one side at a time, waiting for that side's next ``turn`` (its block is done)
+or its ``result`` (its point is done), alternating the sides in a seeded random order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from benchbench.core.values import Result
+from benchbench.run.workers import StopRequest, Worker, WorkerFailure
+
+#: The events a lockstep worker answers.
+EVENTS = ("turn", "result", "interrupted")
+
+
+def measure_pair(
+    workers: Sequence[Worker],
+    request: dict[str, Any],
+    timeout_s: float,
+    rng: random.Random,
+    stop: StopRequest | None = None,
+) -> list[Result | None]:
+    """``request`` measured on each of ``workers`` (base, head), their blocks alternating.
+
+    Returns each side's result in the order of ``workers``; None for a side cut short
+    by ``stop``. A side whose worker dies or hangs raises :class:`WorkerFailure` (the
+    caller records the point as an error on that side).
+    """
+    locked = {**request, "lockstep": True}
+    last: list[dict[str, Any]] = []
+    for worker in workers:
+        worker.send(locked)
+    for worker in workers:
+        last.append(worker.expect(EVENTS, timeout_s, stop))
+    sides = list(range(len(workers)))
+    while any(event["event"] == "turn" for event in last):
+        rng.shuffle(sides)  # which side takes the first block of this pair
+        for side in sides:
+            if last[side]["event"] != "turn":
+                continue
+            workers[side].send({"op": "stop" if stop and stop.requested else "go"})
+            last[side] = workers[side].expect(EVENTS, timeout_s, stop)
+    results: list[Result | None] = []
+    for event in last:
+        if event["event"] == "interrupted":
+            results.append(None)
+        else:
+            results.append(Result.from_dict(event["result"]))
+    return results
+
+
+def pair_failed(failure: WorkerFailure) -> str:
+    """The reason a point records when one side's worker failed in lockstep."""
+    return f"lockstep measurement failed: {failure}"

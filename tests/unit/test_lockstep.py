@@ -1,0 +1,96 @@
+"""The lockstep of ``benchbench ab``: one side samples at a time, sides alternate in a
+random order, results come back per side; each side is checked before measuring."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+import pytest
+
+from benchbench.core.errors import UsageError
+from benchbench.core.values import Point, Result
+from benchbench.run.ab import Side, check_side, side_environment
+from benchbench.run.lockstep import measure_pair
+
+POINT = Point("s", "w", "v", 8, (8,), "float32", "cpu")
+
+
+class FakeSide:
+    """A lockstep worker: ``blocks`` turns, then its result; logs what it was told."""
+
+    def __init__(self, name: str, blocks: int, log: list[str]) -> None:
+        self.name, self.left, self.log = name, blocks, log
+        self.sent: list[dict] = []
+        self.running = False
+
+    def send(self, payload: dict) -> None:
+        self.sent.append(payload)
+        if payload.get("op") == "go":
+            assert not any(s.running for s in SIDES if s is not self), "both sides ran at once"
+            self.running = True
+            self.log.append(self.name)
+            self.left -= 1
+
+    def expect(self, events, timeout_s, stop=None) -> dict:
+        self.running = False
+        if self.left > 0:
+            return {"event": "turn"}
+        result = Result(point=POINT, status="ok", samples_s=(1e-3,), reason=self.name)
+        return {"event": "result", "result": result.to_dict()}
+
+
+SIDES: list[FakeSide] = []
+
+
+def test_the_sides_take_turns_and_each_gets_its_own_result():
+    log: list[str] = []
+    SIDES[:] = [FakeSide("base", 20, log), FakeSide("head", 20, log)]
+    results = measure_pair(SIDES, {"op": "measure"}, 1.0, random.Random(1))
+    assert [r.reason for r in results if r is not None] == ["base", "head"]
+    assert log.count("base") == 20 and log.count("head") == 20
+    assert all(s.sent[0]["lockstep"] is True for s in SIDES)
+    # Pairs: every two consecutive blocks hold one block of each side...
+    pairs = [tuple(sorted(log[k : k + 2])) for k in range(0, 40, 2)]
+    assert set(pairs) == {("base", "head")}
+    # ...and which side goes first in a pair is random, not always the same.
+    firsts = {log[k] for k in range(0, 40, 2)}
+    assert firsts == {"base", "head"}
+
+
+def test_a_side_that_needs_more_blocks_finishes_alone():
+    log: list[str] = []
+    SIDES[:] = [FakeSide("base", 3, log), FakeSide("head", 7, log)]
+    results = measure_pair(SIDES, {"op": "measure"}, 1.0, random.Random(2))
+    assert all(r is not None and r.status == "ok" for r in results)
+    assert log.count("head") == 7 and log[-4:] == ["head"] * 4
+
+
+def test_a_missing_interpreter_names_the_side(tmp_path):
+    with pytest.raises(UsageError, match=r"--base .*nope: no such file"):
+        check_side(Side("base", str(tmp_path / "nope"), "base"))
+
+
+def test_a_program_that_is_not_python_names_the_side():
+    with pytest.raises(UsageError, match="--head /bin/echo is not a Python interpreter"):
+        check_side(Side("head", "/bin/echo", "head"))
+
+
+def test_an_interpreter_without_torch_says_what_to_install():
+    def without_torch(cmd, **_kw):
+        import subprocess
+
+        return subprocess.CompletedProcess(cmd, 0, stdout="missing torch\n", stderr="")
+
+    with pytest.raises(UsageError, match=r"--base .* cannot import torch: install it"):
+        check_side(Side("base", sys.executable, "base"), runner=without_torch)
+
+
+def test_the_interpreter_running_the_tests_passes_the_check():
+    import torch
+
+    assert check_side(Side("base", sys.executable, "base")) == torch.__version__
+
+
+def test_the_waiting_side_sleeps_instead_of_spinning():
+    assert side_environment("system")["OMP_WAIT_POLICY"] == "PASSIVE"
