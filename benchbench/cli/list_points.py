@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard",
         metavar="I/N|auto",
         help="list only the points `run --shard I/N` would measure, balanced by the stored "
-        "durations of earlier runs (by count where the store does not exist yet); auto: "
-        "I and N from a Slurm array or Kubernetes Indexed Job, as for run",
+        "durations of earlier runs (by count where the store does not exist yet); "
+        + flags.SHARD_AUTO_HELP,
     )
     parser.add_argument(
         "--shard-by",

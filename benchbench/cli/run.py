@@ -167,10 +167,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--shard",
         metavar="I/N|auto",
         help="measure only shard I of N: a deterministic, disjoint part of the points, "
-        "balanced by the stored durations of earlier runs; auto: I and N from "
-        "$SLURM_ARRAY_TASK_ID with $SLURM_ARRAY_TASK_COUNT or _MIN/_MAX (a Slurm array "
-        "job) or $JOB_COMPLETION_INDEX with $BENCHBENCH_SHARD_COUNT (a Kubernetes "
-        "Indexed Job)",
+        f"balanced by the stored durations of earlier runs; {flags.SHARD_AUTO_HELP}",
     )
     parser.add_argument(
         "--shard-by",
