@@ -33,10 +33,14 @@ def write_history(
     start: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     label: str | None = None,
     counts: Mapping[Point, Sequence[float]] | None = None,
+    timed: bool = True,
+    spread: float | Mapping[Point, float] = 0.0,
 ) -> list[str]:
     """One run per index of the series; ``None`` stores a failed point. ``counts``: the
-    instructions per call each run counted for a point (run i gets value i). Returns run
-    ids."""
+    instructions per call each run counted for a point (run i gets value i), with
+    ``spread`` as their within-process spread (one for all, or per point);
+    ``timed=False`` stores counted points with no time samples, as ``run --metric
+    instructions`` does. Returns run ids."""
     env = env or environment()
     store.save_environment(env)
     rng = random.Random(seed)
@@ -81,9 +85,15 @@ def write_history(
                 )
                 if counts is not None and p in counts:
                     counted = float(counts[p][i])
+                    moved = spread.get(p, 0.0) if isinstance(spread, Mapping) else spread
                     result = dataclasses.replace(
-                        result, instructions_per_call=counted, instruction_counts=(counted,)
+                        result,
+                        instructions_per_call=counted,
+                        instruction_counts=(counted,),
+                        extra={"instructions": {"tool": "callgrind", "spread": moved}},
                     )
+                    if not timed:
+                        result = dataclasses.replace(result, samples_s=(), converged=None)
             store.write_result(run_id, result)
         run_ids.append(run_id)
     return run_ids

@@ -18,6 +18,17 @@ Ratios of medians and their 95 % interval are benchbench's one estimate
 (:func:`benchbench.analysis.verdict.estimate` on the two rows' per-call samples, not
 paired): the figure a claim shows is the one ``benchbench compare`` would give for the
 same two points. Only the band check against the published band is the claims' own.
+
+Instruction counts (``run --metric instructions``) never decide a claim. The published
+claims are about time (speedups), memory and numerical error, and a count cannot see
+what makes most of them true or false: a faster memory path, a kernel that vectorises,
+a GPU. So a claim reads timed points only; a run whose points of a claim were counted
+and not timed gets ``not measured``, with the command that times them. Where both
+points of a :func:`speedup` were counted as well as timed, the finding carries their
+instruction ratio beside the time ratio (``instructions_ratio``, in the figure as
+``instructions slow/fast = 1.9x``), the ratio ``benchbench compare`` would give: it
+tells a speedup that comes from doing less work from one that comes from doing the
+same work faster, and no verdict is read from it.
 """
 
 from __future__ import annotations
@@ -28,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbench.analysis.compare import per_call, processes
-from benchbench.analysis.verdict import estimate
+from benchbench.analysis.compare import instructions, per_call, processes
+from benchbench.analysis.verdict import estimate, estimate_counts
 
 if TYPE_CHECKING:
     from benchbench.store import Store
@@ -46,13 +57,18 @@ VERDICTS = (HOLDS, FAILS, INCONCLUSIVE, UNMEASURABLE, NOT_MEASURED)
 
 @dataclass(frozen=True)
 class Finding:
-    """What the stored measurements say about one claim."""
+    """What the stored measurements say about one claim.
+
+    ``instructions_ratio``: where the points a figure compares were also counted, the
+    ratio of their instruction counts in the same direction as ``value`` (context, not
+    read by the verdict; module docstring)."""
 
     verdict: str
     figure: str = ""
     value: float | None = None
     ci: tuple[float, float] | None = None
     reason: str = ""
+    instructions_ratio: float | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -105,6 +121,7 @@ class ClaimResult:
             "value": _finite(self.finding.value),
             "ci": [_finite(v) for v in self.finding.ci] if self.finding.ci else None,
             "reason": self.finding.reason,
+            "instructions_ratio": _finite(self.finding.instructions_ratio),
         }
 
 
@@ -162,6 +179,16 @@ def ratio_of_medians(slow: Row, fast: Row) -> tuple[float, tuple[float, float]]:
     return found.ratio, (found.ci_low, found.ci_high)
 
 
+def instructions_ratio(slow: Row, fast: Row) -> float | None:
+    """count(slow) / count(fast) of instructions per call, the ratio ``compare`` takes
+    (:func:`benchbench.analysis.verdict.estimate_counts`); None unless both rows were
+    counted with counts above 0."""
+    slow_side, fast_side = instructions(slow), instructions(fast)
+    if slow_side is None or fast_side is None or min(slow_side[0] + fast_side[0]) <= 0:
+        return None
+    return estimate_counts(fast_side[0], slow_side[0]).ratio
+
+
 def band_verdict(ci: tuple[float, float], low: float, high: float = math.inf) -> str:
     """``holds`` if the interval lies in [low, high], ``does not hold`` if it lies outside."""
     lo, hi = ci
@@ -200,8 +227,12 @@ def speedup(
             f"{slow} / {fast} = {ratio:.3g}x (95% CI {ci[0]:.3g}-{ci[1]:.3g}) "
             f"at n={'x'.join(map(str, shape))}, {a['dtype']}, {a['device']}"
         )
+        counted = instructions_ratio(a, b)
+        if counted is not None:
+            figure += f"; instructions {slow} / {fast} = {counted:.3g}x"
         verdict = band_verdict(ci, low, high)
-        return Finding(verdict, figure, ratio, ci, reason=f"claim band {_band_text(low, high)}")
+        band = f"claim band {_band_text(low, high)}"
+        return Finding(verdict, figure, ratio, ci, reason=band, instructions_ratio=counted)
 
     return evaluate
 
@@ -216,13 +247,28 @@ def claims_of(paths: Iterable[Path]) -> list[Claim]:
     return sorted(out, key=lambda c: (c.section, c.id))
 
 
+def _timed(row: Row) -> bool:
+    """False for an ok point with no time samples: counted (``--metric instructions``)
+    and not timed, which claims do not read (module docstring)."""
+    return row["status"] != "ok" or bool(row.get("samples_s"))
+
+
 def evaluate(claims: Sequence[Claim], rows: Sequence[Row]) -> list[ClaimResult]:
     """Each claim's finding on a run's stored ``rows``; pure, for tests and views."""
     results = []
     for claim in claims:
-        mine = Rows(tuple(r for r in rows if r["suite"] == claim.suite))
+        suite = [r for r in rows if r["suite"] == claim.suite]
+        mine = Rows(tuple(r for r in suite if _timed(r)))
         hint = f"run `benchbench run {claim.suite} --tag {claim.tag}`"
-        if not any(r["workload"] in claim.workloads for r in mine.rows):
+        if not any(r["workload"] in claim.workloads for r in mine.rows) and any(
+            r["workload"] in claim.workloads for r in suite if not _timed(r)
+        ):
+            finding = Finding(
+                NOT_MEASURED,
+                reason=f"this run counted {claim.suite}/{', '.join(claim.workloads)} and "
+                f"did not time them (`--metric instructions`); claims read times: {hint}",
+            )
+        elif not any(r["workload"] in claim.workloads for r in mine.rows):
             where = "this run has no" + (" " if mine.rows else f" {claim.suite} ") + "points"
             finding = Finding(
                 NOT_MEASURED,

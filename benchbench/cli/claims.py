@@ -3,7 +3,10 @@
 RUN is a run id, a unique prefix of one, a label or ``latest`` (default). Each row
 gives the claim, the measured figure with its 95 % interval, and a verdict computed
 from the stored points: holds, does not hold, inconclusive, not measurable here (with
-the reason, e.g. no GPU) or not measured (with the suite and tag to run).
+the reason, e.g. no GPU) or not measured (with the suite and tag to run). Instruction
+counts never decide a claim: a speedup whose points were also counted shows their
+instruction ratio in its figure, and a run that only counted is not measured
+(:mod:`benchbench.analysis.claims` says why).
 """
 
 from __future__ import annotations

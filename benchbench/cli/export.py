@@ -13,6 +13,10 @@ A pyperf file holds 9 values per point, the octiles of its per-call times (min, 
 median, Q3 and max exact), so that two exports always have equal counts and
 ``compare_to`` can test each benchmark for significance; the metadata
 ``benchbench_samples`` is the real sample count. The store must exist.
+
+Instruction counts (``run --metric instructions``) travel in ``csv`` and ``bundle``;
+pyperf and pytest-benchmark files hold times, so a run that only counted is refused
+there with a usage error that names those two formats.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from rich.text import Text
 from benchbench.core.errors import UsageError
 from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import parse_cpus
-from benchbench.run.rounds import DEFAULT_EXTRA_ROUNDS, DEFAULT_ROUNDS, Rounds
+from benchbench.run.rounds import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS, Rounds
 from benchbench.store import Store, open_store
 from benchbench.suite.load import Selection, resolve_suite
 from benchbench.views import tables
@@ -218,8 +218,10 @@ def add_rounds(parser: argparse.ArgumentParser) -> None:
         "--max-rounds",
         type=int,
         metavar="M",
-        help="a point whose processes disagree beyond --target takes extra rounds, up to M "
-        "in all (default: --rounds, no extra rounds)",
+        help="a point whose processes disagree beyond --target may take more processes, up "
+        f"to M in all, while the run's sampling budget (--budget x points) lasts; the points "
+        f"furthest from the target get them first (default {DEFAULT_MAX_ROUNDS}; --rounds: "
+        "none)",
     )
 
 
@@ -241,7 +243,9 @@ def rounds_from(args: argparse.Namespace) -> Rounds:
     seed = getattr(args, "seed", None) or 0
     if args.max_rounds is not None:
         return Rounds(count, args.max_rounds, seed)
-    return Rounds(count, count + DEFAULT_EXTRA_ROUNDS, seed)
+    if count < 2:
+        return Rounds.fixed(count, seed)  # one process: no spread to allocate by
+    return Rounds(count, max(count, DEFAULT_MAX_ROUNDS), seed)
 
 
 def default_rounds() -> int:

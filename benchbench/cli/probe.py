@@ -1,6 +1,7 @@
 """Measure this machine's ceilings and store them with its environment.
 
-Memory bandwidth (read, write, copy) versus working-set size from 4 KiB to past the
+Memory bandwidth (read, write, copy, and update: in place, the ceiling of in-place
+operators) versus working-set size from 4 KiB to past the
 last-level cache (each call sweeps a small working set until it has moved 16 MiB, so the
 cache is measured rather than torch's per-call overhead; each point is the best of 3
 repeats), the cache boundaries found in it beside the sizes the OS reports,

@@ -87,7 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=float,
         metavar="SECONDS",
-        help=f"sampling time cap per point, split across its rounds (default {Policy.max_time_s})",
+        help="sampling budget per point: the run's is this times its points; the first "
+        "rounds spend half, the rest goes a process at a time to the points furthest from "
+        f"--target (default {Policy.max_time_s})",
     )
     flags.add_rounds(parser)
     flags.add_seed(parser)
@@ -262,6 +264,7 @@ def _memory_limit(text: str | None) -> int:
 def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
     """The run's stored config; flags given must agree with it (timeout/memory may change)."""
     stored = runner.resume_config(store, args.resume)
+    shard = sharding.parse_shard(args.shard, os.environ)[0] if args.shard else None
     given: dict[str, tuple[object, object]] = {}
     if args.suites:
         paths = tuple(Path(p).resolve() for p in flags.suite_paths(args))
@@ -292,11 +295,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--seed", args.seed, stored.rounds.seed),
         ("--kind", args.kind, stored.kind),
         ("--label", args.label, stored.label),
-        (
-            "--shard",
-            sharding.parse_shard(args.shard, os.environ)[0] if args.shard else None,
-            stored.shard,
-        ),
+        ("--shard", shard, stored.shard),
     ):
         if value is not None:
             given[flag] = (value, before)

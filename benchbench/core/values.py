@@ -36,6 +36,12 @@ CACHE_MODES = ("warm", "cold", "rotate")
 OUTPUT_MODES = ("keep", "drop")
 DEFAULT_OUTPUTS = "keep"
 
+#: The kinds of memory traffic a point's bytes can be, each held to its own ceiling:
+#: ``copy`` reads some buffers and writes others (a write-allocate store reads the line it
+#: writes, uncredited); ``update`` reads and writes back the same bytes, as an in-place
+#: operator does. See :mod:`benchbench.analysis.roofline`.
+TRAFFIC = ("copy", "update")
+
 #: What a point times (the ``mode`` parameter of a workload declared with ``modes=``):
 #: ``fwd`` one call of the variant; ``bwd`` the backward pass of a forward graph built
 #: untimed; ``fwd_bwd`` forward and backward together. See :mod:`benchbench.measure.backward`.

@@ -38,6 +38,15 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "started_at",
     "git_sha",
     "timing",
+    "instructions_per_call",
+    "instructions_noise",
+)
+#: Measurement columns data may leave out (CPU-only data, runs that counted nothing):
+#: the site reads them as None.
+OPTIONAL_MEASUREMENT_COLUMNS: tuple[str, ...] = (
+    "timing",
+    "instructions_per_call",
+    "instructions_noise",
 )
 ALERT_COLUMNS: tuple[str, ...] = (
     "alert_id",
@@ -68,6 +77,11 @@ class DashboardData:
     "peak_flop_per_s": {dtype: float}, "caches": [{"level": 2, "size_bytes": int}]}``.
     ``timing`` in ``measurements`` says how a CUDA point was timed (``events``,
     ``graph x100``, ``events, launch-bound``); None (or absent) for other devices.
+    ``instructions_per_call`` is the point's instruction count per call under callgrind
+    (``run --metric instructions``) and ``instructions_noise`` how much its counts moved
+    (the noise :func:`benchbench.analysis.verdict.estimate_counts` reads: within and
+    between processes); both None (or absent) where nothing was counted. A row that was
+    counted and not timed is ``ok`` with ``median_s`` None.
     ``repo_url`` turns commits into links ``{repo_url}/commit/{sha}`` (http/https only).
     """
 

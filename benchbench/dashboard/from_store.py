@@ -8,7 +8,9 @@ from typing import Any
 import pandas as pd
 
 from benchbench.analysis.changepoint import analyze
+from benchbench.analysis.compare import instructions
 from benchbench.analysis.fit import fit_curve
+from benchbench.analysis.verdict import estimate_counts
 from benchbench.core.errors import BenchbenchError
 from benchbench.dashboard.contract import (
     ALERT_COLUMNS,
@@ -66,6 +68,7 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
         measurements = _frame([], MEASUREMENT_COLUMNS)
     else:
         frame["timing"] = pd.Series(_timings(store, frame), index=frame.index, dtype=object)
+        frame["instructions_noise"] = pd.Series(_noise(store, frame), index=frame.index)
         measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
     alerts = _frame(
         [{**a, "alert_id": a["id"]} for a in list_alerts(store)],
@@ -96,6 +99,40 @@ def _timings(store: Store, frame: pd.DataFrame) -> list[str | None]:
         methods.get((str(r), str(bid))) if c else None
         for r, bid, c in zip(frame["run_id"], frame["benchmark_id"], cuda, strict=True)
     ]
+
+
+def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
+    """How much each counted row's instruction counts moved, as the instruction verdict
+    reads one side (``estimate_counts`` of the side against itself: the larger of the
+    within-process spread in ``extra`` and the spread between processes); None where
+    nothing was counted. The compare page marks with it as ``compare`` does."""
+    counted = frame["instructions_per_call"].notna()
+    if not counted.any():
+        return [None] * len(frame)
+    extras = store.counted_extras()
+    out: list[float | None] = []
+    for r, bid, c, per_call, counts in zip(
+        frame["run_id"],
+        frame["benchmark_id"],
+        counted,
+        frame["instructions_per_call"],
+        frame["instruction_counts"],
+        strict=True,
+    ):
+        if not c:
+            out.append(None)
+            continue
+        row = {
+            "instructions_per_call": per_call,
+            "instruction_counts": counts,
+            "extra": extras.get((str(r), str(bid))),
+        }
+        side = instructions(row)
+        if side is None or min(side[0]) <= 0:
+            out.append(None)  # a count of 0 has no ratio, so no noise to read
+            continue
+        out.append(estimate_counts(side[0], side[0], side[1]).noise)
+    return out
 
 
 def _profiles(store: Store) -> dict[str, dict[str, Any]]:

@@ -84,8 +84,11 @@ def workload_payload(
     """Throughput versus size for the latest run per environment of one workload.
 
     One line per environment, variant, dtype, device, named axes (``params``:
-    ``mode=bwd``) and timing method (``timing``: ``graph x100``; None off CUDA).
+    ``mode=bwd``) and timing method (``timing``: ``graph x100``; None off CUDA). A run
+    that only counted instructions (ok, no median) has no throughput: the latest run
+    that timed the workload (or failed in it) is shown instead.
     """
+    rows = rows[(rows["status"] != "ok") | rows["median_s"].notna()]
     latest = rows.groupby("e")["r"].transform("max")
     rows = rows[rows["r"] == latest]
     series: list[dict[str, Any]] = []
@@ -232,7 +235,8 @@ def ceilings(
 def history_payload(
     rows: pd.DataFrame, annotations: pd.DataFrame, keys: Keys, changepoints: ChangepointFn | None
 ) -> dict[str, Any]:
-    """Per benchmark and environment: the median time and its CI run after run."""
+    """Per benchmark and environment: the median time and its CI run after run, and
+    ``ins``, the instructions per call, on lines where some run counted them."""
     lines = []
     rows = rows.sort_values(["b", "e", "r"], kind="stable")
     # Whole columns converted once, then sliced per line: a groupby here builds one
@@ -242,6 +246,8 @@ def history_payload(
     raw = rows["median_s"].to_numpy(dtype=float)
     median, lo_col, hi_col = (compact(rows[c]) for c in ("median_s", "ci_low_s", "ci_high_s"))
     reasons = rows["reason"].to_numpy(dtype=object).tolist()
+    counted = pd.to_numeric(rows["instructions_per_call"], errors="coerce")
+    ins = compact(counted, 8) if counted.notna().any() else None
     cut = np.flatnonzero((np.diff(b_col) != 0) | (np.diff(e_col) != 0)) + 1
     for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(rows)], strict=True):
         if lo == hi:
@@ -262,6 +268,8 @@ def history_payload(
             },
             "cp": [],
         }
+        if ins is not None and any(v is not None for v in ins[lo:hi]):
+            line["ins"] = ins[lo:hi]
         if changepoints is not None:
             ok_at = [k for k in range(hi - lo) if st[k] == 0 and median[lo + k] is not None]
             values = [float(raw[lo + k]) for k in ok_at]
@@ -282,7 +290,12 @@ def history_payload(
 
 
 def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
-    """One column-oriented document per run: every point with its status and reason."""
+    """One column-oriented document per run: every point with its status and reason.
+
+    A run that counted instructions also has ``ins`` (per call, 8 significant digits:
+    the compare page's ratio is then the CLI's to 1e-7, far inside a 1 % minimum
+    effect) and ``ins_noise`` (``instructions_noise``); a point not counted has None.
+    """
     m = m.sort_values(["r", "b"], kind="stable").reset_index(drop=True)
     cols = {
         "m": compact(m["median_s"]),
@@ -291,6 +304,9 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
         "thr": compact(m["thr"]),
         "err": compact(pd.to_numeric(m["max_rel_error"], errors="coerce"), 3),
     }
+    counted = pd.to_numeric(m["instructions_per_call"], errors="coerce")
+    ins = compact(counted, 8)
+    ins_noise = compact(pd.to_numeric(m["instructions_noise"], errors="coerce"), 4)
     status = m["sc"].tolist()
     bench = m["b"].tolist()
     units = m["unit"].tolist()
@@ -313,6 +329,8 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
             for k in range(lo, hi)
             if isinstance(warnings[k], (list, tuple, np.ndarray)) and len(warnings[k])
         }
+        if counted.iloc[lo:hi].notna().any():
+            doc["ins"], doc["ins_noise"] = ins[lo:hi], ins_noise[lo:hi]
         yield int(m["r"].to_numpy()[lo]), doc
 
 

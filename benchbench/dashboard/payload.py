@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchbench.analysis.verdict import MIN_EFFECT
+from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.dashboard.contract import DashboardData
 
 FitFn = Callable[[Sequence[float], Sequence[float]], "tuple[float, float] | None"]
@@ -223,8 +223,9 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
         "workloads": workloads,
         "benchmarks": benchmarks,
         "alerts": alerts_payload(data.alerts, keys),
-        # The compare page marks points with the CLI's rule and minimum effect.
-        "verdict": {"min_effect": MIN_EFFECT},
+        # The compare page marks points with the CLI's rules and minimum effects: times
+        # by analysis.verdict.mark, instruction counts by mark_counts.
+        "verdict": {"min_effect": MIN_EFFECT, "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT},
     }
 
 

@@ -8,8 +8,10 @@ Layout of the output directory::
     data/overview.js         sparklines
     data/environments.js     fingerprints and ceilings
     data/workload/w<N>.js    latest run per environment of one workload
-    data/history/w<N>.js     medians over time of one workload's points
-    data/runs/r<N>.js        every point of one run (compare, failures)
+    data/history/w<N>.js     medians (and instruction counts) over time of one
+                             workload's points
+    data/runs/r<N>.js        every point of one run (compare, failures), with its
+                             instruction counts where the run counted any
     data/breakdown.js        captured calls of the latest run holding any
 
 Data files are JavaScript, not JSON, because Chromium blocks ``fetch()`` from
@@ -35,6 +37,7 @@ from benchbench.dashboard.contract import (
     ALERT_COLUMNS,
     ENVIRONMENT_COLUMNS,
     MEASUREMENT_COLUMNS,
+    OPTIONAL_MEASUREMENT_COLUMNS,
     RUN_COLUMNS,
     DashboardData,
 )
@@ -169,8 +172,10 @@ def build_site(
     environments = _frame(data.environments, ENVIRONMENT_COLUMNS, "environments")
     alerts = _frame(data.alerts, ALERT_COLUMNS, "alerts")
     measurements = data.measurements
-    if len(measurements.columns) and "timing" not in measurements.columns:
-        measurements = measurements.assign(timing=None)  # optional: CPU-only data lacks it
+    absent = [c for c in OPTIONAL_MEASUREMENT_COLUMNS if c not in measurements.columns]
+    if len(measurements.columns) and absent:
+        # CPU-only data lacks timing, data that counted nothing the instruction columns.
+        measurements = measurements.assign(**dict.fromkeys(absent))
     measurements = _frame(measurements, MEASUREMENT_COLUMNS, "measurements")
     data = DashboardData(
         runs=runs,

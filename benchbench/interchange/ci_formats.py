@@ -77,7 +77,7 @@ def github_action_benchmark(run: Row, env: Row | None, rows: Sequence[Row]) -> l
     """
     machine = ((env or {}).get("fields") or {}).get("machine")
     entries = []
-    for name, row in _unique(measured_points(rows), run):
+    for name, row in _unique(measured_points(run, rows, "github-action-benchmark"), run):
         median, low, high = _interval_ns(row)
         half_width = max(median - low, high - median)
         extra = [
@@ -112,7 +112,7 @@ def bencher_metric_format(run: Row, env: Row | None, rows: Sequence[Row]) -> dic
     """
     del env
     document: dict[str, Any] = {}
-    for name, row in _unique(measured_points(rows), run):
+    for name, row in _unique(measured_points(run, rows, "bmf"), run):
         median, low, high = _interval_ns(row)
         document[name] = {BMF_MEASURE: {"value": median, "lower_value": low, "upper_value": high}}
     return document

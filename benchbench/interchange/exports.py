@@ -8,6 +8,12 @@ measurement rows joined with their benchmarks, as :class:`Store` returns them) a
 produces the other tool's document. Times are per call, in seconds, everywhere.
 Only measured points (status ``ok``) go into pyperf and pytest-benchmark files:
 neither format has a place for a skipped or failed point. CSV keeps every point.
+
+Instruction counts (``run --metric instructions``) are columns of the CSV
+(``instructions_per_call``, ``instruction_counts``: the DataFrame's) and of the bundle
+(every stored column). pyperf and pytest-benchmark files hold times only: a point that
+was counted and not timed is left out of them, and a run whose points were all counted
+only is a :class:`UsageError` that names the formats that carry counts.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyperf
 
+from benchbench.core.errors import UsageError
 from benchbench.core.values import Point
 from benchbench.store.queries import DATAFRAME_COLUMNS
 
@@ -48,16 +55,30 @@ def _per_call(row: Row) -> list[float]:
     return [float(s) / calls for s in row["samples_s"]]
 
 
-def measured_points(rows: Sequence[Row]) -> list[tuple[str, Row]]:
-    """(name, row) of every measured point: status ``ok`` with positive samples.
+def measured_points(run: Row, rows: Sequence[Row], what: str) -> list[tuple[str, Row]]:
+    """(name, row) of every timed point: status ``ok`` with positive samples.
 
-    The formats other tools read have no place for a skipped or failed point.
+    The formats other tools read have no place for a skipped or failed point. A
+    UsageError when the run's ok points were all counted and none timed (``what``: the
+    file format, for the message).
     """
-    return [
+    measured = [
         (name, row)
         for name, row in zip(_names(rows), rows, strict=True)
         if row["status"] == "ok" and row["samples_s"] and all(s > 0 for s in row["samples_s"])
     ]
+    counted = [
+        r for r in rows if r["status"] == "ok" and r.get("instructions_per_call") is not None
+    ]
+    if not measured and counted:
+        raise UsageError(
+            f"run {run['id']} counted instructions only (`run --metric instructions`): its "
+            f"{len(counted)} points have no time samples, and a {what} file holds times. "
+            "Export it with --format csv or --format bundle (both carry "
+            "instructions_per_call), or measure times too: benchbench run SUITE "
+            "--metric time,instructions"
+        )
+    return measured
 
 
 def _iso(value: Any) -> str | None:
@@ -118,7 +139,7 @@ def pyperf_suite(run: Row, env: Row | None, rows: Sequence[Row]) -> Any:
         common["commit_id"] = run["git_sha"]
     common = {k: str(v) for k, v in common.items() if v not in (None, "")}
     benchmarks = []
-    for name, row in measured_points(rows):
+    for name, row in measured_points(run, rows, "pyperf"):
         per_call = _per_call(row)
         metadata = {
             **common,
@@ -192,7 +213,7 @@ def pytest_benchmark_document(run: Row, env: Row | None, rows: Sequence[Row]) ->
     fields = (env or {}).get("fields") or {}
     info = (env or {}).get("info") or {}
     benchmarks = []
-    for name, row in measured_points(rows):
+    for name, row in measured_points(run, rows, "pytest-benchmark"):
         data = _per_call(row)
         stats = pytest_benchmark_stats(data)
         stats["data"] = data

@@ -6,7 +6,10 @@ Two questions, both answered from stored data (no measuring):
   so a bandwidth at a working set well inside L1/L2 that is *below* the main-memory
   plateau means the probe timed something else there: torch's per-call overhead, which
   is what every probe before version 2 measured at small sizes (4 KiB in 5 µs is
-  0.8 GB/s). A version 1 profile is flagged for the same reason.
+  0.8 GB/s). A version 1 profile is flagged for the same reason, and so is one without
+  the in-place ``update`` curve: its in-place points are held to the copy curves, which
+  a read-modify-write beats by up to 1.5x (a copy moves 12 bytes for the 8 it is
+  credited, an update the 8).
 - :func:`check_run` looks at the latest run's results held to that profile: a point above
   its measured ceiling (the flag :func:`benchbench.analysis.roofline.above_ceiling` sets,
   carried by the views in ``row["ceiling"]["above_measured"]``) means the probe
@@ -27,7 +30,7 @@ from benchbench.machine.hardware import Profile
 __all__ = ["check_profile", "check_run", "probe_advice"]
 
 # The curves measured with torch's default threads, as the roofline reads them.
-_DEFAULT_OPS = ("read", "write", "copy")
+_DEFAULT_OPS = ("read", "write", "copy", "update")
 # Working sets this small sit in the L1 or L2 of any CPU we run on (32 KiB-2 MiB per core).
 _SURELY_CACHED_BYTES = 32 << 10
 
@@ -51,6 +54,17 @@ def check_profile(profile: Profile) -> list[Check]:
                 "warn",
                 "measured one pass per call (a version 1 profile): its in-cache ceilings "
                 "are torch's call overhead, so small points read over 100 % of them",
+                fix,
+            )
+        ]
+    if not profile.has_update_curve:
+        return [
+            Check(
+                name,
+                "warn",
+                "no update (in-place read-modify-write) curve, probed before it was "
+                "measured: in-place points are held to the copy curves and can read up to "
+                "150 % of them",
                 fix,
             )
         ]

@@ -14,6 +14,10 @@ from benchbench.core.errors import StoreError
 
 # History: 1 — first version; 2 — ``repeats`` and ``min_call_bytes``. Version 1 documents
 # are still read (as one repeat of one pass per call): `doctor` says to probe again.
+# The ``update`` op (in-place read-modify-write) joined ``bandwidth`` within version 2: it
+# is one more key of a mapping every reader already iterates, so older readers still read
+# new profiles; a profile without it holds in-place points to the copy curve, with a note
+# (:func:`benchbench.analysis.roofline.ceiling_for`), and `doctor` says to probe again.
 PROFILE_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 
@@ -47,8 +51,13 @@ class OsCache:
 class Profile:
     """A device's measured ceilings; stored with the machine (see :meth:`to_dict`).
 
-    ``bandwidth`` maps an op (``read``, ``write``, ``copy``, and ``read@1t`` ... for one
-    thread) to ``((working_set_bytes, bytes_per_s), ...)`` ascending in size.
+    ``bandwidth`` maps an op (``read``, ``write``, ``copy``, ``update``, and ``read@1t``
+    ... for one thread) to ``((working_set_bytes, bytes_per_s), ...)`` ascending in size.
+    Bytes are counted as STREAM does, the loads and stores the code names: a copy of a
+    ``w``-byte working set is credited ``w`` per pass (half read, half written; the
+    write-allocate read of the destination is not counted), an update of a ``w``-byte
+    buffer ``2 w`` (read and written back). ``update`` is absent from profiles probed
+    before it was measured (see :attr:`has_update_curve`).
     ``memory_bytes_per_s`` is, per op, the plateau beyond the last-level cache (main
     memory) and ``cache_bytes_per_s`` the best in-cache figure. ``extra`` holds
     device-specific figures (CUDA transfers and latencies). Each bandwidth point is the
@@ -74,14 +83,23 @@ class Profile:
     min_call_bytes: int = 0
 
     @property
+    def has_update_curve(self) -> bool:
+        """Whether the probe measured the in-place ``update`` curve (older profiles did not)."""
+        return bool(self.bandwidth.get("update"))
+
+    @property
     def peak_memory_bytes_per_s(self) -> float:
-        """Best main-memory bandwidth over the ops (0.0 when none was measured)."""
-        return max(self.memory_bytes_per_s.values(), default=0.0)
+        """Best main-memory bandwidth over the ops but ``update`` (0.0 when none was
+        measured): the roof of points that read some buffers and write others. An
+        update's own is ``memory_bytes_per_s["update"]``; it is not a roof for a copy,
+        whose write-allocate moves 1.5x the bytes it is credited."""
+        return max((v for k, v in self.memory_bytes_per_s.items() if k != "update"), default=0.0)
 
     @property
     def peak_cache_bytes_per_s(self) -> float:
-        """Best in-cache bandwidth over the ops (0.0 when none was measured)."""
-        return max(self.cache_bytes_per_s.values(), default=0.0)
+        """Best in-cache bandwidth over the ops but ``update`` (0.0 when none was
+        measured; see :attr:`peak_memory_bytes_per_s`)."""
+        return max((v for k, v in self.cache_bytes_per_s.items() if k != "update"), default=0.0)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe document with a ``profile_version`` key."""

@@ -3,7 +3,9 @@
 :func:`run_probe` measures, on one device:
 
 - memory bandwidth versus working-set size for ``read`` (``torch.sum``), ``write``
-  (``fill_``) and ``copy`` (counted as read + write), float32, from 4 KiB to at least
+  (``fill_``), ``copy`` (counted as read + write) and ``update`` (``abs_`` in place, an
+  in-place read-modify-write counted as read + write of the same bytes, the ceiling of
+  in-place operators), float32, from 4 KiB to at least
   256 MiB and 4x the last-level cache, three sizes per octave
   (:mod:`benchbench.machine.probe_bandwidth`). Each timed call sweeps the working set as
   many times as it takes to move 16 MiB, so that torch's ~5 µs per call is a few percent
@@ -59,7 +61,8 @@ __all__ = [
     "run_probe",
 ]
 
-# History: 1 — first version; 2 — passes per call (min_call_bytes) and repeats recorded.
+# History: 1 — first version; 2 — passes per call (min_call_bytes) and repeats recorded;
+# the ``update`` curve came later within version 2 (see hardware.py).
 
 _MIB = 1 << 20
 _MATMUL_DTYPES = ("float64", "float32", "bfloat16", "float16")
@@ -261,7 +264,9 @@ def run_probe(
     ]
     levels = detect_cache_levels(mean_curve)
     llc = max([llc] + [lv.drop_end_bytes for lv in levels])
-    default_ops = ("read", "write", "copy")
+    default_ops: tuple[str, ...] = tuple(
+        op for op in ("read", "write", "copy", "update") if op in curves
+    )
     memory = {op: _plateau_beyond(curves[op], llc) for op in default_ops}
     cache = {op: max(v for _, v in curves[op]) for op in default_ops}
     peaks = _peak_flop_per_s(device, quick=quick, repeats=repeats, progress=progress)

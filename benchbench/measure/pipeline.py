@@ -175,3 +175,15 @@ def ok_result(
         extra=extra,
         **{"threads": torch.get_num_threads(), **fields},
     )
+
+
+def gated(subject: Subject, gate: Callable[[], None]) -> Subject:
+    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre)."""
+    pre = subject.pre
+
+    def wait_then_pre() -> None:
+        gate()
+        if pre is not None:
+            pre()
+
+    return replace(subject, pre=wait_then_pre)

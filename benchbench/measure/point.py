@@ -23,7 +23,7 @@ from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_s
 from benchbench.measure.inplace import fresh as _fresh
 from benchbench.measure.loops import make_loop, make_rotating_loop
 from benchbench.measure.memory import peak_memory
-from benchbench.measure.pipeline import check_output, ok_result, sync, time_subjects
+from benchbench.measure.pipeline import check_output, gated, ok_result, sync, time_subjects
 from benchbench.measure.policy import Policy, Subject
 from benchbench.measure.trace import profile_point
 from benchbench.suite.declare import Skip, Variant, Workload
@@ -49,9 +49,12 @@ class Options:
     #: Output lifetime for every point (``run --outputs``); ``None``: each workload's
     #: (or variant's) own, ``keep`` unless declared.
     outputs: str | None = None
-    #: False: skip the reference check and the derived work model (a later process of a
-    #: point the first one checked; the merge keeps the first process's figures).
+    #: False: skip the reference check, the derived work model and the peak memory (a
+    #: later process of a point the first one checked; the merge keeps its figures).
     check: bool = True
+    #: When the point's measurement began (``time.perf_counter``): ``extra.cost`` says
+    #: how the process's time was spent before, in and after the timed part.
+    started: float = field(default_factory=time.perf_counter)
     #: ``time`` (the engine's samples) or ``instructions`` (counted under callgrind, in a
     #: worker the instrumented launcher started: :mod:`benchbench.measure.instructions`).
     metric: str = "time"
@@ -241,6 +244,8 @@ def _measure_inputs(
             warnings.append(f"output holds {accuracy.nonfinite} NaN/Inf value(s)")
 
     extra["outputs"] = outputs
+    if variant.traffic is not None:
+        extra["traffic"] = variant.traffic  # the roofline's curve (analysis/roofline.py)
     if (axis := workload.x_of(point)) is not None:
         extra["x"] = {"name": axis[0], "value": axis[1]}
     if planned_bwd is not None:
@@ -298,9 +303,17 @@ def _measure_inputs(
         extra["cuda_graph"] = {"calls_per_replay": graph_calls}
     if options.gate is not None:
         subjects = [gated(s, options.gate) for s in subjects]
+    timing_from = time.perf_counter()
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main
-    if options.gate is not None:
+    after_from = time.perf_counter()
+    extra["cost"] = {
+        "before_timing_s": timing_from - options.started,
+        "timing_s": after_from - timing_from,
+    }
+    if options.gate is not None or not options.check:
+        # Once per point, in its first process (as the check): the allocation is the
+        # same in every process, and the profiler's pass cost ~60 ms of each one here.
         peak = None
     elif planned_bwd is not None:
         peak = peak_memory(planned_bwd.once, (), point.device, False)
@@ -318,6 +331,7 @@ def _measure_inputs(
     }
     if options.check:  # once per point: later processes keep the first one's (see Options)
         workmodel.fill(workload, point, inputs, mode, work, warnings, extra)
+    extra["cost"]["after_timing_s"] = time.perf_counter() - after_from
     return ok_result(
         point,
         main,
@@ -331,18 +345,6 @@ def _measure_inputs(
         extra=extra,
         **base,
     )
-
-
-def gated(subject: Subject, gate: Callable[[], None]) -> Subject:
-    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre)."""
-    pre = subject.pre
-
-    def wait_then_pre() -> None:
-        gate()
-        if pre is not None:
-            pre()
-
-    return replace(subject, pre=wait_then_pre)
 
 
 def _variant_restriction(variant: Variant, point: Point) -> str | None:

@@ -27,10 +27,10 @@ points not yet complete, and ``--resume`` measures those points again, all round
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from benchbench.core.errors import BenchbenchError, MeasurementError
@@ -38,17 +38,15 @@ from benchbench.core.values import Point, Result
 from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
+from benchbench.run.allocate import FIRST_SHARE, Spread, next_process, spread_of, why_stopped
 from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
 from benchbench.run.observed import observed_request
-from benchbench.run.rounds import Rounds, merge, round_request, target_of, wants_more
+from benchbench.run.pool import WorkerPool
+from benchbench.run.rounds import Rounds, merge, process_request, round_request, target_of
 from benchbench.run.rounds import order as rounds_order
 from benchbench.run.workers import (
-    ForkUnsafe,
-    Spawner,
     StopRequest,
-    Worker,
     WorkerFailure,
-    Zygote,
 )
 from benchbench.store import Store
 from benchbench.store.store import now
@@ -88,103 +86,6 @@ class Job:
             Result(point=p, status="error", reason=reason, code_version=self.code_version)
             for p in self.points
         ]
-
-
-class WorkerPool:
-    """The current worker of a run, forked (or spawned) when a request needs one.
-
-    Use as a context manager: leaving it ends the worker and the launcher. A worker
-    that failed is discarded, so the next request starts a fresh one. A zygote that
-    refuses to fork (CUDA initialised in it) gives way to its spawner, and ``on_note``
-    is told why. With ``fresh``
-    (the default) every request gets a worker that has done nothing else: its heap,
-    page mappings and caches owe nothing to the points before it.
-    """
-
-    def __init__(
-        self,
-        launcher: Zygote | Spawner,
-        fresh: bool = True,
-        on_note: Callable[[str], None] | None = None,
-    ) -> None:
-        self._launcher = launcher
-        self._fresh = fresh
-        self._spent = False
-        self._worker: Worker | None = None
-        #: Told what the run's user should know about its workers (the spawn fallback).
-        self._on_note = on_note or (lambda _message: None)
-
-    def request(
-        self,
-        payload: dict[str, Any],
-        events: tuple[str, ...],
-        timeout_s: float,
-        stop: StopRequest | None = None,
-    ) -> dict[str, Any]:
-        """Send ``payload`` to the current worker and return its answer.
-
-        :class:`WorkerFailure` when the worker dies, hangs or breaks the protocol (it
-        is discarded); :class:`MeasurementError` when no worker can be started.
-        """
-        worker = self.worker()
-        try:
-            answer = worker.request(payload, events, timeout_s, stop)
-        except WorkerFailure:
-            worker.close()
-            self._worker = None
-            raise
-        # A fresh pool's worker has served its one request: it stays (idle, so that the
-        # runner can read its CPU time) until the next request asks for a worker. One
-        # that retired (its CUDA context is poisoned) is exiting: never asked again.
-        self._spent = self._fresh or bool(answer.get("retire"))
-        return answer
-
-    def worker(self) -> Worker:
-        """The current worker, started now if there is none or it has served its request
-        in a fresh pool (MeasurementError if it cannot start)."""
-        if self._worker is not None and self._spent:
-            self._worker.close()
-            self._worker = None
-        self._spent = False
-        if self._worker is None:
-            try:
-                self._worker = self._start()
-            except WorkerFailure as failure:
-                raise MeasurementError(f"the worker process did not start: {failure}") from None
-        return self._worker
-
-    def _start(self) -> Worker:
-        try:
-            return self._launcher.worker()
-        except ForkUnsafe as refusal:
-            spawner = getattr(self._launcher, "spawner", None)  # a Zygote has one
-            if spawner is None:
-                raise MeasurementError(str(refusal)) from None
-            self._on_note(str(refusal))
-            self._launcher.close()
-            self._launcher = spawner()
-            return self._launcher.worker()
-
-    def retire(self) -> None:
-        """Close the current worker (a lockstep pair's side, driven by its own requests)."""
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
-
-    def close(self) -> None:
-        self.retire()
-        self._launcher.close()
-
-    def __enter__(self) -> WorkerPool:
-        return self
-
-    def __exit__(
-        self,
-        _type: type[BaseException] | None,
-        _value: BaseException | None,
-        _tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 @dataclass(frozen=True)
@@ -228,6 +129,7 @@ def measure_jobs(
     rounds: Rounds | None = None,
     counter: WorkerPool | None = None,
     timed: bool = True,
+    clock: Callable[[], float] = time.monotonic,
 ) -> RunSummary:
     """Measure ``jobs`` in ``rounds``, writing each point's result to ``record``'s store.
 
@@ -279,10 +181,29 @@ def measure_jobs(
             done = None if timed else write
             counted = _counts(jobs, counter, timed, timeout_s, stop, notify, total, done)
         open_jobs = set(range(len(jobs))) if timed and not stop.requested else set()
-        round_index = 0
-        while open_jobs and round_index < plan.max_count and not stop.requested:
-            if round_index >= plan.count:
-                total += len(open_jobs)  # extra rounds for the points still too wide
+        walls: list[list[float]] = [[] for _ in jobs]  # [job][process] -> wall seconds
+        # Two processes or more give a spread to allocate by; one does not.
+        adaptive = rounds is not None and plan.count >= 2 and plan.max_count > plan.count
+        share = FIRST_SHARE if adaptive else 1.0
+        budget = _Budget(sum(_max_time_s(job) for job in jobs) if adaptive else 0.0)
+
+        def take(index: int, request: dict[str, Any], round_label: int) -> list[Result] | None:
+            job = jobs[index]
+            notify("point", {"index": index, "label": job.label, "round": round_label})
+            started = clock()
+            results = _request(job, pool, request, job.timeout_s or timeout_s, stop)
+            if results is None:
+                return None  # stopped: the point cut short is left for --resume
+            walls[index].append(clock() - started)
+            taken[index].append(results)
+            budget.spend(results)
+            notify("advance", {"total": total})
+            return results
+
+        # The first rounds: every point in plan.count fresh processes, shuffled rounds.
+        for round_index in range(plan.count):
+            if not open_jobs or stop.requested:
+                break
             # Without ``rounds``: one round in plan order (the callers' own order).
             visit = (
                 rounds_order(len(jobs), round_index, plan.seed)
@@ -294,26 +215,32 @@ def measure_jobs(
                     continue
                 if stop.requested:
                     break
-                job = jobs[index]
-                notify("point", {"index": index, "label": job.label, "round": round_index + 1})
-                limit_s = job.timeout_s or timeout_s
-                results = _request(job, pool, plan.count, round_index, limit_s, stop)
+                request = round_request(jobs[index].request, plan.count, round_index, share)
+                results = take(index, request, round_index + 1)
                 if results is None:
-                    break  # stopped: the point cut short is left for --resume
-                taken[index].append(results)
-                notify("advance", {"total": total})
+                    break
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
-                if not first_failed and round_index + 1 < plan.count:
-                    continue  # rounds to come: merged once they are in
-                merged = _merged(job, taken[index])
-                more = round_index + 1 < plan.max_count and wants_more(
-                    merged, target_of(job.request)
-                )
-                if more and not first_failed:
-                    continue
-                open_jobs.discard(index)
-                write(index, merged)
-            round_index += 1
+                if first_failed or (round_index + 1 == plan.count and not adaptive):
+                    open_jobs.discard(index)
+                    write(index, _merged(jobs[index], taken[index], walls[index]))
+        # Then the budget left, a process at a time, to the points furthest from target.
+        while adaptive and open_jobs and not stop.requested:
+            spreads = {i: s for i in open_jobs if (s := _spread(jobs[i], taken[i], walls[i]))}
+            choice = next_process(spreads, _target(jobs), budget.left_s, plan.max_count)
+            if choice is None:
+                break
+            index, cap_s = choice
+            total += 1
+            request = process_request(jobs[index].request, cap_s)
+            if take(index, request, len(walls[index]) + 1) is None:
+                break
+        if adaptive:  # what is still open is done, or the run stopped: write what is whole
+            for index in sorted(open_jobs):
+                if len(taken[index]) < plan.count:
+                    continue  # cut short by a stop: --resume measures it
+                spread = _spread(jobs[index], taken[index], walls[index])
+                why = why_stopped(spread, _target(jobs), plan.max_count)
+                write(index, _merged(jobs[index], taken[index], walls[index], why))
         summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
@@ -328,10 +255,10 @@ def measure_jobs(
 
 
 def _request(
-    job: Job, pool: WorkerPool, rounds: int, round_index: int, timeout_s: float, stop: StopRequest
+    job: Job, pool: WorkerPool, request: dict[str, Any], timeout_s: float, stop: StopRequest
 ) -> list[Result] | None:
-    """One round of ``job`` in a fresh worker: its results, or None when the run stops."""
-    request = round_request(job.request, rounds, round_index)
+    """``request`` (one process of ``job``) in a fresh worker: its results, or None when
+    the run stops."""
     try:
         message = observed_request(pool, request, (job.answer, "interrupted"), timeout_s, stop)
     except WorkerFailure as failure:
@@ -379,10 +306,46 @@ def _counts(
     return counted
 
 
-def _merged(job: Job, taken: list[list[Result]]) -> list[Result]:
-    """Each point of ``job`` merged over the rounds taken so far."""
+def _merged(
+    job: Job, taken: list[list[Result]], walls: Sequence[float] = (), why: str | None = None
+) -> list[Result]:
+    """Each point of ``job`` merged over the processes taken so far."""
     target = target_of(job.request)
-    return [merge([results[k] for results in taken], target) for k in range(len(job.points))]
+    return [
+        merge([results[k] for results in taken], target, walls, why) for k in range(len(job.points))
+    ]
+
+
+def _spread(job: Job, taken: list[list[Result]], walls: Sequence[float]) -> Spread | None:
+    """The widest spread among ``job``'s points (a ``time`` job has several)."""
+    spreads = [spread_of(r, walls) for r in _merged(job, taken, walls)]
+    known = [s for s in spreads if s is not None]
+    return max(known, key=lambda s: s.rel_half_width, default=None)
+
+
+def _target(jobs: Sequence[Job]) -> float:
+    """The runs' precision target (the same policy for every job of a run)."""
+    return next((t for job in jobs if (t := target_of(job.request)) is not None), 0.01)
+
+
+def _max_time_s(job: Job) -> float:
+    policy = job.request.get("policy") or {}
+    return float(policy.get("max_time_s") or 0.0)
+
+
+class _Budget:
+    """A run's sampling budget: the seconds of samples its points may take in all."""
+
+    def __init__(self, total_s: float) -> None:
+        self.total_s = total_s
+        self.spent_s = 0.0
+
+    def spend(self, results: Sequence[Result]) -> None:
+        self.spent_s += sum(sum(r.samples_s) for r in results if r.status == "ok")
+
+    @property
+    def left_s(self) -> float:
+        return max(0.0, self.total_s - self.spent_s)
 
 
 def _environment(pool: WorkerPool, threads: int | None) -> Environment:

@@ -37,9 +37,10 @@ from benchbench.measure import gpu
 #: Rounds (fresh processes) per point by default: BENCHMARKS.md, "Rounds across
 #: processes", has the measurements it was chosen from.
 DEFAULT_ROUNDS = 3
-#: Extra rounds a point may take when its processes disagree, by default: none, so that
-#: a run's cost is known in advance (``--max-rounds`` opts in).
-DEFAULT_EXTRA_ROUNDS = 0
+#: Processes a point may take in all, by default, when its processes disagree beyond the
+#: target: the run's sampling budget (:mod:`benchbench.run.allocate`) decides which
+#: points get them, and bounds what they cost.
+DEFAULT_MAX_ROUNDS = 10
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,12 @@ class Rounds:
     """
 
     count: int = DEFAULT_ROUNDS
-    max_count: int = DEFAULT_ROUNDS + DEFAULT_EXTRA_ROUNDS
+    max_count: int = 0  # 0: the larger of count and DEFAULT_MAX_ROUNDS
     seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.max_count == 0:
+            object.__setattr__(self, "max_count", max(self.count, DEFAULT_MAX_ROUNDS))
         if self.count < 1:
             raise UsageError(f"--rounds must be >= 1, got {self.count}")
         if self.max_count < self.count:
@@ -87,9 +90,11 @@ def order(count: int, round_index: int, seed: int) -> list[int]:
     return indices
 
 
-def round_request(request: Mapping[str, Any], rounds: int, round_index: int = 0) -> dict[str, Any]:
-    """A job's request for round ``round_index``, its policy's time budget split across
-    ``rounds``.
+def round_request(
+    request: Mapping[str, Any], rounds: int, round_index: int = 0, share: float = 1.0
+) -> dict[str, Any]:
+    """A job's request for round ``round_index``, ``share`` of its policy's time budget
+    split across ``rounds``.
 
     After the first round a suite point's request skips the reference check (the first
     process checked the same code on the same seeded inputs; a float64 reference of a
@@ -107,15 +112,26 @@ def round_request(request: Mapping[str, Any], rounds: int, round_index: int = 0)
         out["check"] = False
         out["profile_dir"] = None
     policy = request.get("policy")
-    if rounds > 1 and isinstance(policy, Mapping):
+    if (rounds > 1 or share != 1.0) and isinstance(policy, Mapping):
         split = dict(policy)
         for key in ("max_time_s", "min_time_s", "warmup_min_s"):
             if split.get(key) is not None:
-                split[key] = float(split[key]) / rounds
+                split[key] = float(split[key]) * (share if key == "max_time_s" else 1.0) / rounds
         if split.get("max_samples") is not None:
             floor = int(split.get("min_samples") or 2)
             split["max_samples"] = max(floor, int(split["max_samples"]) // rounds)
         out["policy"] = split
+    return out
+
+
+def process_request(request: Mapping[str, Any], max_time_s: float) -> dict[str, Any]:
+    """A job's request for one more process (after the first rounds): no check, no
+    trace, its samples capped at ``max_time_s`` (the allocation's choice)."""
+    out = round_request(request, 1, 1)
+    policy = dict(out["policy"]) if isinstance(out.get("policy"), Mapping) else {}
+    policy["max_time_s"] = max_time_s
+    policy["min_time_s"] = min(float(policy.get("min_time_s") or 0.0), max_time_s)
+    out["policy"] = policy
     return out
 
 
@@ -127,7 +143,12 @@ def target_of(request: Mapping[str, Any]) -> float | None:
     return None
 
 
-def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
+def merge(
+    rounds: Sequence[Result],
+    target_rel_ci: float | None,
+    walls_s: Sequence[float] = (),
+    why: str | None = None,
+) -> Result:
     """One result of a point from its per-process results, in round order.
 
     A point whose first process did not measure it (error or skip) is that result: the
@@ -135,11 +156,18 @@ def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
     warning; if none measured it the first failure is the result. Samples are scaled to
     the first process's calls per sample (each process calibrates its own), so per-call
     statistics are exact.
+
+    ``converged`` means the reported (two-level) interval met ``target_rel_ci``; when it
+    did not, the processes' own ``not converged`` warnings give way to one that says so
+    in a person's words (``not converged: ±3.1 % after 5 processes (target ±3 %); budget
+    spent``), ``why`` being the reason no more processes were taken. ``walls_s``: each
+    process's wall time as the runner saw it, kept in ``extra.processes``.
     """
     first = rounds[0]
     if first.status != "ok" or len(rounds) == 1:
         return first
-    measured = [r for r in rounds if r.status == "ok" and r.samples_s]
+    kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
+    measured = [rounds[k] for k in kept]
     failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
     calls = first.calls_per_sample
     samples: list[float] = []
@@ -147,12 +175,24 @@ def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
         scale = calls / result.calls_per_sample
         samples.extend(s * scale for s in result.samples_s)
     counts = tuple(len(r.samples_s) for r in measured)
-    warnings = list(dict.fromkeys(w for r in measured for w in r.warnings))
+    two_level = target_rel_ci is not None and len(counts) > 1
+    warnings = list(
+        dict.fromkeys(
+            w
+            for r in measured
+            for w in r.warnings
+            if not (two_level and w.startswith(NOT_CONVERGED))  # one two-level one below
+        )
+    )
     warnings += [f"process {k} of {len(rounds)} failed: {r.reason}" for k, r in failed]
     stats = Stats.from_samples(samples, calls, counts)
     converged = all(bool(r.converged) for r in measured)
-    if target_rel_ci is not None and len(counts) > 1:
-        converged = converged and stats.rel_ci_half_width <= target_rel_ci
+    if two_level and target_rel_ci is not None:
+        converged = stats.rel_ci_half_width <= target_rel_ci
+        if not converged:
+            warnings.insert(
+                0, not_converged(stats.rel_ci_half_width, len(counts), target_rel_ci, why)
+            )
     reasons = list(dict.fromkeys(str(r.stop_reason) for r in measured))
     extra, warnings = gpu.merge_extra(
         first.extra, warnings, [r.extra for r in measured], stats.median_s
@@ -163,10 +203,12 @@ def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
             "samples": len(r.samples_s),
             "median_s": Stats.from_samples(r.samples_s, r.calls_per_sample).median_s,
             "stop_reason": r.stop_reason,
+            **({"wall_s": walls_s[kept[k]]} if kept[k] < len(walls_s) else {}),
+            **({"cost": r.extra["cost"]} if "cost" in r.extra else {}),
             # A compile variant compiles afresh in every process: each one's compile time.
             **({"compile_s": r.extra["compile_s"]} if "compile_s" in r.extra else {}),
         }
-        for r in measured
+        for k, r in enumerate(measured)
     ]
     errors = [r.max_rel_error for r in measured if r.max_rel_error is not None]
     abs_errors = [r.max_abs_error for r in measured if r.max_abs_error is not None]
@@ -184,6 +226,19 @@ def merge(rounds: Sequence[Result], target_rel_ci: float | None) -> Result:
         peak_memory_bytes=max(peaks) if peaks else None,
         duration_s=_total(r.duration_s for r in rounds),
     )
+
+
+#: How every ``not converged`` warning starts (the engine's per process, the merge's).
+NOT_CONVERGED = "not converged"
+
+
+def not_converged(half_width: float, processes: int, target: float, why: str | None) -> str:
+    """``not converged: ±3.1 % after 5 processes (target ±3 %); budget spent``."""
+    text = (
+        f"{NOT_CONVERGED}: ±{100 * half_width:.1f} % after {processes} processes "
+        f"(target ±{100 * target:g} %)"
+    )
+    return f"{text}; {why}" if why else text
 
 
 def wants_more(results: Sequence[Result], target_rel_ci: float | None) -> bool:

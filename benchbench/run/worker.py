@@ -137,6 +137,7 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
             env = environment.collect(torch, request.get("threads"))
             _send(channel, {"event": "environment", "fields": env.fields, "info": env.info})
         elif op == "measure":
+            received = time.perf_counter()  # extra.cost counts the suite's load too
             point = Point.from_dict(request["point"])
             try:
                 guard_memory(point.device, memory_limit, torch)
@@ -150,6 +151,7 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
                     outputs=request.get("outputs"),
                     check=bool(request.get("check", True)),
                     metric=str(request.get("metric", "time")),
+                    started=received,
                     gate=_gate(channel, requests) if request.get("lockstep") else None,
                 )
             except Exception as exc:  # reported as this point's error, the worker lives on

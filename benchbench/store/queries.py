@@ -49,6 +49,9 @@ DATAFRAME_COLUMNS: tuple[str, ...] = (
     "converged",
     "warnings",
     "benchmark_id",
+    # Instruction counts (``run --metric instructions``), last: added with schema 3.
+    "instructions_per_call",
+    "instruction_counts",
 )
 
 #: Columns of :meth:`Store.history`, oldest run first.
@@ -229,6 +232,16 @@ def device_extras(engine: Engine, prefix: str) -> dict[tuple[str, str], tuple[st
     )
     with engine.connect() as conn:
         return {(str(r), str(bid)): (str(dev), extra) for r, bid, dev, extra in conn.execute(query)}
+
+
+def counted_extras(engine: Engine) -> dict[tuple[str, str], Any]:
+    """``extra`` of every measurement whose instructions were counted, by ``(run_id,
+    benchmark_id)``: the counts' within-process spread (``extra.instructions``) that the
+    DataFrame leaves out."""
+    m = t.measurement.c
+    query = sa.select(m.run_id, m.benchmark_id, m.extra).where(m.instructions_per_call.is_not(None))
+    with engine.connect() as conn:
+        return {(str(r), str(bid)): extra for r, bid, extra in conn.execute(query)}
 
 
 def ok_durations(engine: Engine, run_ids: Sequence[str]) -> dict[str, list[float]]:

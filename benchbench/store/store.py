@@ -268,6 +268,10 @@ class Store:
         """See :func:`benchbench.store.queries.device_extras`."""
         return queries.device_extras(self.engine, prefix)
 
+    def counted_extras(self) -> dict[tuple[str, str], Any]:
+        """See :func:`benchbench.store.queries.counted_extras`."""
+        return queries.counted_extras(self.engine)
+
     def ok_durations(self, run_ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored ``duration_s`` of the ok points of ``run_ids``, by benchmark id."""
         return queries.ok_durations(self.engine, run_ids)

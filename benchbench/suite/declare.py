@@ -34,6 +34,7 @@ from benchbench.core.values import (
     DEFAULT_OUTPUTS,
     ITEMSIZE,
     OUTPUT_MODES,
+    TRAFFIC,
     Point,
 )
 from benchbench.suite.checks import (
@@ -117,6 +118,11 @@ class Variant:
     - ``rtol`` / ``atol``: the reference check's tolerance for this variant, a number
       or a number per dtype name (``{"bfloat16": 2e-2}``); it wins over the
       workload's, which wins over the dtype's default.
+    - ``traffic``: what the work model's bytes are, for the ceiling a result is held to
+      (stored as ``extra.traffic``): ``"update"`` when the call reads and writes back the
+      same bytes (``torch.add(x, y, out=x)``), ``"copy"`` when it does not. None (the
+      default): an ``inplace`` variant is an update, any other a copy. See
+      :data:`~benchbench.core.values.TRAFFIC` and :mod:`benchbench.analysis.roofline`.
     """
 
     name: str
@@ -130,6 +136,7 @@ class Variant:
     check: bool | str | None = None
     outputs: str | None = None
     cuda_graph: bool = False
+    traffic: str | None = None
     # Out of the hash: a dict by dtype is not hashable, and the name identifies a variant.
     rtol: ToleranceSpec = field(default=None, hash=False)
     atol: ToleranceSpec = field(default=None, hash=False)
@@ -347,6 +354,12 @@ class Suite:
             if lifetime not in OUTPUT_MODES:
                 raise SuiteError(
                     f"{where}: outputs must be one of {', '.join(OUTPUT_MODES)}, got {lifetime!r}"
+                )
+        for v in variants:
+            if v.traffic is not None and v.traffic not in TRAFFIC:
+                raise SuiteError(
+                    f"{where}: variant {v.name!r}: traffic must be one of "
+                    f"{', '.join(TRAFFIC)} or None, got {v.traffic!r}"
                 )
         if budget_s is not None and not budget_s > 0:
             raise SuiteError(f"{where}: budget_s must be > 0 seconds, got {budget_s!r}")

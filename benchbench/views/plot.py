@@ -334,7 +334,8 @@ def roofline_figure(
     title: str | None = None,
 ) -> Figure:
     """Achieved FLOP/s versus arithmetic intensity (FLOP per byte) of every point, under
-    the bandwidth roofs (main memory, best in cache) and the matmul peak per dtype.
+    the bandwidth roofs (main memory, best in cache, and main memory for an in-place
+    update where the profile measured one) and the matmul peak per dtype.
 
     Only curves with both a bytes and a FLOP model can be placed; raises
     :class:`NotFoundError` naming the workloads when none has both.
@@ -384,9 +385,12 @@ def roofline_figure(
         peak = max(
             (profile.peak_flop_per_s.get(c.key.dtype, 0.0) for c in curves), default=0.0
         ) or max(profile.peak_flop_per_s.values(), default=math.inf)
+        # In-place points are held to the update curve (analysis/roofline.py): its
+        # main-memory roof too, dotted, when the profile has one.
         for bandwidth, text, style in (
             (profile.peak_cache_bytes_per_s, "best in-cache bandwidth", "--"),
             (profile.peak_memory_bytes_per_s, "main-memory bandwidth", "-"),
+            (profile.memory_bytes_per_s.get("update", 0.0), "main memory, in-place update", ":"),
         ):
             if bandwidth > 0:
                 ax.plot(

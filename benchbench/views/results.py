@@ -9,7 +9,13 @@ from typing import Any
 
 from rich.text import Text
 
-from benchbench.analysis.roofline import ABOVE_CEILING_TOLERANCE, above_ceiling, ceiling_for
+from benchbench.analysis.roofline import (
+    ABOVE_CEILING_TOLERANCE,
+    above_ceiling,
+    ceiling_for,
+    traffic_of,
+    working_set_for,
+)
 from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES
 from benchbench.core.errors import MeasurementError
 from benchbench.core.units import format_rate, format_size, format_time
@@ -79,8 +85,11 @@ def roofline_numbers(
 
     The ceiling is :func:`benchbench.analysis.roofline.ceiling_for` with the bytes per call as the
     working set (the inputs and outputs a call touches; a workload that reuses a buffer
-    would need its own figure). ``(None, None)`` without a profile, for a point that was
-    not measured, or for one with no work model.
+    would need its own figure), for the row's kind of traffic
+    (:func:`~benchbench.analysis.roofline.traffic_of`: an in-place row is an update, held
+    to the update curve at half its bytes). ``(None, None)`` without a profile, for a
+    point that was not measured, or for one with no work model. The ceiling's ``traffic``
+    says which curves held it, and ``note`` (present only then) why not its own.
     """
     if profile is None or row.get("status") != "ok":
         return None, None
@@ -88,9 +97,15 @@ def roofline_numbers(
     flop = row.get("flop_per_call") or 0.0
     if nbytes <= 0 and flop <= 0:
         return None, None
+    traffic = traffic_of(row.get("extra"))
     try:
         ceiling = ceiling_for(
-            profile, nbytes, flop, nbytes if nbytes > 0 else 1.0, dtype=str(row.get("dtype"))
+            profile,
+            nbytes,
+            flop,
+            working_set_for(nbytes, traffic) if nbytes > 0 else 1.0,
+            dtype=str(row.get("dtype")),
+            traffic=traffic,
         )
     except MeasurementError:
         return None, None
@@ -101,10 +116,12 @@ def roofline_numbers(
         "kind": ceiling.kind,
         "value": ceiling.value,
         "unit": "bytes/s" if ceiling.kind == "memory" else "flop/s",
+        "traffic": ceiling.traffic,
         "intensity_flop_per_byte": _finite(ceiling.intensity_flop_per_byte),
         "attainable_flop_per_s": _finite(ceiling.attainable_flop_per_s),
         "profile_device": profile.device,
         "above_measured": above_ceiling(achieved, ceiling.value),
+        **({"note": ceiling.note} if ceiling.note else {}),
     }
 
 
@@ -114,20 +131,26 @@ def with_roofline(
     """Rows with ``percent_of_peak`` and ``ceiling`` from the profile of their device.
 
     A row above its measured ceiling (``ceiling["above_measured"]``) also gets a warning
-    that says so and how to fix it, so it travels to ``--json`` and the table's notes.
+    that says so and how to fix it, so it travels to ``--json`` and the table's notes; so
+    does an in-place row held to the copy curves of a profile without the update curve
+    (``ceiling["note"]``).
     """
     out = []
     for row in rows:
         percent, ceiling = roofline_numbers(row, profiles.get(str(row.get("device"))))
         extra: dict[str, Any] = {"percent_of_peak": percent, "ceiling": ceiling}
+        warnings = [*(row.get("warnings") or [])]
+        if ceiling and ceiling.get("note"):
+            warnings.append(ceiling["note"])
         if ceiling and ceiling["above_measured"] and percent is not None:
             unit = "B/s" if ceiling["kind"] == "memory" else "FLOP/s"
-            extra["warnings"] = [
-                *(row.get("warnings") or []),
+            warnings.append(
                 f"{ABOVE_CEILING}: {percent:.0f} % of the probe's "
                 f"{format_rate(ceiling['value'], unit)}; the probe underestimates this "
-                "machine at this size: re-run `benchbench probe`",
-            ]
+                "machine at this size: re-run `benchbench probe`"
+            )
+        if ceiling and len(warnings) > len(row.get("warnings") or []):
+            extra["warnings"] = warnings
         out.append({**row, **extra})
     return out
 

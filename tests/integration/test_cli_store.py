@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from benchbench.store import open_store
 from benchbench.store import schema as t
+from tests import synthetic
 from tests.integration.cli import benchbench, env
 from tests.storedata import STORE_V1, T0, add_run, environment, point, result
 
@@ -113,6 +114,39 @@ def test_csv_has_one_row_per_point(tmp_path, v1):
     assert {r["label"] for r in rows} >= {"sum:torch.sum[float32, cpu](n=1024)"}
     assert all(float(r["median_s"]) > 0 and r["run_label"] == "base" for r in rows)
     assert rows[0]["started_at"].endswith("+00:00")
+
+
+def test_counts_are_exported_where_a_format_holds_them(tmp_path):
+    """CSV and bundles carry instruction counts; pyperf and pytest-benchmark hold times,
+    so a run that only counted is refused with the formats that carry counts."""
+    store = open_store(str(tmp_path / "s.db"))
+    p = synthetic.point()
+    counts = {p: [1000.0]}
+    synthetic.write_history(store, {p: [1e-6]}, counts=counts, label="both")
+    synthetic.write_history(store, {p: [1e-6]}, counts=counts, label="counted", timed=False,
+                            seed=1, start=T0)  # fmt: skip
+    db = str(tmp_path / "s.db")
+    for label in ("both", "counted"):
+        done = benchbench("export", label, "--format", "csv", "-o", "-", "--store", db,
+                          cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (row,) = csv.DictReader(io.StringIO(done.stdout))
+        assert float(row["instructions_per_call"]) == 1000.0
+        assert json.loads(row["instruction_counts"]) == [1000.0]
+        assert (row["median_s"] == "") == (label == "counted")
+        done = benchbench("export", label, "-o", "-", "--store", db, cwd=tmp_path)
+        (measurement,) = json.loads(done.stdout)["measurements"]
+        assert measurement["instructions_per_call"] == 1000.0
+    done = benchbench("export", "both", "--format", "pyperf", "-o", "both.json",
+                      "--store", db, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0 and "1 points written" in done.stderr, done.stderr
+    for fmt in ("pyperf", "pytest-benchmark"):
+        done = benchbench("export", "counted", "--format", fmt, "-o", "x.json", "--store", db,
+                          cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "counted instructions only" in done.stderr and "--format csv" in done.stderr
+        assert f"a {fmt} file holds times" in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "x.json").exists()
 
 
 def _synthetic_store(path):

@@ -55,7 +55,7 @@ def test_probe_stores_a_profile_that_show_then_uses(measured, tmp_path) -> None:
     profile = doc["profile"]
     assert profile["device"] == "cpu" and profile["profile_version"] == 2
     assert profile["repeats"] == 3 and profile["min_call_bytes"] == 16 << 20
-    assert {"read", "write", "copy"} <= set(profile["bandwidth"])
+    assert {"read", "write", "copy", "update"} <= set(profile["bandwidth"])
     assert "float32" in profile["peak_flop_per_s"]
     assert profile["timer_overhead_s"] > 0 and profile["threads"] >= 1
     store = open_store(str(db))

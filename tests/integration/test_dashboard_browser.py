@@ -19,8 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchbench.analysis.compare import compare_rows
 from benchbench.dashboard import DashboardData, build_site
+from benchbench.dashboard.from_store import load
 from benchbench.dashboard.synthetic import synthetic_data
+from benchbench.store import open_store
+from tests.synthetic import point, write_history
 
 pytestmark = pytest.mark.browser
 
@@ -300,4 +304,110 @@ def test_breakdown_and_timing_labels_as_drawn(browser: Any, tmp_path: Path) -> N
     legend = " ".join(tab.page.locator(".u-legend .u-series").all_inner_texts())
     assert "cuda:0, graph x100" in legend and "mode=bwd" in legend
     assert tab.errors == []
+    tab.page.close()
+
+
+def _counted_store(folder: Path, kinds: tuple[str, ...]) -> tuple[Path, dict[str, list[str]]]:
+    """A real store with two runs per kind: ``timed`` runs timed and counted, ``counted``
+    runs only counted (``--metric instructions``). Between each pair sqrt's count grows
+    10 %, exp's 0.02 %, and log's counts moved 2 % within a process (over half the 1 %
+    minimum effect). Returns the built site and the run ids per kind."""
+    store = open_store(str(folder / "store.db"))
+    sqrt, exp = point("torch.sqrt"), point("torch.exp", workload="exp")
+    log = point("torch.log", workload="log")
+    times = {sqrt: [1e-6, 1e-6], exp: [2e-6, 2e-6], log: [3e-6, 3e-6]}
+    counts = {sqrt: [1000.0, 1100.0], exp: [5000.0, 5001.0], log: [2000.0, 2000.0]}
+    runs = {
+        kind: write_history(
+            store, times, counts=counts, timed=kind == "timed", spread={log: 0.02},
+            label=f"{kind} {EVIL}", seed=seed,
+            start=datetime(2026, 1, 1 + 3 * seed, tzinfo=timezone.utc),
+        )
+        for seed, kind in enumerate(kinds)
+    }  # fmt: skip
+    build_site(load(store), folder / "site", now=NOW)
+    return folder / "site", runs
+
+
+@pytest.fixture(scope="module")
+def counted_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[str]]]:
+    return _counted_store(tmp_path_factory.mktemp("counted"), ("timed", "counted"))
+
+
+def _text_is_clean(page: Any) -> None:
+    text = page.locator("main").inner_text()
+    assert "NaN" not in text and "undefined" not in text and "null" not in text, text
+
+
+def test_compare_page_marks_instruction_counts_as_the_cli_does(
+    counted_site: tuple[Path, dict[str, list[str]]], tab: Page
+) -> None:
+    site, runs = counted_site
+    a, b = runs["timed"]
+    page = tab.open((site / "compare.html").as_uri() + f"#a={a}&b={b}")
+    headers = page.locator("table.compare th").all_inner_texts()
+    assert headers[6:10] == ["A instr/call", "B instr/call", "instr B/A", "instr verdict"]
+    rows = {
+        r.split("\t")[0].split(".")[0]: r.split("\t")
+        for r in page.locator("table.compare tbody tr").all_inner_texts()
+    }
+    assert rows["sqrt"][6:10] == ["1,000", "1,100", "1.1000", "slower"]
+    assert rows["exp"][8:10] == ["1.0002", "same"]
+    assert rows["log"][9] == "not significant"
+    # The marks `benchbench compare` gives the same two runs, point by point.
+    store = open_store(str(site.parent / "store.db"))
+    cli = compare_rows(store.measurements(a), store.measurements(b))
+    assert {p.workload: p.instructions_mark for p in cli.points} == {
+        w: cells[9] for w, cells in rows.items()
+    }
+    # A count regression is a regression: its row is marked and listed first.
+    first = page.locator("table.compare tbody tr").first
+    assert "slower" in (first.get_attribute("class") or "") and "sqrt" in first.inner_text()
+    summary = page.locator("p.summary.instructions").inner_text()
+    assert "1 slower, 0 faster, 1 same, 1 not significant (minimum effect 1.0 %)" in summary
+    _text_is_clean(page)
+    assert tab.errors == [] and tab.dialogs == []
+
+
+def test_runs_that_only_counted_compare_and_list_without_times(
+    counted_site: tuple[Path, dict[str, list[str]]], tab: Page
+) -> None:
+    site, runs = counted_site
+    a, b = runs["counted"]
+    page = tab.open((site / "compare.html").as_uri() + f"#a={a}&b={b}")
+    assert set(page.locator("table.compare td:nth-child(6)").all_inner_texts()) == {"untimed"}
+    assert page.locator(".geomean").inner_text() == "–"
+    assert (
+        page.locator(".geomean-instructions").inner_text() == "1.0323"
+    )  # (1.1 x 1.0002 x 1)^(1/3)
+    assert "3 untimed (counted only)" in page.locator("p.summary").first.inner_text()
+    _text_is_clean(page)
+    page = tab.open((site / "compare.html").as_uri() + f"#a={b}")
+    assert "instr/call" in page.locator("table.single th").all_inner_texts()
+    cells = page.locator("table.single tbody tr").first.inner_text().split("\t")
+    assert cells[2:5] == ["–", "–", "5,001"]  # no median, no CI, the count
+    _text_is_clean(page)
+    assert tab.errors == [] and tab.dialogs == []
+
+
+@pytest.mark.parametrize("kinds", [("timed", "counted"), ("counted",)])
+def test_every_page_of_a_counted_store_loads_cleanly(
+    browser: Any, tmp_path: Path, kinds: tuple[str, ...]
+) -> None:
+    site, _ = _counted_store(tmp_path, kinds)
+    tab = Page(browser)
+    for name in PAGES:
+        page = tab.open((site / f"{name}.html").as_uri())
+        assert page.locator("p.error").count() == 0, name
+        _text_is_clean(page)
+        if name == "history":  # the count history, and the time history where there is one
+            titles = page.locator(".u-title").all_inner_texts()
+            assert [t.split(" ")[0] for t in titles] == (
+                ["Median", "Instructions"] if "timed" in kinds else ["Instructions"]
+            )
+            assert all(n > 2000 for n in inked_pixels(page))
+    page = tab.open((site / "index.html").as_uri())
+    assert any(EVIL in t for t in page.locator(".run-label").all_inner_texts())
+    assert page.locator("main img").count() == 0
+    assert tab.errors == [] and tab.dialogs == []
     tab.page.close()

@@ -112,13 +112,19 @@ def test_doctor_flags_a_profile_that_timed_call_overhead() -> None:
     (check,) = check_profile(good)
     assert check.status == "warn" and "version 1" in check.value  # min_call_bytes 0: v1
     assert check.advice == "benchbench probe --threads 2"
-    amortised = profile().__class__(**{**vars(good), "repeats": 3, "min_call_bytes": 16 << 20})
+    with_update = {**good.bandwidth, "update": good.bandwidth["copy"]}
+    amortised = profile().__class__(
+        **{**vars(good), "repeats": 3, "min_call_bytes": 16 << 20, "bandwidth": with_update}
+    )
     (check,) = check_profile(amortised)
     assert check.status == "ok" and "best of 3 repeat(s)" in check.value
     # 4 KiB read at 1.2 GB/s, under main memory's 10 GB/s: overhead, not the cache.
     curve = ((4096, 1.2e9), (16384, 4e9), (65536, 20e9), (1 << 24, 10e9))
     overhead = amortised.__class__(
-        **{**vars(amortised), "bandwidth": {"read": curve, "write": curve, "copy": curve}}
+        **{
+            **vars(amortised),
+            "bandwidth": {"read": curve, "write": curve, "copy": curve, "update": curve},
+        }
     )
     (check,) = check_profile(overhead)
     assert check.status == "warn"

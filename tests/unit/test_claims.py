@@ -22,6 +22,7 @@ from benchbench.analysis.claims import (
     ratio_of_medians,
     speedup,
 )
+from benchbench.analysis.compare import compare_point
 from benchbench.analysis.verdict import estimate
 from benchbench.suite.load import builtin_suites, load_suite
 
@@ -50,7 +51,14 @@ def row(workload: str, variant: str, median: float, **kw: Any) -> dict[str, Any]
         "max_abs_error": kw.pop("max_abs_error", None),
         "extra": kw.pop("extra", {}),
         "bytes_per_s": kw.pop("bytes_per_s", None),
+        # Instructions per call (``run --metric instructions``), one instrumented process.
+        "instructions_per_call": kw.pop("instructions", None),
     }
+    out["instruction_counts"] = (
+        [out["instructions_per_call"]] if out["instructions_per_call"] else None
+    )
+    if not kw.pop("timed", True):  # counted only: ok, no samples, no median
+        out.update(samples_s=[], median_s=None, ci_low_s=None, ci_high_s=None)
     assert not kw, kw
     return out
 
@@ -90,6 +98,39 @@ def test_speedup_holds_fails_or_is_inconclusive_from_the_stored_medians():
     assert check(Rows((row("loop", "slow", 1e-2), row("loop", "fast", 1e-3)))).verdict == FAILS
     wide = Rows((row("loop", "slow", 1e-2, half_width=0.5), row("loop", "fast", 2.2e-4)))
     assert check(wide).verdict == INCONCLUSIVE
+
+
+def test_speedup_shows_the_instruction_ratio_beside_and_judges_by_time():
+    check = speedup("loop", "slow", "fast", low=50, high=200)
+    # 100x faster in time with the same instructions: the claim holds on time alone.
+    slow, fast = row("loop", "slow", 1e-2, instructions=4e6), row("loop", "fast", 1e-4,
+                                                                   instructions=2e6)  # fmt: skip
+    finding = check(Rows((slow, fast)))
+    assert finding.verdict == HOLDS and finding.value == pytest.approx(100.0)
+    assert finding.instructions_ratio == 2.0
+    assert finding.figure.endswith("; instructions slow / fast = 2x")
+    # The ratio `benchbench compare` gives for the same two rows (base: the fast one).
+    ids = {"benchmark_id": "b", "shape": [1000]}
+    same = compare_point({**fast, **ids}, {**slow, **ids})
+    assert finding.instructions_ratio == same.instructions_ratio
+    (result,) = evaluate([Claim("X", "A", "t", "n", "s", ("loop",), check)], [slow, fast])
+    assert result.to_dict()["instructions_ratio"] == 2.0
+    untimed_count = check(Rows((row("loop", "slow", 1e-2), fast)))
+    assert untimed_count.instructions_ratio is None and "instructions" not in untimed_count.figure
+
+
+def test_a_run_that_only_counted_is_not_measured_with_the_command_that_times():
+    claim = Claim("X", "A", "t", "n", "s", ("loop",), speedup("loop", "slow", "fast", low=2))
+    rows = [row("loop", v, 1e-3, instructions=1e6, timed=False) for v in ("slow", "fast")]
+    (result,) = evaluate([claim], rows)
+    assert result.finding.verdict == NOT_MEASURED
+    assert "did not time them (`--metric instructions`)" in result.finding.reason
+    assert "run `benchbench run s --tag quick`" in result.finding.reason
+    # One variant timed, the other only counted: the claim's own "no stored point".
+    rows[0] = row("loop", "slow", 1e-3, instructions=1e6)
+    (result,) = evaluate([claim], rows)
+    assert result.finding.verdict == NOT_MEASURED
+    assert "no stored point loop:fast" in result.finding.reason
 
 
 def test_speedup_compares_the_same_size_and_uses_the_largest():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import urllib.error
@@ -14,12 +15,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.core.errors import StoreError, UsageError
+from benchbench.core.values import Result
 from benchbench.dashboard import MEASUREMENT_COLUMNS, DashboardData, build_site
+from benchbench.dashboard.from_store import load
 from benchbench.dashboard.payload import add_throughput, compact, safe_repo_url
 from benchbench.dashboard.serve import Rebuilder, make_server
 from benchbench.dashboard.site import json_for_script
 from benchbench.dashboard.synthetic import synthetic_data
+from benchbench.store import open_store
+from tests.synthetic import point, write_history
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 NOW = datetime(2026, 3, 9, tzinfo=timezone.utc)
@@ -350,6 +356,64 @@ def test_data_without_a_timing_column_builds_with_no_timing(tmp_path: Path) -> N
     build_site(data, tmp_path, now=NOW)
     (line,) = read_data(tmp_path / "data" / "workload" / "w0.js")["series"]
     assert line["timing"] is None
+
+
+def test_data_without_instruction_columns_builds_with_no_counts(tmp_path: Path) -> None:
+    data = hand_data([1e-3, 2e-3])
+    old = data.measurements.drop(columns=["instructions_per_call", "instructions_noise"])
+    build_site(dataclasses.replace(data, measurements=old), tmp_path, now=NOW)
+    doc = read_data(tmp_path / "data" / "runs" / "r1.js")
+    assert doc["m"] == [2e-3] and "ins" not in doc and "ins_noise" not in doc
+    assert all("ins" not in line for line in read_data(tmp_path / "data/history/w0.js")["lines"])
+
+
+def test_counted_runs_carry_counts_and_the_noise_the_cli_reads(tmp_path: Path) -> None:
+    """From a real store: per run, the counts per call and each point's noise (the
+    larger of the spread within a process and between processes, as
+    ``estimate_counts`` reads a side); the index carries the instruction min effect."""
+    store = open_store(str(tmp_path / "s.db"))
+    sqrt, exp = point("torch.sqrt"), point("torch.exp", workload="exp")
+    write_history(store, {sqrt: [1e-6], exp: [2e-6]}, label="timed only")
+    (counted,) = write_history(
+        store,
+        {sqrt: [1e-6], exp: [2e-6]},
+        counts={sqrt: [1234.5678901]},
+        spread=0.003,
+        timed=False,
+        seed=1,
+        start=T0,
+    )
+    two = Result(  # two instrumented processes 1 % apart: between beats within
+        point=exp, status="ok", instructions_per_call=1005.0,
+        instruction_counts=(1000.0, 1010.0), extra={"instructions": {"spread": 0.002}},
+    )  # fmt: skip
+    store.write_result(counted, two)
+    build_site(load(store), tmp_path / "site", now=NOW)
+    data = tmp_path / "site" / "data"
+    index = read_data(data / "index.js")
+    assert index["verdict"] == {
+        "min_effect": MIN_EFFECT,
+        "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT,
+    }
+    runs = {r["label"]: r["i"] for r in index["runs"]}
+    assert "ins" not in read_data(data / "runs" / f"r{runs['timed only']}.js")
+    doc = read_data(data / "runs" / f"r{runs['night-0']}.js")
+    by_workload = {index["workloads"][index["benchmarks"][b]["w"]]["workload"]: k
+                   for k, b in enumerate(doc["b"])}  # fmt: skip
+    sqrt_k, exp_k = by_workload["sqrt"], by_workload["exp"]
+    # Eight significant digits: the page's ratio is the CLI's to 1e-7.
+    assert doc["ins"][sqrt_k] == 1234.5679 and doc["ins"][exp_k] == 1005.0
+    assert doc["ins_noise"][sqrt_k] == 0.003
+    assert doc["ins_noise"][exp_k] == pytest.approx(10 / 1005, rel=1e-3)
+    # Counted, not timed: ok with no median, no throughput, nothing shown as a number.
+    assert doc["s"] == [0, 0] and doc["m"] == [None, None] and doc["thr"] == [None, None]
+    lines = read_data(data / "history" / f"w{index['benchmarks'][doc['b'][sqrt_k]]['w']}.js")
+    (line,) = lines["lines"]  # the timed run (January), then the counted one (March)
+    assert line["m"][0] is not None and line["m"][1] is None
+    assert line["ins"] == [None, 1234.5679]
+    # The workload page's throughput is the latest run that timed, not one that only counted.
+    series = read_data(data / "workload" / "w0.js")["series"]
+    assert series and {s["r"] for s in series} == {runs["timed only"]}
 
 
 def _captured(run: str, workload: str, params: dict, median: float | None) -> dict[str, Any]:

@@ -387,3 +387,49 @@ def test_counts_merge_into_the_timed_points(store):
     rows = store.measurements("run-1")
     assert all(r["samples_s"] and r["instructions_per_call"] for r in rows)
     assert [p["op"] for p in pool.requests].count("measure") == 2  # time was measured too
+
+
+def _policy_job(size: int) -> Job:
+    request = {"op": "measure", "size": size, "policy": {"max_time_s": 0.05, "target_rel_ci": 0.03}}
+    return Job(request, (_point(size),), f"n={size}")
+
+
+def test_the_budget_left_after_the_first_rounds_goes_to_the_widest_point(store):
+    import itertools
+
+    from benchbench.run.rounds import Rounds
+
+    wobble = itertools.cycle([1.0, 1.5, 0.7, 1.3])  # size 2's processes disagree by 2x
+
+    def answer(payload: dict[str, Any]) -> dict[str, Any]:
+        # As the engine: samples until the cap, at least 10 (so one may pass the cap).
+        scale = next(wobble) if payload["size"] == 2 else 1.0
+        count = max(10, int(payload["policy"]["max_time_s"] / (1e-3 * scale)))
+        samples = tuple(1e-3 * scale * (1 + k / 1000) for k in range(count))
+        result = Result(_point(payload["size"]), "ok", samples_s=samples, converged=True)
+        return {"event": "result", "result": result.to_dict()}
+
+    pool = ScriptedPool({1: answer, 2: answer})
+    ticks = itertools.count()
+    summary = measure_jobs(
+        [_policy_job(1), _policy_job(2)],
+        pool,
+        _record(store),
+        timeout_s=5,
+        rounds=Rounds(3, 8, seed=1),
+        clock=lambda: float(next(ticks)),
+    )
+    by_size = {r.point.size: r for r in summary.results}
+    assert len(by_size[1].process_samples) == 3  # its processes agree: within target
+    assert by_size[1].converged is True
+    assert 3 < len(by_size[2].process_samples) <= 8  # the budget went to the wide one
+    # The first rounds took half of each process's share: 0.05 s x 0.5 / 3 per process.
+    first = next(p for p in pool.requests if p["op"] == "measure")
+    assert first["policy"]["max_time_s"] == pytest.approx(0.05 * 0.5 / 3)
+    # Samples never add up to more than the run's budget (2 points x 0.05 s).
+    spent = sum(sum(r.samples_s) for r in summary.results)
+    assert spent <= 0.1
+    wide = by_size[2]
+    if not wide.converged:
+        assert any(w.startswith("not converged: ±") for w in wide.warnings)
+    assert [p["wall_s"] for p in wide.extra["processes"]] == [1.0] * len(wide.process_samples)

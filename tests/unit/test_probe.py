@@ -345,17 +345,15 @@ def test_quick_probe_on_this_cpu_has_the_full_structure() -> None:
     profile = run_probe(quick=True, progress=messages.append)
     assert profile.device == "cpu"
     assert profile.threads == torch.get_num_threads()
-    assert set(profile.bandwidth) == {"read", "write", "copy", "read@1t", "write@1t", "copy@1t"}
+    ops = {"read", "write", "copy", "update"}
+    assert set(profile.bandwidth) == ops | {f"{op}@1t" for op in ops}
+    assert profile.has_update_curve
     for points in profile.bandwidth.values():
         sizes = [b for b, _ in points]
         assert sizes == sorted(sizes) and sizes[0] == 4096 and len(sizes) >= 10
         assert all(v > 0 and math.isfinite(v) for _, v in points)
     assert {"float32", "float64"} <= set(profile.peak_flop_per_s)
-    assert (
-        set(profile.memory_bytes_per_s)
-        == set(profile.cache_bytes_per_s)
-        == {"read", "write", "copy"}
-    )
+    assert set(profile.memory_bytes_per_s) == set(profile.cache_bytes_per_s) == ops
     assert profile.timer_overhead_s > 0 and profile.timer_observed_resolution_s > 0
     assert (profile.repeats, profile.min_call_bytes) == (3, PASS_BYTES)
     assert any(m.startswith("bandwidth: read") for m in messages)

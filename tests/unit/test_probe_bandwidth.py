@@ -14,6 +14,7 @@ import torch
 from benchbench.cli.probe import paired_caches
 from benchbench.machine.hardware import CacheLevel, OsCache, Profile
 from benchbench.machine.probe_bandwidth import (
+    OPS,
     PASS_BYTES,
     SweepPoint,
     best_bandwidths,
@@ -179,3 +180,50 @@ def test_paired_caches_matches_each_boundary_to_the_nearest_os_level() -> None:
         ("L3", 32 * MIB, 30 * MIB),
         ("not an OS level", None, 900 * KIB),
     ]
+
+
+def test_the_update_op_rewrites_its_buffer_once_per_pass_and_counts_read_and_write() -> None:
+    src = torch.rand(4096)
+    dst = torch.full((4096,), -2.0)
+    fn, nbytes = op_call("update", src, dst, 4 * KIB, passes=7)
+    assert "update" in OPS
+    assert nbytes == 7 * 8 * 1024  # 1024 floats read and written back, seven times
+    fn()
+    assert bool((dst[:1024] == 2.0).all())  # abs_: the buffer updated in place
+    assert bool((dst[1024:] == -2.0).all())  # nothing past the working set touched
+    before = dst.clone()
+    fn()
+    assert torch.equal(dst, before)  # positive values stay as they are, pass after pass
+    single, nbytes = op_call("update", src, dst, 16 * KIB, passes=1)
+    assert nbytes == 8 * 4096
+    single()
+    assert bool((dst == 2.0).all())
+
+
+def test_the_update_sweep_reports_credited_bytes_over_the_best_time() -> None:
+    # A fake update block: each call moves its credited bytes at 30 GB/s after 5 µs of
+    # call overhead; one timed block of the small size is disturbed (3x slower).
+    slow = {4 * KIB: [1.0, 3.0]}
+
+    def block(ws: int, nbytes: int) -> Callable[[int], float]:
+        timed: list[int] = []
+
+        def run_block(calls: int) -> float:
+            seconds = calls * (5e-6 + nbytes / 30e9)
+            if calls * (5e-6 + nbytes / 30e9) >= 1e-3:  # a timed block, not calibration
+                timed.append(calls)
+                factors = slow.get(ws, [])
+                seconds *= factors[len(timed) - 1] if len(timed) <= len(factors) else 1.0
+            return seconds
+
+        return run_block
+
+    points = []
+    for ws in (4 * KIB, 16 * MIB):
+        passes = 16 * MIB // ws
+        _, nbytes = op_call("update", torch.rand(ws // 4), torch.ones(ws // 4), ws, passes=passes)
+        assert nbytes == 2 * ws * passes  # the sweep credits twice the working set a pass
+        points.append(SweepPoint(ws, nbytes, block(ws, nbytes)))
+    (rates,) = best_bandwidths({"update": points}, repeats=2, blocks=1).values()
+    for rate in rates:
+        assert rate == pytest.approx(32 * MIB / (5e-6 + 32 * MIB / 30e9))

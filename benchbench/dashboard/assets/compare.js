@@ -6,11 +6,29 @@
  * otherwise. The page holds each run's median CI, not its samples, so significance
  * here is the conservative one: the interval from the two medians' CIs
  * (lo(B) / hi(A) to hi(B) / lo(A)) excludes 1. `benchbench compare` has the exact test.
+ * Where both runs counted a point's instructions (run --metric instructions), the row
+ * also has both counts, their ratio B/A and the CLI's instruction mark
+ * (analysis/verdict.py mark_counts, its minimum effect m' with the index): "not
+ * significant" when either side's counts moved by more than m' / 2 (ins_noise), else
+ * "slower" at ratio >= 1 + m', "faster" at ratio <= 1 / (1 + m'), "same" between. A
+ * point both runs counted and neither timed has the time mark "untimed", as in the CLI.
  * With one run only, the page lists every point of it with its status and reason. */
 "use strict";
 (function () {
   const BB = window.BB, el = BB.el;
-  const ORDER = { failing: 0, slower: 1, gone: 2, new: 3, faster: 4, same: 5, "not significant": 6, skipped: 7 };
+  const ORDER = { failing: 0, slower: 1, gone: 2, new: 3, faster: 4, same: 5, "not significant": 6, untimed: 7, skipped: 8 };
+  /* Instructions per call of row k of a run document, or null (not counted, or 0). */
+  const ins = (doc, k) => (doc.ins && doc.ins[k] > 0 ? doc.ins[k] : null);
+  /* The instruction mark of a point both runs counted (mark_counts), or null. */
+  function countMark(da, i, db, j, m) {
+    const a = ins(da, i), b = ins(db, j);
+    if (a === null || b === null) return null;
+    const na = da.ins_noise[i], nb = db.ins_noise[j];
+    if (na === null || nb === null) return null;
+    const ratio = b / a;
+    const mark = 2 * Math.max(na, nb) > m ? "not significant" : ratio >= 1 + m ? "slower" : ratio <= 1 / (1 + m) ? "faster" : "same";
+    return { ratio, mark };
+  }
 
   function runPicker(name, current, st) {
     const ix = BB.index();
@@ -38,12 +56,16 @@
 
   function single(main, run, doc, st) {
     const list = doc.b.map((b, k) => k).filter((k) => BB.passBench(doc.b[k], st));
+    // The instr/call column after the CI, as in `benchbench show`, when any point has a count.
+    const counted = list.some((k) => ins(doc, k) !== null);
+    const headers = ["point", "status", "median", "CI", ...(counted ? ["instr/call"] : []), "throughput", "reason / warnings"];
     main.appendChild(BB.section("Run " + run.label + " · " + BB.envName(run.env) + " · " + BB.date(run.t),
       el("p", {}, "commit ", BB.commit(run), " · ", run.ok + " ok, " + run.skipped + " skipped, " + run.error + " failed"),
-      BB.table(["point", "status", "median", "CI", "throughput", "reason / warnings"], list.map((k) => ({
+      BB.table(headers, list.map((k) => ({
         cls: status(doc.s[k]), cells: [BB.benchLabel(doc.b[k]), status(doc.s[k]), BB.seconds(doc.m[k]),
-          BB.seconds(doc.lo[k]) + " – " + BB.seconds(doc.hi[k]), BB.si(doc.thr[k], doc.unit[k]),
-          [doc.reason[String(k)], ...(doc.warn[String(k)] || [])].filter(Boolean).join("; ")] })))));
+          doc.m[k] === null ? "–" : BB.seconds(doc.lo[k]) + " – " + BB.seconds(doc.hi[k]),
+          ...(counted ? [BB.count(ins(doc, k))] : []), BB.si(doc.thr[k], doc.unit[k]),
+          [doc.reason[String(k)], ...(doc.warn[String(k)] || [])].filter(Boolean).join("; ")] })), "single")));
   }
 
   BB.start({
@@ -69,15 +91,20 @@
       const ra = rows(da), rb = rows(db);
       const benches = [...new Set([...da.b, ...db.b])].filter((k) => BB.passBench(k, st));
       const out = [];
-      let logSum = 0, n = 0;
+      let logSum = 0, n = 0, insLogSum = 0, insN = 0;
+      const mi = ix.verdict.instructions_min_effect;
       for (const k of benches) {
         const i = ra.get(k), j = rb.get(k);
-        const okA = i !== undefined && da.s[i] === 0 && da.m[i], okB = j !== undefined && db.s[j] === 0 && db.m[j];
+        const okA = i !== undefined && da.s[i] === 0, okB = j !== undefined && db.s[j] === 0;
+        // Both runs counted it: the instruction mark, whatever the time says.
+        const counts = okA && okB ? countMark(da, i, db, j, mi) : null;
+        if (counts) { insLogSum += Math.log(counts.ratio); insN++; }
         let mark, ratio = null, lo = null, hi = null;
         if (j !== undefined && db.s[j] === 2) mark = "failing";
         else if (j === undefined) mark = "gone";
         else if (db.s[j] === 1) mark = "skipped";
         else if (!okA) mark = "new";
+        else if (!da.m[i] || !db.m[j]) mark = counts ? "untimed" : "new";
         else {
           ratio = db.m[j] / da.m[i];
           lo = db.lo[j] !== null && da.hi[i] ? db.lo[j] / da.hi[i] : null;
@@ -87,22 +114,37 @@
           logSum += Math.log(ratio); n++;
         }
         const why = j !== undefined ? [db.reason[String(j)], ...(db.warn[String(j)] || [])].filter(Boolean).join("; ") : "";
-        out.push({ k, mark, ratio, lo, hi, ma: i !== undefined ? da.m[i] : null, mb: j !== undefined ? db.m[j] : null, why });
+        out.push({ k, mark, ratio, lo, hi, ma: i !== undefined ? da.m[i] : null, mb: j !== undefined ? db.m[j] : null, why,
+          ia: i !== undefined ? ins(da, i) : null, ib: j !== undefined ? ins(db, j) : null,
+          iratio: counts ? counts.ratio : null, imark: counts ? counts.mark : null });
       }
-      out.sort((p, q) => ORDER[p.mark] - ORDER[q.mark] || (q.ratio || 0) - (p.ratio || 0));
-      const count = (m) => out.filter((o) => o.mark === m).length;
-      main.appendChild(BB.section("B versus A",
-        el("p", { class: "summary" }, "geometric mean of time ratios B/A over " + n + " points: ",
-          el("strong", { class: "geomean" }, n ? (Math.exp(logSum / n)).toFixed(3) : "–"),
-          " · " + count("slower") + " slower, " + count("faster") + " faster, " + count("same") + " same, " +
-          count("not significant") + " not significant, " + count("failing") + " failing, " + count("new") + " new, " +
-          count("gone") + " gone"),
+      // A point slower in instructions is a regression as in the CLI: it ranks with the slower ones.
+      const rank = (o) => Math.min(ORDER[o.mark], o.imark ? ORDER[o.imark] : Infinity);
+      out.sort((p, q) => rank(p) - rank(q) || (q.ratio || q.iratio || 0) - (p.ratio || p.iratio || 0));
+      const tally = (m) => out.filter((o) => o.mark === m).length;
+      const itally = (m) => out.filter((o) => o.imark === m).length;
+      const summary = [el("p", { class: "summary" }, "geometric mean of time ratios B/A over " + n + " points: ",
+        el("strong", { class: "geomean" }, n ? (Math.exp(logSum / n)).toFixed(3) : "–"),
+        " · " + tally("slower") + " slower, " + tally("faster") + " faster, " + tally("same") + " same, " +
+        tally("not significant") + " not significant, " + tally("failing") + " failing, " + tally("new") + " new, " +
+        tally("gone") + " gone" + (tally("untimed") ? ", " + tally("untimed") + " untimed (counted only)" : ""))];
+      if (insN) {
+        summary.push(el("p", { class: "summary instructions" }, "geometric mean of instruction count ratios B/A over " + insN + " points: ",
+          el("strong", { class: "geomean-instructions" }, (Math.exp(insLogSum / insN)).toFixed(4)),
+          " · " + itally("slower") + " slower, " + itally("faster") + " faster, " + itally("same") + " same, " +
+          itally("not significant") + " not significant (minimum effect " + (100 * mi).toFixed(1) + " %)"));
+      }
+      const headers = ["point", "A median", "B median", "B/A", "CI of B/A", "verdict",
+        ...(insN ? ["A instr/call", "B instr/call", "instr B/A", "instr verdict"] : []), "reason / warnings"];
+      main.appendChild(BB.section("B versus A", ...summary,
         el("div", { class: "side" },
           el("div", {}, el("strong", {}, "A: "), a.label, " · ", BB.envName(a.env), " · ", BB.date(a.t), " · ", BB.commit(a)),
           el("div", {}, el("strong", {}, "B: "), b.label, " · ", BB.envName(b.env), " · ", BB.date(b.t), " · ", BB.commit(b))),
-        BB.table(["point", "A median", "B median", "B/A", "CI of B/A", "verdict", "reason / warnings"], out.map((o) => ({
-          cls: o.mark.replace(" ", "-"), cells: [BB.benchLabel(o.k), BB.seconds(o.ma), BB.seconds(o.mb), o.ratio === null ? "–" : o.ratio.toFixed(3),
-            o.lo === null || o.hi === null ? "–" : o.lo.toFixed(3) + " – " + o.hi.toFixed(3), o.mark, o.why] })), "compare")));
+        BB.table(headers, out.map((o) => ({
+          cls: (o.imark === "slower" && o.mark !== "failing" ? "slower" : o.mark).replace(" ", "-"),
+          cells: [BB.benchLabel(o.k), BB.seconds(o.ma), BB.seconds(o.mb), o.ratio === null ? "–" : o.ratio.toFixed(3),
+            o.lo === null || o.hi === null ? "–" : o.lo.toFixed(3) + " – " + o.hi.toFixed(3), o.mark,
+            ...(insN ? [BB.count(o.ia), BB.count(o.ib), o.iratio === null ? "–" : o.iratio.toFixed(4), o.imark || "–"] : []), o.why] })), "compare")));
       window.BB_READY = performance.now();
     },
   });

@@ -8,7 +8,7 @@
 (function () {
   const BB = (window.BB = {});
   BB.DATA = () => window.BB_DATA || {};
-  BB.index = () => BB.DATA().index || { runs: [], envs: [], workloads: [], benchmarks: [], alerts: [], verdict: { min_effect: 0.05 } };
+  BB.index = () => BB.DATA().index || { runs: [], envs: [], workloads: [], benchmarks: [], alerts: [], verdict: { min_effect: 0.05, instructions_min_effect: 0.01 } };
 
   /* el("a", {class: "x", href: "..."}, "text", node, ...) -> Element; strings become text nodes. */
   BB.el = function (tag, attrs, ...children) {
@@ -76,6 +76,15 @@
     if (a >= 1e-3) return (v * 1e3).toPrecision(3) + " ms";
     if (a >= 1e-6) return (v * 1e6).toPrecision(3) + " µs";
     return (v * 1e9).toPrecision(3) + " ns";
+  };
+  /* Instructions per call as `benchbench show` writes them (views/results.py
+   * format_instructions): 8,367 · 12.3 M · 4.56 G; "–" for none. */
+  BB.count = function (v) {
+    if (v === null || v === undefined || !isFinite(v)) return "–";
+    const g = (x) => String(Number(x.toPrecision(3)));  // Python's :.3g for these ranges
+    if (v >= 1e9) return g(v / 1e9) + " G";
+    if (v >= 1e6) return g(v / 1e6) + " M";
+    return Math.round(v).toLocaleString("en-US");
   };
   BB.date = (ms) => (ms === null || ms === undefined ? "–" : new Date(ms).toISOString().slice(0, 16).replace("T", " "));
   BB.day = (ms) => (ms === null || ms === undefined ? "" : new Date(ms).toISOString().slice(0, 10));

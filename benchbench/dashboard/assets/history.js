@@ -1,5 +1,6 @@
 /* History: the median time of one point, run after run, per environment, with its
- * CI band, change points, alerts, annotations and failed runs; x is time or commit. */
+ * CI band, change points, alerts, annotations and failed runs; x is time or commit.
+ * Where runs counted the point's instructions, a second chart draws the count per call. */
 "use strict";
 (function () {
   const BB = window.BB, el = BB.el;
@@ -35,7 +36,7 @@
       const ordinal = new Map(shown.map((r, k) => [r, k]));
       const byCommit = st.x === "commit";
       const X = (r) => (byCommit ? ordinal.get(r) : ix.runs[r].t);
-      const series = [], vlines = [], fails = [], cps = [];
+      const series = [], vlines = [], fails = [], cps = [], counted = [];
       lines.forEach((l, k) => {
         const color = BB.COLORS[k % BB.COLORS.length];
         const at = l.r.map((r, j) => j).filter((j) => BB.passTime(ix.runs[l.r[j]].t, st));
@@ -49,6 +50,16 @@
               "run: " + run.label, "commit: " + BB.short(run.sha), "date: " + BB.date(run.t)];
           },
         });
+        if (l.ins) {
+          counted.push({
+            label, color, x: at.map((j) => X(l.r[j])), y: at.map((j) => l.ins[j]),
+            tip: (i) => {
+              const j = at[i], run = ix.runs[l.r[j]];
+              return [label, "instructions per call: " + BB.count(l.ins[j]), "run: " + run.label,
+                "commit: " + BB.short(run.sha), "date: " + BB.date(run.t)];
+            },
+          });
+        }
         for (const j of at) if (l.s[j] !== 0) fails.push({ e: l.e, r: l.r[j], s: l.s[j], reason: l.reason[String(j)] });
         for (const j of l.cp) {
           if (!at.includes(j)) continue;
@@ -63,11 +74,21 @@
         const x = byCommit ? ordinal.get(shown.find((r) => ix.runs[r].t >= n.t)) : n.t;
         if (x !== undefined) vlines.push({ x, label: n.text, color: "#2ca02c" });
       }
-      BB.chart(main, {
-        title: "Median time per run (lower is better), CI of the median shaded", time: !byCommit, series, vlines, height: 360,
-        yfmt: BB.seconds, xfmt: byCommit ? (v) => (Number.isInteger(v) && shown[v] !== undefined ? BB.short(ix.runs[shown[v]].sha) : "") : undefined,
-        xLabel: byCommit ? "commit (run order)" : "date",
-      });
+      const xfmt = byCommit ? (v) => (Number.isInteger(v) && shown[v] !== undefined ? BB.short(ix.runs[shown[v]].sha) : "") : undefined;
+      const xLabel = byCommit ? "commit (run order)" : "date";
+      // Runs that only counted (--metric instructions) have no median: no empty time chart.
+      if (!counted.length || lines.some((l) => l.m.some((v) => v !== null))) {
+        BB.chart(main, {
+          title: "Median time per run (lower is better), CI of the median shaded", time: !byCommit, series, vlines, height: 360,
+          yfmt: BB.seconds, xfmt, xLabel,
+        });
+      }
+      if (counted.length) {
+        BB.chart(main, {
+          title: "Instructions per call per run, under callgrind (lower is better)", time: !byCommit, series: counted, vlines,
+          height: 280, yfmt: BB.count, xfmt, xLabel,
+        });
+      }
       if (cps.length) {
         main.appendChild(BB.section("Change points", BB.table(["environment", "from run", "commit", "median before", "after"],
           cps.map((c) => [BB.envName(c.e), ix.runs[c.r].label, BB.commit(ix.runs[c.r]), BB.seconds(c.before), BB.seconds(c.after)]))));

@@ -63,7 +63,7 @@
         BB.chart(main, { title: "Throughput (" + unit + ") versus size", xlog: true, ylog: true, xLabel: "size (elements)",
           yfmt: (v) => BB.si(v, unit), xfmt: (v) => BB.si(v), series, hlines, vlines, height: 380 });
       }
-      if (!units.length) main.appendChild(el("p", { class: "muted" }, "No successful point matches these filters."));
+      if (!units.length) main.appendChild(el("p", { class: "muted" }, "No timed point matches these filters."));
       const cross = data.crossovers.filter((c) => keep.includes(c.a) && keep.includes(c.b));
       if (cross.length) {
         main.appendChild(BB.section("Crossovers (from the fitted t = t0 + n / rate)", BB.table(["faster above n", "than", "n"],

@@ -1,0 +1,108 @@
+"""The current worker of a run: forked (or spawned) when a request needs one, fresh for
+every request by default, and given back when the run ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from benchbench.core.errors import MeasurementError
+from benchbench.run.workers import ForkUnsafe, Spawner, StopRequest, Worker, WorkerFailure, Zygote
+
+
+class WorkerPool:
+    """The current worker of a run, forked (or spawned) when a request needs one.
+
+    Use as a context manager: leaving it ends the worker and the launcher. A worker
+    that failed is discarded, so the next request starts a fresh one. A zygote that
+    refuses to fork (CUDA initialised in it) gives way to its spawner, and ``on_note``
+    is told why. With ``fresh``
+    (the default) every request gets a worker that has done nothing else: its heap,
+    page mappings and caches owe nothing to the points before it.
+    """
+
+    def __init__(
+        self,
+        launcher: Zygote | Spawner,
+        fresh: bool = True,
+        on_note: Callable[[str], None] | None = None,
+    ) -> None:
+        self._launcher = launcher
+        self._fresh = fresh
+        self._spent = False
+        self._worker: Worker | None = None
+        #: Told what the run's user should know about its workers (the spawn fallback).
+        self._on_note = on_note or (lambda _message: None)
+
+    def request(
+        self,
+        payload: dict[str, Any],
+        events: tuple[str, ...],
+        timeout_s: float,
+        stop: StopRequest | None = None,
+    ) -> dict[str, Any]:
+        """Send ``payload`` to the current worker and return its answer.
+
+        :class:`WorkerFailure` when the worker dies, hangs or breaks the protocol (it
+        is discarded); :class:`MeasurementError` when no worker can be started.
+        """
+        worker = self.worker()
+        try:
+            answer = worker.request(payload, events, timeout_s, stop)
+        except WorkerFailure:
+            worker.close()
+            self._worker = None
+            raise
+        # A fresh pool's worker has served its one request: it stays (idle, so that the
+        # runner can read its CPU time) until the next request asks for a worker. One
+        # that retired (its CUDA context is poisoned) is exiting: never asked again.
+        self._spent = self._fresh or bool(answer.get("retire"))
+        return answer
+
+    def worker(self) -> Worker:
+        """The current worker, started now if there is none or it has served its request
+        in a fresh pool (MeasurementError if it cannot start)."""
+        if self._worker is not None and self._spent:
+            self._worker.close()
+            self._worker = None
+        self._spent = False
+        if self._worker is None:
+            try:
+                self._worker = self._start()
+            except WorkerFailure as failure:
+                raise MeasurementError(f"the worker process did not start: {failure}") from None
+        return self._worker
+
+    def _start(self) -> Worker:
+        try:
+            return self._launcher.worker()
+        except ForkUnsafe as refusal:
+            spawner = getattr(self._launcher, "spawner", None)  # a Zygote has one
+            if spawner is None:
+                raise MeasurementError(str(refusal)) from None
+            self._on_note(str(refusal))
+            self._launcher.close()
+            self._launcher = spawner()
+            return self._launcher.worker()
+
+    def retire(self) -> None:
+        """Close the current worker (a lockstep pair's side, driven by its own requests)."""
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def close(self) -> None:
+        self.retire()
+        self._launcher.close()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
+        self.close()
