@@ -152,3 +152,15 @@ def test_two_points_with_one_name_are_refused_naming_both(stored):
     twin = {**rows[0], "benchmark_id": "twin-id"}
     with pytest.raises(UsageError, match=r"both named .*twin-id.*bundle or CSV"):
         ci_formats.bencher_metric_format(run, env, [rows[0], twin])
+
+
+def test_a_run_that_counted_instructions_only_is_refused_with_the_fix(stored):
+    # `run --metric instructions` stores ok points without time samples: these formats
+    # hold times, so they say so instead of writing an empty file.
+    run, env, rows = stored
+    counted = [{**r, "samples_s": [], "instructions_per_call": 1000.0} for r in rows
+               if r["status"] == "ok"]  # fmt: skip
+    with pytest.raises(UsageError, match=r"counted instructions only.*github-action-benchmark"):
+        ci_formats.github_action_benchmark(run, env, counted)
+    with pytest.raises(UsageError, match=r"a bmf file holds times.*--format csv"):
+        ci_formats.bencher_metric_format(run, env, counted)
