@@ -46,6 +46,7 @@ def add_run(
     started_at: dt.datetime = T0,
     label: str | None = None,
     bulk: bool = True,
+    group_id: str | None = None,
 ) -> str:
     env = env or environment()
     store.save_environment(env)
@@ -53,7 +54,7 @@ def add_run(
     store.create_run(
         {
             "id": run_id,
-            "group_id": run_id,
+            "group_id": group_id or run_id,
             "kind": "nightly",
             "label": label,
             "status": "finished",

@@ -1,8 +1,11 @@
 """Compare two runs point by point and exit 3 when the contender regressed.
 
 BASE and CONTENDER are run ids, id prefixes, labels, ``latest`` or ``latest~N``
-(the N-th run before the latest); ``--environment`` (an environment id or a machine
-label) makes them pick among that environment's runs only, e.g.
+(the N-th run before the latest), or run groups (the ``--group`` value or group id
+shared by the shards of one run: all their points as one run, so two sharded
+nightlies compare as ``benchbench compare nightly-2026-11-23 nightly-2026-11-24``);
+``--environment`` (an environment id or a machine label) makes run references pick
+among that environment's runs only, e.g.
 ``benchbench compare latest~1 latest --environment gpu-box-3``.
 
 Per point, on the per-call times of the raw samples: the ratio of medians
@@ -63,7 +66,9 @@ def _style(mark: str | None) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("base", metavar="BASE", help="run id, prefix, label, latest, latest~N")
+    parser.add_argument(
+        "base", metavar="BASE", help="run id, prefix, label, latest, latest~N or run group"
+    )
     parser.add_argument("contender", metavar="CONTENDER", help="the run judged against BASE")
     parser.add_argument(
         "--environment",
@@ -108,11 +113,13 @@ def add_verdict(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.run import sharding
+
     check_verdict(args)
     store = flags.store_from(args)
-    base = store.resolve_run(args.base, environment=args.environment)
-    contender = store.resolve_run(args.contender, environment=args.environment)
-    return judge(args, store, base, contender)
+    base, base_rows = sharding.run_or_group(store, args.base, args.environment)
+    contender, contender_rows = sharding.run_or_group(store, args.contender, args.environment)
+    return judge(args, store, base, contender, rows=(base_rows, contender_rows))
 
 
 def check_verdict(args: argparse.Namespace) -> None:
@@ -128,19 +135,31 @@ def check_verdict(args: argparse.Namespace) -> None:
         )
 
 
-def judge(args: argparse.Namespace, store: Any, base: dict, contender: dict) -> int:
+def judge(
+    args: argparse.Namespace,
+    store: Any,
+    base: dict,
+    contender: dict,
+    rows: tuple[list[dict], list[dict]] | None = None,
+) -> int:
     """Compare two stored runs, print the table (or JSON) and return the exit code: 3 on
     a regression unless ``--no-fail-on-regression``. The two sides of one ``benchbench
-    ab`` run are judged paired (per-round log ratios). ``benchbench ab`` ends here too."""
+    ab`` run are judged paired (per-round log ratios). ``benchbench ab`` ends here too.
+    ``rows`` are the two sides' measurements when they are not the runs' own (a run
+    group's shards); by default each run's."""
     from benchbench.analysis import compare
 
+    base_rows, contender_rows = rows or (
+        store.measurements(base["id"]),
+        store.measurements(contender["id"]),
+    )
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
     ]
     result = compare.compare_rows(
-        store.measurements(base["id"]),
-        store.measurements(contender["id"]),
+        base_rows,
+        contender_rows,
         min_effect=args.min_effect,
         alpha=args.alpha,
         base_environment=(envs[0] or {}).get("fields"),

@@ -3,7 +3,11 @@
 Formats: ``bundle`` (a self-contained JSON document that ``benchbench import`` reads;
 gzip-compressed when the file name ends in .gz), ``pyperf`` (``python -m pyperf
 stats/hist/compare_to`` read it), ``pytest-benchmark`` (``pytest-benchmark compare``
-reads it) and ``csv`` (one row per point). Times are per call, in seconds.
+reads it), ``csv`` (one row per point), ``github-action-benchmark`` (its
+``customSmallerIsBetter`` JSON list) and ``bmf`` (Bencher Metric Format). Times are per
+call, in seconds, except in the two CI trackers' formats: nanoseconds, the median with
+its 95 % interval (github-action-benchmark's ``range`` is ``± `` the larger half-width,
+the exact bounds in ``extra``; BMF's ``lower_value`` and ``upper_value`` are the bounds).
 
 A pyperf file holds 9 values per point, the octiles of its per-call times (min, Q1,
 median, Q3 and max exact), so that two exports always have equal counts and
@@ -24,13 +28,28 @@ from pathlib import Path
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError, UsageError
 
-HELP = "export a run as a bundle, pyperf, pytest-benchmark or CSV file"
-FORMATS = ("bundle", "pyperf", "pytest-benchmark", "csv")
+HELP = (
+    "export a run as a bundle, pyperf, pytest-benchmark, CSV, github-action-benchmark "
+    "or Bencher (bmf) file"
+)
+FORMATS = ("bundle", "pyperf", "pytest-benchmark", "csv", "github-action-benchmark", "bmf")
+#: The CI trackers' JSON documents: format name -> the builder's name in
+#: ``interchange.ci_formats`` (run, env, rows) -> document; imported when used.
+CI_FORMATS = {
+    "github-action-benchmark": "github_action_benchmark",
+    "bmf": "bencher_metric_format",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ref", metavar="RUN", help="run id, id prefix, label or 'latest'")
-    parser.add_argument("--format", choices=FORMATS, default="bundle", help="default bundle")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="bundle",
+        help="default bundle; github-action-benchmark is its customSmallerIsBetter tool, "
+        "bmf is Bencher's JSON adapter (both in ns, median and 95%% interval)",
+    )
     parser.add_argument(
         "-o", "--output", metavar="FILE", required=True, help="file to write ('-' for stdout)"
     )
@@ -38,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchbench.interchange import exports
+    from benchbench.interchange import ci_formats, exports
     from benchbench.interchange.bundle import export_bundle, write_bundle
 
     store = flags.store_from(args)
@@ -59,6 +78,14 @@ def run(args: argparse.Namespace) -> int:
         count = len(rows)
         if args.format == "csv":
             text = exports.csv_text(run_row, env, rows)
+        elif args.format in CI_FORMATS:
+            ci_document = getattr(ci_formats, CI_FORMATS[args.format])(run_row, env, rows)
+            if not ci_document:
+                raise NotFoundError(
+                    f"run {run_row['id']} has no measured point: a {args.format} file needs one"
+                )
+            count = len(ci_document)
+            text = json.dumps(ci_document, indent=2, allow_nan=False) + "\n"
         elif args.format == "pytest-benchmark":
             document = exports.pytest_benchmark_document(run_row, env, rows)
             count = len(document["benchmarks"])

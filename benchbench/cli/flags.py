@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from benchbench.suite.load import Selection
 
 DEVICES = ("cpu", "cuda", "mps")
+#: What ``--shard auto`` reads, for the help of ``run`` and ``list``.
+SHARD_AUTO_HELP = (
+    "auto: I and N from $SLURM_ARRAY_TASK_ID with $SLURM_ARRAY_TASK_COUNT or _MIN/_MAX "
+    "(a Slurm array job) or $JOB_COMPLETION_INDEX with $BENCHBENCH_SHARD_COUNT (a "
+    "Kubernetes Indexed Job)"
+)
 
 
 def add_store(parser: argparse.ArgumentParser, *, create: bool = False) -> None:

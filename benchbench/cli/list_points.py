@@ -34,9 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_format(parser)
     parser.add_argument(
         "--shard",
-        metavar="I/N",
+        metavar="I/N|auto",
         help="list only the points `run --shard I/N` would measure, balanced by the stored "
-        "durations of earlier runs (by count where the store does not exist yet)",
+        "durations of earlier runs (by count where the store does not exist yet); "
+        + flags.SHARD_AUTO_HELP,
     )
     parser.add_argument(
         "--shard-by",
@@ -72,7 +73,7 @@ def _shard(args: argparse.Namespace, points: list[Any]) -> tuple[list[Any], dict
     from benchbench.run import runner, sharding
     from benchbench.store import normalize_url, safe_url
 
-    shard = sharding.Shard.parse(args.shard)
+    shard, auto = sharding.parse_shard(args.shard, os.environ)
     store = _history_store(args)
     group = args.group or sharding.scheduler_group(os.environ)
     # No group: a fresh id, whose history is the store's recent runs, as for a first shard.
@@ -87,7 +88,8 @@ def _shard(args: argparse.Namespace, points: list[Any]) -> tuple[list[Any], dict
         how = f"by the stored durations of {len(doc['cost_runs'])} run(s) in {store.url}"
     else:
         how = f"by count: {store.url} holds no durations of these points yet"
-    return mine, doc, f"shard {shard}: {len(mine)} of {len(points)} points, balanced {how}"
+    note = f"shard {shard}: {len(mine)} of {len(points)} points, balanced {how}"
+    return mine, doc, (f"{auto}\n{note}" if auto else note)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -150,9 +150,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--shard",
-        metavar="I/N",
+        metavar="I/N|auto",
         help="measure only shard I of N: a deterministic, disjoint part of the points, "
-        "balanced by the stored durations of earlier runs",
+        f"balanced by the stored durations of earlier runs; {flags.SHARD_AUTO_HELP}",
     )
     parser.add_argument(
         "--shard-by",
@@ -207,7 +207,9 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
 
     if not args.suites:
         raise UsageError("give at least one SUITE (or --resume RUN_ID to finish a stored run)")
-    shard = sharding.Shard.parse(args.shard) if args.shard else None
+    shard, auto = sharding.parse_shard(args.shard, os.environ) if args.shard else (None, None)
+    if auto is not None:
+        flags.stderr().print(str(auto), markup=False, highlight=False, soft_wrap=True)
     group = args.group
     if shard is not None and shard.count > 1 and group is None:
         group = sharding.scheduler_group(os.environ)
@@ -254,6 +256,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
     from benchbench.run.instrumented import parse_metrics
 
     stored = runner.resume_config(store, args.resume)
+    shard = sharding.parse_shard(args.shard, os.environ)[0] if args.shard else None
     given: dict[str, tuple[object, object]] = {}
     if args.suites:
         paths = tuple(Path(p).resolve() for p in flags.suite_paths(args))
@@ -284,7 +287,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--seed", args.seed, stored.rounds.seed),
         ("--kind", args.kind, stored.kind),
         ("--label", args.label, stored.label),
-        ("--shard", sharding.Shard.parse(args.shard) if args.shard else None, stored.shard),
+        ("--shard", shard, stored.shard),
     ):
         if value is not None:
             given[flag] = (value, before)

@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 
 from benchbench.cli import flags
-from benchbench.core.errors import NotFoundError
-from benchbench.core.values import suite_order
 
 HELP = "show the results of a run, with percent of peak and model fits"
 
@@ -45,25 +43,9 @@ def run(args: argparse.Namespace) -> int:
     )
 
     store = flags.store_from(args)
-    try:
-        run_row = store.resolve_run(args.run_ref)
-        stored = store.measurements(run_row["id"])
-    except NotFoundError as not_a_run:
-        try:
-            shards = sharding.group_runs(store, args.run_ref)
-        except NotFoundError:
-            raise not_a_run from None
-        run_row = {
-            **shards[0],
-            "id": shards[0]["group_id"],
-            "label": shards[0]["label"],
-            "status": _group_status([r["status"] for r in shards]),
-            "finished_at": max(
-                (r["finished_at"] for r in shards if r["finished_at"]), default=None
-            ),
-        }
-        stored = sorted((m for r in shards for m in store.measurements(r["id"])), key=suite_order)
-        run_row["label"] = (run_row["label"] or "") + f" ({len(shards)} shard(s))"
+    run_row, stored = sharding.run_or_group(store, args.run_ref)
+    if "shards" in run_row:
+        run_row["label"] = (run_row["label"] or "") + f" ({run_row['shards']} shard(s))"
     profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)
     analysis = analyze(with_run(run_row, stored))
@@ -78,11 +60,3 @@ def run(args: argparse.Namespace) -> int:
     flags.print_failures(failures(rows))
     flags.stderr().print(f"{summary_line(rows)}; status {run_row['status']}")
     return 0
-
-
-def _group_status(statuses: list[str]) -> str:
-    """A group is finished when every shard is; else the first of running/interrupted."""
-    for status in ("running", "interrupted"):
-        if status in statuses:
-            return status
-    return statuses[0] if len(set(statuses)) == 1 else "mixed"

@@ -1,5 +1,8 @@
 """Exports other tools read: pyperf JSON, pytest-benchmark JSON, CSV.
 
+The CI trackers' formats (github-action-benchmark, Bencher) are in
+:mod:`benchbench.interchange.ci_formats`.
+
 Each builder takes one stored run (its row, its environment row and its
 measurement rows joined with their benchmarks, as :class:`Store` returns them) and
 produces the other tool's document. Times are per call, in seconds, everywhere.
@@ -52,9 +55,13 @@ def _per_call(row: Row) -> list[float]:
     return [float(s) / calls for s in row["samples_s"]]
 
 
-def _measured(run: Row, rows: Sequence[Row], what: str) -> list[tuple[str, Row]]:
-    """The timed ok points with their names; a UsageError when the run's ok points were
-    all counted and none timed (``what``: the file format, for the message)."""
+def measured_points(run: Row, rows: Sequence[Row], what: str) -> list[tuple[str, Row]]:
+    """(name, row) of every timed point: status ``ok`` with positive samples.
+
+    The formats other tools read have no place for a skipped or failed point. A
+    UsageError when the run's ok points were all counted and none timed (``what``: the
+    file format, for the message).
+    """
     measured = [
         (name, row)
         for name, row in zip(_names(rows), rows, strict=True)
@@ -132,7 +139,7 @@ def pyperf_suite(run: Row, env: Row | None, rows: Sequence[Row]) -> Any:
         common["commit_id"] = run["git_sha"]
     common = {k: str(v) for k, v in common.items() if v not in (None, "")}
     benchmarks = []
-    for name, row in _measured(run, rows, "pyperf"):
+    for name, row in measured_points(run, rows, "pyperf"):
         per_call = _per_call(row)
         metadata = {
             **common,
@@ -206,7 +213,7 @@ def pytest_benchmark_document(run: Row, env: Row | None, rows: Sequence[Row]) ->
     fields = (env or {}).get("fields") or {}
     info = (env or {}).get("info") or {}
     benchmarks = []
-    for name, row in _measured(run, rows, "pytest-benchmark"):
+    for name, row in measured_points(run, rows, "pytest-benchmark"):
         data = _per_call(row)
         stats = pytest_benchmark_stats(data)
         stats["data"] = data

@@ -1,12 +1,13 @@
-"""Splitting one run's points across machines: ``--shard I/N`` and run groups.
+"""Splitting one run's points across machines: ``--shard I/N``, ``--shard auto``, groups.
 
 benchbench ships no scheduler: a CI matrix, a Slurm job array or a Kubernetes
-indexed job starts N copies of ``benchbench run ... --shard I/N --group ID``. Each
-copy measures a deterministic, disjoint part of the points; together they cover
-all of them. The parts are balanced by expected cost where the store knows it
-(the median stored ``duration_s`` of the same benchmark ids in recent finished
-runs), else by count. The shards are separate runs sharing one ``group_id``, so
-``show GROUP`` and ``runs`` present them as one run.
+indexed job starts N copies of ``benchbench run ... --shard I/N --group ID``
+(``--shard auto`` reads I and N from the Slurm or Kubernetes environment:
+:func:`shard_from_environment`). Each copy measures a deterministic, disjoint part
+of the points; together they cover all of them. The parts are balanced by expected
+cost where the store knows it (the median stored ``duration_s`` of the same
+benchmark ids in recent finished runs), else by count. The shards are separate
+runs sharing one ``group_id``, so ``show GROUP`` and ``runs`` present them as one run.
 
 Every shard must compute the same split, so every shard must see the same
 history: the first shard of a group records which runs its costs came from
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchbench.core.errors import NotFoundError, UsageError
+from benchbench.core.values import suite_order
 from benchbench.store import Store
 
 #: Finished runs whose stored durations give the expected cost of a point.
@@ -33,6 +35,21 @@ COST_HISTORY_RUNS = 5
 
 #: Scheduler variables that name one launch of all shards (checked in this order).
 SCHEDULER_GROUP_VARIABLES = ("BENCHBENCH_GROUP", "GITHUB_RUN_ID", "SLURM_ARRAY_JOB_ID")
+
+#: ``--shard auto``: the value that reads the shard from the scheduler's environment.
+AUTO = "auto"
+#: A Slurm array task's id and the array's bounds (``sbatch --array=MIN-MAX[:STEP]``).
+SLURM_TASK_ID = "SLURM_ARRAY_TASK_ID"
+SLURM_TASK_MIN = "SLURM_ARRAY_TASK_MIN"
+SLURM_TASK_MAX = "SLURM_ARRAY_TASK_MAX"
+SLURM_TASK_COUNT = "SLURM_ARRAY_TASK_COUNT"
+SLURM_TASK_STEP = "SLURM_ARRAY_TASK_STEP"
+#: A Kubernetes Indexed Job pod's index, 0 .. completions - 1 (set by Kubernetes).
+KUBERNETES_INDEX = "JOB_COMPLETION_INDEX"
+#: The shard count of a Kubernetes Indexed Job. Kubernetes does not put
+#: ``.spec.completions`` in the pod's environment (and the downward API reaches only
+#: the pod's own fields), so the Job's template sets this to the same number.
+SHARD_COUNT_VARIABLE = "BENCHBENCH_SHARD_COUNT"
 
 _NAMESPACE = uuid.UUID("4a0f7a52-53c5-4c1e-9d0e-6b3a0d6b9e11")
 
@@ -53,10 +70,11 @@ class Shard:
 
     @classmethod
     def parse(cls, text: str) -> Shard:
-        """``"2/4"`` -> Shard(2, 4); anything else is a usage error."""
+        """``"2/4"`` -> Shard(2, 4); anything else is a usage error (``auto``: see
+        :func:`parse_shard`)."""
         match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
         if match is None:
-            raise UsageError(f"--shard must look like I/N (e.g. 2/4), got {text!r}")
+            raise UsageError(f"--shard must look like I/N (e.g. 2/4) or auto, got {text!r}")
         return cls(int(match.group(1)), int(match.group(2)))
 
     def __str__(self) -> str:
@@ -133,3 +151,186 @@ def group_runs(store: Store, ref: str) -> list[dict[str, Any]]:
     if not rows:
         raise NotFoundError(f"no run or run group {ref!r} in store {store.url}")
     return rows
+
+
+def group_status(statuses: Sequence[str]) -> str:
+    """A group is finished when every shard is; else the first of running/interrupted."""
+    for status in ("running", "interrupted"):
+        if status in statuses:
+            return status
+    return statuses[0] if len(set(statuses)) == 1 else "mixed"
+
+
+def run_or_group(
+    store: Store, ref: str, environment: str | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A run and its measurements, or a run group's shards as one run and all their points.
+
+    ``ref`` is first a run reference (:meth:`Store.resolve_run`: id, prefix, label,
+    ``latest~N``, among ``environment``'s runs when given), else a run group
+    (:func:`group_runs`). A group's row has the group id as ``id``, its first shard's
+    start and environment, the shards' common label (else ``ref``), their combined
+    status and the number of shards in ``shards``. Raises the run lookup's
+    NotFoundError when neither matches.
+    """
+    try:
+        run = store.resolve_run(ref, environment=environment)
+        return run, store.measurements(run["id"])
+    except NotFoundError as not_a_run:
+        try:
+            shards = group_runs(store, ref)
+        except NotFoundError:
+            raise not_a_run from None
+    row = {
+        **shards[0],
+        "id": shards[0]["group_id"],
+        "status": group_status([r["status"] for r in shards]),
+        "finished_at": max((r["finished_at"] for r in shards if r["finished_at"]), default=None),
+        "shards": len(shards),
+    }
+    labels = {r["label"] for r in shards}
+    if (len(labels) > 1 or not row["label"]) and ref != row["id"]:
+        # Shards labelled apart ("nightly-1-shard-2"), or not at all: the --group value
+        # names the run better than one shard's label or the hashed group id.
+        row["label"] = ref
+    points = [m for r in shards for m in store.measurements(r["id"])]
+    return row, sorted(points, key=suite_order)
+
+
+@dataclass(frozen=True)
+class AutoShard:
+    """The shard ``--shard auto`` found, the scheduler it came from and what it read.
+
+    ``read`` holds ``(name, value)`` of every variable the shard was computed from, so
+    that a log says why this copy measures shard I of N.
+    """
+
+    shard: Shard
+    scheduler: str
+    read: tuple[tuple[str, str], ...]
+
+    def __str__(self) -> str:
+        variables = ", ".join(f"{name}={value}" for name, value in self.read)
+        return f"--shard auto: shard {self.shard} from the {self.scheduler} ({variables})"
+
+
+def parse_shard(text: str, environ: Mapping[str, str]) -> tuple[Shard, AutoShard | None]:
+    """A ``--shard`` value: ``I/N`` as given, or ``auto`` read from ``environ``.
+
+    Returns the shard and, for ``auto``, what it was read from (to tell the user).
+    """
+    if text.strip().lower() == AUTO:
+        found = shard_from_environment(environ)
+        return found.shard, found
+    return Shard.parse(text), None
+
+
+def _integer(environ: Mapping[str, str], name: str) -> int | None:
+    value = environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(
+            f"--shard auto: {name} must be an integer, got {value!r}; "
+            "fix the scheduler's environment or give --shard I/N"
+        ) from None
+
+
+def _required(environ: Mapping[str, str], name: str) -> int:
+    value = _integer(environ, name)
+    if value is None:
+        raise UsageError(f"--shard auto: {name} is not set; give --shard I/N")
+    return value
+
+
+def shard_from_environment(environ: Mapping[str, str]) -> AutoShard:
+    """The shard of this copy from a Slurm array job or a Kubernetes Indexed Job.
+
+    Slurm: ``SLURM_ARRAY_TASK_ID`` with the array's ``SLURM_ARRAY_TASK_MIN`` (0 when
+    unset), ``SLURM_ARRAY_TASK_STEP`` (1 when unset) and its ``SLURM_ARRAY_TASK_COUNT``
+    or ``SLURM_ARRAY_TASK_MAX``: task ids MIN, MIN + STEP, ... are shards 1, 2, ...
+    (``--array=0-7``, ``--array=1-8`` and ``--array=0-14:2`` all give 8 shards). An
+    array given as a list that is not such a range (``--array=1,2,7``) cannot be
+    numbered and is a usage error. Kubernetes: ``JOB_COMPLETION_INDEX`` (0-based) is
+    shard index + 1 of ``BENCHBENCH_SHARD_COUNT``, which the Job's template sets to
+    its ``.spec.completions``. Both schedulers' variables at once, or neither, are a
+    usage error naming the variables looked for.
+    """
+    slurm = environ.get(SLURM_TASK_ID, "").strip() != ""
+    kubernetes = environ.get(KUBERNETES_INDEX, "").strip() != ""
+    if slurm and kubernetes:
+        raise UsageError(
+            f"--shard auto: both {SLURM_TASK_ID}={environ[SLURM_TASK_ID]} (Slurm) and "
+            f"{KUBERNETES_INDEX}={environ[KUBERNETES_INDEX]} (Kubernetes) are set, so the "
+            "shard is ambiguous; unset one or give --shard I/N"
+        )
+    if slurm:
+        return _slurm_shard(environ)
+    if kubernetes:
+        return _kubernetes_shard(environ)
+    raise UsageError(
+        f"--shard auto found no scheduler's shard in the environment: it looks for "
+        f"{SLURM_TASK_ID} with {SLURM_TASK_COUNT} or {SLURM_TASK_MIN}/{SLURM_TASK_MAX} "
+        f"(a Slurm array job) and {KUBERNETES_INDEX} with {SHARD_COUNT_VARIABLE} (a "
+        "Kubernetes Indexed Job), and none is set; give --shard I/N instead "
+        "(e.g. --shard ${{ matrix.shard }}/4 in a GitHub Actions matrix)"
+    )
+
+
+def _slurm_shard(environ: Mapping[str, str]) -> AutoShard:
+    names = (SLURM_TASK_ID, SLURM_TASK_MIN, SLURM_TASK_MAX, SLURM_TASK_COUNT, SLURM_TASK_STEP)
+    read = tuple((n, environ[n].strip()) for n in names if environ.get(n, "").strip())
+    task = _required(environ, SLURM_TASK_ID)
+    high, count = _integer(environ, SLURM_TASK_MAX), _integer(environ, SLURM_TASK_COUNT)
+    given_low, given_step = _integer(environ, SLURM_TASK_MIN), _integer(environ, SLURM_TASK_STEP)
+    low = 0 if given_low is None else given_low
+    step = 1 if given_step is None else given_step
+    if step < 1:
+        raise UsageError(f"--shard auto: {SLURM_TASK_STEP} must be >= 1, got {step}")
+    if count is None:
+        if high is None:
+            raise UsageError(
+                f"--shard auto: {SLURM_TASK_ID}={task} is set but neither {SLURM_TASK_COUNT} "
+                f"nor {SLURM_TASK_MAX}, so the number of shards is unknown; run it as an "
+                "array job (sbatch --array=1-N) or give --shard I/N"
+            )
+        total = (high - low) // step + 1
+    else:
+        total = count
+        span = (high - low) // step + 1 if high is not None else count
+        if span != count:
+            raise UsageError(
+                f"--shard auto: the Slurm array's task ids are not a range ({SLURM_TASK_MIN}="
+                f"{low}, {SLURM_TASK_MAX}={high}, step {step} would make {span} tasks, "
+                f"{SLURM_TASK_COUNT}={count}), so they cannot be numbered as shards; use "
+                "--array=MIN-MAX[:STEP] or give --shard I/N"
+            )
+    offset = task - low
+    if offset < 0 or offset % step or offset // step >= total:
+        raise UsageError(
+            f"--shard auto: {SLURM_TASK_ID}={task} is not one of the array's {total} task "
+            f"ids {low}, {low + step}, ... (from {', '.join(f'{n}={v}' for n, v in read)}); "
+            "give --shard I/N"
+        )
+    return AutoShard(Shard(offset // step + 1, total), "Slurm array job", read)
+
+
+def _kubernetes_shard(environ: Mapping[str, str]) -> AutoShard:
+    index = _required(environ, KUBERNETES_INDEX)
+    count = _integer(environ, SHARD_COUNT_VARIABLE)
+    if count is None:
+        raise UsageError(
+            f"--shard auto: {KUBERNETES_INDEX}={index} is set but {SHARD_COUNT_VARIABLE} is "
+            "not: Kubernetes does not tell a pod its Job's completions, so set "
+            f"{SHARD_COUNT_VARIABLE} to .spec.completions in the Job's pod template"
+        )
+    if count < 1 or not 0 <= index < count:
+        raise UsageError(
+            f"--shard auto: {KUBERNETES_INDEX}={index} must be in 0..{SHARD_COUNT_VARIABLE}-1 "
+            f"with {SHARD_COUNT_VARIABLE}={count} >= 1; set {SHARD_COUNT_VARIABLE} to the "
+            "Job's .spec.completions"
+        )
+    read = ((KUBERNETES_INDEX, str(index)), (SHARD_COUNT_VARIABLE, str(count)))
+    return AutoShard(Shard(index + 1, count), "Kubernetes Indexed Job", read)

@@ -273,3 +273,29 @@ def test_reading_a_mistyped_store_is_an_error_and_writing_creates_it(tmp_path):
     assert imported.returncode == 0, imported.stderr
     listed = benchbench("runs", "--store", str(typo), "--json", cwd=tmp_path)
     assert listed.returncode == 0 and len(json.loads(listed.stdout)["runs"]) == 1
+
+
+def test_compare_takes_two_sharded_runs_as_groups_of_all_their_points(tmp_path, capsys):
+    from benchbench.cli import main
+    from benchbench.run.sharding import group_id_for
+
+    db = tmp_path / "s.db"
+    store = open_store(str(db))
+    a, b = point(size=64), point("add", size=64)
+    for night, day, slow in (("nightly-1", 1, 1.0), ("nightly-2", 2, 1.3)):
+        # Two shards a night, one point each: only the group holds both points.
+        for shard, (p, seed) in enumerate(((a, 1), (b, 2))):
+            add_run(store, [result(p, 1e-3 * (slow if p is a else 1.0), seed=seed + day)],
+                    started_at=T0.replace(day=day, hour=shard),
+                    group_id=group_id_for(night))  # fmt: skip
+    code = main(["compare", "nightly-1", "nightly-2", "--store", str(db), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert {p["label"]: p["mark"] for p in doc["points"]} == {
+        "sqrt:torch.sqrt[float32, cpu](n=64)": "slower",
+        "add:torch.sqrt[float32, cpu](n=64)": "not significant",
+    }
+    assert doc["base"]["run_id"] == group_id_for("nightly-1")
+    assert (doc["base"]["label"], doc["contender"]["label"]) == ("nightly-1", "nightly-2")
+    missing = main(["compare", "nightly-0", "nightly-2", "--store", str(db)])
+    assert missing == 1 and "no run 'nightly-0'" in capsys.readouterr().err

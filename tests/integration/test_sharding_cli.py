@@ -1,8 +1,10 @@
-"""`--shard I/N --group ID`: shards cover the points once, and show/runs see one run."""
+"""`--shard I/N --group ID`: shards cover the points once, and show/runs see one run;
+`--shard auto` reads the shard from the scheduler."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from pathlib import Path
 
@@ -19,9 +21,18 @@ GRID = SUITES / "grid.py"
 SIX = r"n=(64|128|192)\)"  # 6 of grid's 40 points
 
 
-def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path):
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    """The real CLI in this process (its JSON on stdout): list, show and runs need no
+    worker, so a subprocess would only add a Python start (seconds on a busy 2-core box)."""
+    code = main([*args, "--json"] if args[0] != "runs" else list(args))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return json.loads(out) if args[0] != "runs" else {"stdout": out}
+
+
+def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path, capsys):
     db = tmp_path / "store.db"
-    listed = json_of(benchbench("list", str(GRID), "--filter", SIX, "--json", cwd=tmp_path))
+    listed = _cli(capsys, "list", str(GRID), "--filter", SIX)
     expected = sorted(p["label"] for p in listed["points"])
     assert len(expected) == 6
     shard_runs = []
@@ -57,11 +68,11 @@ def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path):
 
     # `list --shard` previews each shard's choice of the group from the same store.
     for index, measured in enumerate(labels, start=1):
-        preview = _preview(tmp_path, index, "nightly-42", "--store", str(db))
+        preview = _preview(capsys, index, "nightly-42", "--store", str(db))
         assert sorted(p["label"] for p in preview["points"]) == sorted(measured)
         assert preview["shard"]["balanced_by"] == "count"
     # A new group is priced by the history now stored: the preview is still the run's.
-    preview = _preview(tmp_path, 1, "nightly-43", "--store", str(db))
+    preview = _preview(capsys, 1, "nightly-43", "--store", str(db))
     assert preview["shard"]["balanced_by"] == "cost"
     assert len(preview["shard"]["cost_runs"]) == 2
     done = benchbench(
@@ -85,35 +96,19 @@ def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path):
     ]
     assert sorted(p["label"] for p in preview["points"]) == sorted(measured)
 
-    group = json_of(benchbench("show", "nightly-42", "--store", str(db), "--json", cwd=tmp_path))
+    group = _cli(capsys, "show", "nightly-42", "--store", str(db))
     assert group["run_id"] == sharding.group_id_for("nightly-42")
     assert len(group["results"]) == 6 and group["status"] == "finished"
-    by_prefix = json_of(
-        benchbench("show", group["run_id"][:8], "--store", str(db), "--json", cwd=tmp_path)
-    )
+    by_prefix = _cli(capsys, "show", group["run_id"][:8], "--store", str(db))
     assert len(by_prefix["results"]) == 6
-    table = benchbench("runs", "--store", str(db), cwd=tmp_path)
-    assert table.returncode == 0
-    assert "(2 shards)" in table.stdout and group["run_id"][:8] in table.stdout
-    assert shard_runs[0]["run_id"][:8] not in table.stdout  # one row for the group
+    table = _cli(capsys, "runs", "--store", str(db))["stdout"]
+    assert "(2 shards)" in table and group["run_id"][:8] in table
+    assert shard_runs[0]["run_id"][:8] not in table  # one row for the group
 
 
-def _preview(cwd: Path, index: int, group: str, *args: str) -> dict:
-    done = benchbench(
-        "list",
-        str(GRID),
-        "--filter",
-        SIX,
-        "--shard",
-        f"{index}/2",
-        "--group",
-        group,
-        *args,
-        "--json",
-        cwd=cwd,
-    )
-    assert done.returncode == 0, done.stderr
-    return json_of(done)
+def _preview(capsys: pytest.CaptureFixture[str], index: int, group: str, *args: str) -> dict:
+    return _cli(capsys, "list", str(GRID), "--filter", SIX, "--shard", f"{index}/2",
+                "--group", group, *args)  # fmt: skip
 
 
 def test_list_shard_without_a_store_balances_by_count_and_says_so(tmp_path):
@@ -215,3 +210,28 @@ def test_shards_balance_by_stored_durations_and_agree_within_a_group(tmp_path, b
         )
     assert plans[0] == [heavy]  # 3.9 s alone on one shard ...
     assert len(plans[1]) == 39  # ... the 39 cheap points (3.9 s) on the other
+
+
+def test_shard_auto_lists_the_slurm_tasks_shard_and_says_what_it_read(monkeypatch, capsys):
+    for name in ("JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_STEP", "SLURM_ARRAY_TASK_MIN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "1")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_COUNT", "2")
+    code = main(["list", str(GRID), "--shard", "auto", "--shard-by", "count", "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "--shard auto: shard 2/2 from the Slurm array job (SLURM_ARRAY_TASK_ID=1, " in out.err
+    assert "shard 2/2: 20 of 40 points" in out.err
+    explicit = main(["list", str(GRID), "--shard", "2/2", "--shard-by", "count", "--format",
+                     "json"])  # fmt: skip
+    assert explicit == 0 and capsys.readouterr().out == out.out  # the same 20 points
+
+
+def test_shard_auto_without_a_scheduler_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    for name in ("SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    code = main(["run", str(GRID), "--shard", "auto", "--store", str(tmp_path / "s.db")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--shard auto found no scheduler's shard" in err and "Traceback" not in err
+    assert "SLURM_ARRAY_TASK_ID" in err and "JOB_COMPLETION_INDEX" in err

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The nightly workflow's steps on one machine: two nights (the previous one and tonight),
+# each as two shards measured in parallel, merged into a throwaway PostgreSQL server.
+#
+#   local.sh [WORK_DIR]
+#
+# WORK_DIR (default: a new temporary directory) receives bundles/, dashboard/ and
+# summary.md. Needs PostgreSQL's initdb and pg_ctl (on PATH or in
+# /usr/lib/postgresql/*/bin); as root they run as the postgres (else nobody) account,
+# since PostgreSQL refuses to run as root. The server listens on 127.0.0.1 only, trusts
+# local connections, runs with fsync off (it is thrown away), and is stopped and deleted
+# on exit. SUITE, FILTER, RUN_ARGS and BENCHBENCH are passed to shard.sh and merge.sh;
+# GATE=1 makes a regression exit 3 as in the workflow (a rehearsal reports by default).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+work=${1:-$(mktemp -d)}
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+
+pg_bin() {
+    if command -v "$1" >/dev/null 2>&1; then command -v "$1"; return; fi
+    for candidate in /usr/lib/postgresql/*/bin/"$1"; do
+        if [ -x "$candidate" ]; then echo "$candidate"; return; fi
+    done
+    echo "local.sh: $1 not found on PATH or in /usr/lib/postgresql/*/bin: install PostgreSQL" >&2
+    exit 1
+}
+initdb=$(pg_bin initdb)
+pg_ctl=$(pg_bin pg_ctl)
+
+pgroot=$(mktemp -d)
+as_owner=()
+if [ "$(id -u)" = 0 ]; then
+    owner=postgres
+    id postgres >/dev/null 2>&1 || owner=nobody
+    chown "$owner" "$pgroot"
+    as_owner=(runuser -u "$owner" --)
+fi
+stop_server() {
+    "${as_owner[@]}" "$pg_ctl" -D "$pgroot/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$pgroot"
+}
+trap stop_server EXIT
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${as_owner[@]}" "$initdb" -D "$pgroot/data" -U postgres --auth=trust -E UTF8 --locale=C \
+    --no-sync >/dev/null
+"${as_owner[@]}" "$pg_ctl" -D "$pgroot/data" -l "$pgroot/server.log" -w -t 60 start \
+    -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$pgroot -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    >/dev/null
+export BENCHBENCH_STORE="postgresql://postgres@127.0.0.1:$port/postgres"
+
+# Two nights, so that tonight has a previous night to be compared with.
+previous=$(date -u -d '1 day ago' +%Y-%m-%d)
+tonight=$(date -u +%Y-%m-%d)
+for night in "$previous" "$tonight"; do
+    "$here/shard.sh" "$night" 1/2 "$work/bundles" & first=$!
+    "$here/shard.sh" "$night" 2/2 "$work/bundles" & second=$!
+    wait "$first"
+    wait "$second"
+done
+
+rm -f "$work/summary.md"
+SUMMARY="$work/summary.md" DASHBOARD="$work/dashboard" "$here/merge.sh" "$tonight" "$work/bundles"
+echo "local.sh: summary in $work/summary.md, dashboard in $work/dashboard/index.html"
