@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     err = flags.stderr()
     stop = runner.StopRequest()
     started = time.monotonic()
-    with run_cli.progress_bar(err) as progress, run_cli.stop_on_signals(stop):
+    with flags.progress_bar(err) as progress, flags.stop_on_signals(stop):
         summary = run_ab(
             config, sides, store, flags.progress_events(progress, "ab"), stop, checked=True
         )

@@ -9,10 +9,13 @@ rounds) is imported by the helper that does it, when the command runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from benchbench.run.rounds import Rounds
+    from benchbench.run.workers import StopRequest
     from benchbench.store import Store
     from benchbench.suite.load import Selection
 
@@ -302,3 +306,37 @@ def progress_events(progress: Progress, description: str) -> Callable[[str, dict
             progress.console.print(f"note: {escape(data['message'])}")
 
     return on_event
+
+
+def progress_bar(err: Any) -> Progress:
+    """The progress bar of a measuring command (``run``, ``ab``), on ``err``, transient."""
+    from rich import progress as bar
+
+    return bar.Progress(
+        bar.TextColumn("[bold]{task.description}"),
+        bar.BarColumn(),
+        bar.MofNCompleteColumn(),
+        bar.TimeElapsedColumn(),
+        bar.TextColumn("ETA"),
+        bar.TimeRemainingColumn(),
+        bar.TextColumn("{task.fields[current]}"),
+        console=err,
+        transient=True,
+    )
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: StopRequest) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` instead of raising, while the run lasts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: stop.request(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

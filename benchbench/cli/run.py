@@ -39,7 +39,6 @@ import contextlib
 import dataclasses
 import os
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,8 +51,6 @@ from benchbench.core.units import format_time, parse_one_size
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
-
     from benchbench.run import runner
     from benchbench.store import Store
 
@@ -312,40 +309,6 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
     )
 
 
-def progress_bar(err: Any) -> Progress:
-    """The progress bar of a measuring command (``run``, ``ab``), on ``err``, transient."""
-    from rich import progress as bar
-
-    return bar.Progress(
-        bar.TextColumn("[bold]{task.description}"),
-        bar.BarColumn(),
-        bar.MofNCompleteColumn(),
-        bar.TimeElapsedColumn(),
-        bar.TextColumn("ETA"),
-        bar.TimeRemainingColumn(),
-        bar.TextColumn("{task.fields[current]}"),
-        console=err,
-        transient=True,
-    )
-
-
-@contextlib.contextmanager
-def stop_on_signals(stop: runner.StopRequest) -> Iterator[None]:
-    """SIGINT and SIGTERM set ``stop`` instead of raising, while the run lasts."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {
-        sig: signal.signal(sig, lambda signum, _frame: stop.request(signum))
-        for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 @contextlib.contextmanager
 def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any) -> Iterator[None]:
     """``--lock-clocks``: the run's GPUs (``cuda`` is 0; GPU 0 when none is named)
@@ -386,8 +349,8 @@ def run(args: argparse.Namespace) -> int:
     stop = runner.StopRequest()
     with (
         _locked_clocks(args, config, err),
-        progress_bar(err) as progress,
-        stop_on_signals(stop),
+        flags.progress_bar(err) as progress,
+        flags.stop_on_signals(stop),
     ):
         started = time.monotonic()
         on_event = flags.progress_events(progress, "measuring")
