@@ -140,10 +140,15 @@ def _furthest(item: tuple[float, int, Spread]) -> tuple[float, int]:
     return (-(distance if math.isfinite(distance) else math.inf), index)
 
 
+#: Why a point that wanted more processes got none: the run's budget was spent.
+BUDGET_SPENT = "budget spent"
+
+
 def why_stopped(spread: Spread | None, target: float, max_processes: int) -> str:
-    """Why a point got no more processes: its words for the ``not converged`` warning."""
+    """Why a point got (or needs) no more processes: its words for the ``not converged``
+    warning; :data:`BUDGET_SPENT` when it still wants one."""
     if spread is None or spread.rel_half_width <= target:
         return "target met"
     if spread.processes >= max_processes:
         return f"at most {max_processes} processes"
-    return "budget spent"
+    return BUDGET_SPENT

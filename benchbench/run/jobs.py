@@ -38,7 +38,14 @@ from benchbench.core.values import Point, Result
 from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
 from benchbench.machine.vcs import git_state
-from benchbench.run.allocate import FIRST_SHARE, Spread, next_process, spread_of, why_stopped
+from benchbench.run.allocate import (
+    BUDGET_SPENT,
+    FIRST_SHARE,
+    Spread,
+    next_process,
+    spread_of,
+    why_stopped,
+)
 from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
 from benchbench.run.observed import observed_request
 from benchbench.run.pool import WorkerPool
@@ -200,6 +207,12 @@ def measure_jobs(
             notify("advance", {"total": total})
             return results
 
+        def settled(index: int) -> bool:
+            """True when a point needs no more processes, whatever the budget: it is
+            written at once, so a killed run keeps it."""
+            spread = _spread(jobs[index], taken[index], walls[index])
+            return why_stopped(spread, _target(jobs), plan.max_count) != BUDGET_SPENT
+
         # The first rounds: every point in plan.count fresh processes, shuffled rounds.
         for round_index in range(plan.count):
             if not open_jobs or stop.requested:
@@ -220,7 +233,8 @@ def measure_jobs(
                 if results is None:
                     break
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
-                if first_failed or (round_index + 1 == plan.count and not adaptive):
+                last = round_index + 1 == plan.count
+                if first_failed or (last and not adaptive) or (last and settled(index)):
                     open_jobs.discard(index)
                     write(index, _merged(jobs[index], taken[index], walls[index]))
         # Then the budget left, a process at a time, to the points furthest from target.
@@ -234,6 +248,9 @@ def measure_jobs(
             request = process_request(jobs[index].request, cap_s)
             if take(index, request, len(walls[index]) + 1) is None:
                 break
+            if settled(index):  # within target now, or at its most processes: written now
+                open_jobs.discard(index)
+                write(index, _merged(jobs[index], taken[index], walls[index]))
         if adaptive:  # what is still open is done, or the run stopped: write what is whole
             for index in sorted(open_jobs):
                 if len(taken[index]) < plan.count:

@@ -30,7 +30,8 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     return json.loads(out) if args[0] != "runs" else {"stdout": out}
 
 
-def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path, capsys):
+def test_two_shards_cover_every_point_once_and_show_as_one_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the runs table in one line per run, as in cli.env
     db = tmp_path / "store.db"
     listed = _cli(capsys, "list", str(GRID), "--filter", SIX)
     expected = sorted(p["label"] for p in listed["points"])
