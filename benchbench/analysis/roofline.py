@@ -16,15 +16,23 @@ it by more than :data:`ABOVE_CEILING_TOLERANCE`, and then the figure is the prob
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from benchbench.core.errors import MeasurementError
 from benchbench.machine.hardware import Profile
 
-__all__ = ["ABOVE_CEILING_TOLERANCE", "Ceiling", "above_ceiling", "bandwidth_at", "ceiling_for"]
+__all__ = [
+    "ABOVE_CEILING_TOLERANCE",
+    "Ceiling",
+    "above_ceiling",
+    "bandwidth_at",
+    "ceiling_for",
+    "roofline_numbers",
+]
 
 # The curves measured with torch's default threads: the ceilings a torch operator sees.
 _DEFAULT_OPS = ("read", "write", "copy")
@@ -117,3 +125,43 @@ def ceiling_for(
     if flop_per_call == 0 or memory_roof < peak:
         return Ceiling("memory", bandwidth, intensity, memory_roof)
     return Ceiling("compute", peak, intensity, peak)
+
+
+def roofline_numbers(
+    row: Mapping[str, Any], profile: Profile | None
+) -> tuple[float | None, dict[str, Any] | None]:
+    """``(percent_of_peak, ceiling)`` of one measured row against its device's profile.
+
+    The ceiling is :func:`benchbench.analysis.roofline.ceiling_for` with the bytes per call as the
+    working set (the inputs and outputs a call touches; a workload that reuses a buffer
+    would need its own figure). ``(None, None)`` without a profile, for a point that was
+    not measured, or for one with no work model.
+    """
+    if profile is None or row.get("status") != "ok":
+        return None, None
+    nbytes = row.get("bytes_per_call") or 0.0
+    flop = row.get("flop_per_call") or 0.0
+    if nbytes <= 0 and flop <= 0:
+        return None, None
+    try:
+        ceiling = ceiling_for(
+            profile, nbytes, flop, nbytes if nbytes > 0 else 1.0, dtype=str(row.get("dtype"))
+        )
+    except MeasurementError:
+        return None, None
+    achieved = row.get("bytes_per_s") if ceiling.kind == "memory" else row.get("flop_per_s")
+    if achieved is None or not ceiling.value > 0 or not math.isfinite(ceiling.value):
+        return None, None
+    return 100.0 * achieved / ceiling.value, {
+        "kind": ceiling.kind,
+        "value": ceiling.value,
+        "unit": "bytes/s" if ceiling.kind == "memory" else "flop/s",
+        "intensity_flop_per_byte": _finite_or_none(ceiling.intensity_flop_per_byte),
+        "attainable_flop_per_s": _finite_or_none(ceiling.attainable_flop_per_s),
+        "profile_device": profile.device,
+        "above_measured": above_ceiling(achieved, ceiling.value),
+    }
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -38,6 +38,8 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "started_at",
     "git_sha",
     "timing",
+    "percent_of_peak",
+    "compile_s",
 )
 ALERT_COLUMNS: tuple[str, ...] = (
     "alert_id",
@@ -68,6 +70,9 @@ class DashboardData:
     "peak_flop_per_s": {dtype: float}, "caches": [{"level": 2, "size_bytes": int}]}``.
     ``timing`` in ``measurements`` says how a CUDA point was timed (``events``,
     ``graph x100``, ``events, launch-bound``); None (or absent) for other devices.
+    ``percent_of_peak`` (% of the roofline ceiling) and ``compile_s`` (a compiled
+    whole's compile time) are set on captured calls' rows only (NaN or absent
+    elsewhere): the breakdown page shows them.
     ``repo_url`` turns commits into links ``{repo_url}/commit/{sha}`` (http/https only).
     """
 

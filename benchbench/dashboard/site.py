@@ -171,6 +171,9 @@ def build_site(
     measurements = data.measurements
     if len(measurements.columns) and "timing" not in measurements.columns:
         measurements = measurements.assign(timing=None)  # optional: CPU-only data lacks it
+    for optional in ("percent_of_peak", "compile_s"):  # optional: captured rows only
+        if len(measurements.columns) and optional not in measurements.columns:
+            measurements = measurements.assign(**{optional: float("nan")})
     measurements = _frame(measurements, MEASUREMENT_COLUMNS, "measurements")
     data = DashboardData(
         runs=runs,

@@ -63,7 +63,8 @@ def load_suite(path: Path) -> Suite:
 
     A file that imports ``operator_benchmark`` is loaded by
     :func:`benchbench.suite.opbench.load`. A syntax or import error becomes a
-    :class:`SuiteError` naming the file and line.
+    :class:`SuiteError` naming the file and line; a :class:`UsageError` the file
+    raises (a suite whose optional extra is missing) stays one.
     """
     path = Path(path).resolve()
     if path in _loaded:
@@ -79,7 +80,9 @@ def load_suite(path: Path) -> Suite:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except SuiteError:
+    except (SuiteError, UsageError):
+        # a UsageError is the user's to fix as it stands (exit 2): `zoo` without the
+        # models extra names the install command
         raise
     except SyntaxError as exc:
         raise SuiteError(
