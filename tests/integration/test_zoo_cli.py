@@ -83,7 +83,7 @@ def test_real_layers_at_tiny_shapes_capture_run_and_break_down(
     store = str(tmp_path / "r.db")
     # BERT's calls, and of the decode step its whole and the cache's copy: a dozen
     # points (each one a worker process) rather than forty
-    pick = "bert |decode (whole|aten.cat)|unknown"
+    pick = "bert |decode (whole|aten.cat|aten._scaled_dot_product)|unknown"
     done = benchbench("run", "tinyzoo.py", "--filter", pick, "--budget", "0.05",
                       "--store", store, "--json", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
