@@ -24,7 +24,9 @@ that ``benchbench breakdown`` ranks the calls and puts eager and compiled beside
 
 Two sweeps, not captured, give the curves: ``llama-prefill sweep`` (prompt 128-2048
 tokens, tokens/s as items/s) and ``llama-decode sweep`` (one token after 128-4096
-cached ones: decode throughput versus context length).
+cached ones: decode throughput versus context length). Their bytes are declared (the
+layer's 44 M weights, plus the KV cache for decode): derived from the inputs they would
+miss the weights. FLOPs are derived.
 
 ``--tag quick`` keeps one size per model, float32 forward, without the compiled
 wholes (compiling a layer takes 20-90 s here, in every process that measures it):
@@ -127,6 +129,12 @@ for model, sizes in (
         dtypes=list(DTYPES),
         # tokens produced per call: the prompt for prefill, one for a decode step
         items=(lambda p: p.size) if model == "llama-prefill" else (lambda p: 1),
+        # the weights are not inputs, so bytes derived from the inputs would miss them
+        bytes=(
+            (lambda p: model_zoo.llama_prefill_bytes(p.size, p.itemsize))
+            if model == "llama-prefill"
+            else (lambda p: model_zoo.llama_decode_bytes(p.size, p.itemsize))
+        ),
         check=False,
         tags=["sweep"],
         budget_s=1.0,

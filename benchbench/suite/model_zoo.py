@@ -50,6 +50,24 @@ LLAMA: dict[str, Any] = {
     "num_hidden_layers": 1,
 }
 LLAMA_HIDDEN, LLAMA_KV_HEADS, LLAMA_HEAD_DIM = 2048, 4, 2048 // 32
+#: Parameters of one layer: q and o 2048 x 2048, k and v 2048 x 256, gate, up and down
+#: 2048 x 5632, two RMSNorm weights of 2048: 44.0 M (176 MB in float32).
+LLAMA_LAYER_PARAMS = 2 * 2048 * 2048 + 2 * 2048 * 256 + 3 * 2048 * 5632 + 2 * 2048
+
+
+def llama_decode_bytes(context: int, itemsize: int) -> float:
+    """Bytes a decode step moves: every weight once (what bounds decoding: 176 MB in
+    float32), and the KV cache three times (``cat`` reads the past and writes past +
+    1, attention reads it again: 3 x 2 x 4 heads x 64 x context elements)."""
+    kv = 2 * LLAMA_KV_HEADS * LLAMA_HEAD_DIM * context
+    return float((LLAMA_LAYER_PARAMS + 3 * kv) * itemsize)
+
+
+def llama_prefill_bytes(tokens: int, itemsize: int) -> float:
+    """Bytes a prefill moves at least: every weight once, the hidden states in and out."""
+    return float((LLAMA_LAYER_PARAMS + 2 * tokens * LLAMA_HIDDEN) * itemsize)
+
+
 #: ViT-B/16 at 224 x 224: 14 x 14 patches plus the class token.
 VIT_TOKENS = 197
 
@@ -263,4 +281,13 @@ BUILDERS: dict[str, Callable[[Shape, torch.dtype, str], Built]] = {
     "resnet50": resnet50,
 }
 
-__all__ = ["BUILDERS", "INSTALL", "ModelCase", "Shape", "models_version", "require_models_extra"]
+__all__ = [
+    "BUILDERS",
+    "INSTALL",
+    "ModelCase",
+    "Shape",
+    "llama_decode_bytes",
+    "llama_prefill_bytes",
+    "models_version",
+    "require_models_extra",
+]
