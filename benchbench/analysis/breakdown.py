@@ -11,6 +11,12 @@ dispatcher and autograd bookkeeping around the ops (and the views left out); abo
 the callable runs its ops faster together than alone (fusion when compiled, caches
 warm from the previous op), or the replayed inputs took slower paths.
 
+A capture declared with ``compile=True`` also has a ``whole-compiled`` row (variant
+:data:`~benchbench.core.values.COMPILED_VARIANT`, its compile time in
+``extra.compile_s``): the breakdown puts it beside the eager whole, with the number of
+calls after which compiling has paid for itself (``compile_s / (whole_s -
+compiled_s)``).
+
 Pure functions over stored rows (:meth:`Store.measurements`), which may carry
 ``percent_of_peak`` from :func:`benchbench.views.results.with_roofline`.
 """
@@ -20,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from benchbench.core.values import COMPILED_VARIANT
 
 __all__ = ["Breakdown", "CallTime", "breakdowns"]
 
@@ -56,6 +64,18 @@ class Breakdown:
     sum_s: float
     whole_s: float | None
     not_measured: tuple[tuple[str, str], ...] = ()
+    compiled_s: float | None = None
+    compile_s: float | None = None
+
+    @property
+    def compile_pays_after(self) -> float | None:
+        """Calls of the callable after which compiling has paid for itself:
+        ``compile_s / (whole_s - compiled_s)``; None when either whole or the compile
+        time is missing, or when the compiled callable is not faster (it never pays)."""
+        if self.whole_s is None or self.compiled_s is None or self.compile_s is None:
+            return None
+        saved = self.whole_s - self.compiled_s
+        return self.compile_s / saved if saved > 0 else None
 
     @property
     def coverage(self) -> float | None:
@@ -94,11 +114,19 @@ def _breakdown(key: tuple[str, str, str], rows: Sequence[Mapping[str, Any]]) -> 
     measured: list[tuple[Mapping[str, Any], int, float]] = []
     missing: list[tuple[str, str]] = []
     whole_s: float | None = None
+    compiled_s: float | None = None
+    compile_s: float | None = None
     for row in rows:
         params = _params(row)
         ok = row.get("status") == "ok" and row.get("median_s") is not None
         if not ok:
             missing.append((str(row["workload"]), str(row.get("reason") or row.get("status"))))
+            continue
+        if "count" not in params and row.get("variant") == COMPILED_VARIANT:
+            compiled_s = float(row["median_s"])
+            extra = row.get("extra") or {}
+            spent = extra.get("compile_s") if isinstance(extra, Mapping) else None
+            compile_s = float(spent) if spent is not None else None
             continue
         if "count" not in params:
             whole_s = float(row["median_s"])
@@ -130,4 +158,6 @@ def _breakdown(key: tuple[str, str, str], rows: Sequence[Mapping[str, Any]]) -> 
         sum_s=total,
         whole_s=whole_s,
         not_measured=tuple(missing),
+        compiled_s=compiled_s,
+        compile_s=compile_s,
     )

@@ -238,11 +238,18 @@ def speedup(
 
 
 def claims_of(paths: Iterable[Path]) -> list[Claim]:
-    """Every claim declared by the suite files at ``paths`` (loaded once per process)."""
+    """Every claim declared by the suite files at ``paths`` (loaded once per process).
+
+    A file that never names this module declares no :class:`Claim` and is not loaded:
+    the captured suites (``models``, ``zoo``) build and capture models at load (minutes
+    the first time for ``zoo``), and ``zoo`` without its extra refuses to load at all.
+    """
     from benchbench.suite.load import load_suite
 
     out: list[Claim] = []
     for path in paths:
+        if "analysis.claims" not in Path(path).read_text(errors="replace"):
+            continue
         out.extend(c for c in load_suite(path).claims if isinstance(c, Claim))
     return sorted(out, key=lambda c: (c.section, c.id))
 

@@ -58,6 +58,7 @@ __all__ = [
     "above_ceiling",
     "bandwidth_at",
     "ceiling_for",
+    "roofline_numbers",
     "traffic_of",
     "working_set_for",
 ]
@@ -196,3 +197,54 @@ def ceiling_for(
     if flop_per_call == 0 or memory_roof < peak:
         return Ceiling("memory", bandwidth, intensity, memory_roof, traffic, note)
     return Ceiling("compute", peak, intensity, peak, traffic, note)
+
+
+def roofline_numbers(
+    row: Mapping[str, Any], profile: Profile | None
+) -> tuple[float | None, dict[str, Any] | None]:
+    """``(percent_of_peak, ceiling)`` of one measured row against its device's profile.
+
+    The ceiling is :func:`benchbench.analysis.roofline.ceiling_for` with the bytes per call as the
+    working set (the inputs and outputs a call touches; a workload that reuses a buffer
+    would need its own figure), for the row's kind of traffic
+    (:func:`~benchbench.analysis.roofline.traffic_of`: an in-place row is an update, held
+    to the update curve at half its bytes). ``(None, None)`` without a profile, for a
+    point that was not measured, or for one with no work model. The ceiling's ``traffic``
+    says which curves held it, and ``note`` (present only then) why not its own.
+    """
+    if profile is None or row.get("status") != "ok":
+        return None, None
+    nbytes = row.get("bytes_per_call") or 0.0
+    flop = row.get("flop_per_call") or 0.0
+    if nbytes <= 0 and flop <= 0:
+        return None, None
+    traffic = traffic_of(row.get("extra"))
+    try:
+        ceiling = ceiling_for(
+            profile,
+            nbytes,
+            flop,
+            working_set_for(nbytes, traffic) if nbytes > 0 else 1.0,
+            dtype=str(row.get("dtype")),
+            traffic=traffic,
+        )
+    except MeasurementError:
+        return None, None
+    achieved = row.get("bytes_per_s") if ceiling.kind == "memory" else row.get("flop_per_s")
+    if achieved is None or not ceiling.value > 0 or not math.isfinite(ceiling.value):
+        return None, None
+    return 100.0 * achieved / ceiling.value, {
+        "kind": ceiling.kind,
+        "value": ceiling.value,
+        "unit": "bytes/s" if ceiling.kind == "memory" else "flop/s",
+        "traffic": ceiling.traffic,
+        "intensity_flop_per_byte": _finite_or_none(ceiling.intensity_flop_per_byte),
+        "attainable_flop_per_s": _finite_or_none(ceiling.attainable_flop_per_s),
+        "profile_device": profile.device,
+        "above_measured": above_ceiling(achieved, ceiling.value),
+        **({"note": ceiling.note} if ceiling.note else {}),
+    }
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,11 +1,14 @@
 """Where a captured callable's time goes, from a run of a captured suite.
 
-Ranks the captured aten calls (`benchbench capture`, or the built-in `models` suite)
-by count x median time, with each one's share of their sum, its throughput and its %
+Ranks the captured aten calls (`benchbench capture`, or the built-in `models` and `zoo`
+suites) by count x median time, with each one's share of their sum, its throughput and its %
 of the roofline ceiling (with a hardware profile from `benchbench probe`), and puts
 the sum beside the whole callable measured in the same run: coverage = sum / whole.
 The rest of the whole is Python, dispatch and autograd bookkeeping around the ops and
 the views left out; a coverage above 1 means the ops ran faster together than alone.
+A capture with a compiled whole (`zoo`: workload `whole-compiled`) gets a line with the
+torch.compile'd callable beside the eager one, its compile time and the calls after
+which compiling pays.
 
 RUN is a run id, a unique prefix of one, a label or 'latest' (the default).
 """

@@ -27,7 +27,8 @@ Exit codes:
   0    every point measured or skipped
   1    a point failed (crash, timeout, out of memory, exception, wrong result),
        nothing could be measured, or another error (store, suite file)
-  2    usage error (bad flag, unknown suite, --resume with conflicting options)
+  2    usage error (bad flag, unknown suite, a suite's optional extra missing:
+       zoo needs pip install 'benchbench[models]', --resume with conflicting options)
   130  interrupted by SIGINT (Ctrl-C); finished points are stored
   143  interrupted by SIGTERM; finished points are stored
 """

@@ -49,6 +49,11 @@ MODES = ("fwd", "bwd", "fwd_bwd")
 #: A workload's modes unless declared: forward only, and no ``mode`` parameter at all.
 DEFAULT_MODES = ("fwd",)
 
+#: The variant of a captured callable's ``whole-compiled`` workload
+#: (:mod:`benchbench.suite.captured`): the breakdown tells it from the eager whole by
+#: this name (:mod:`benchbench.analysis.breakdown`).
+COMPILED_VARIANT = "torch.compile"
+
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: the form hashed into ids."""

@@ -40,13 +40,17 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "timing",
     "instructions_per_call",
     "instructions_noise",
+    "percent_of_peak",
+    "compile_s",
 )
-#: Measurement columns data may leave out (CPU-only data, runs that counted nothing):
-#: the site reads them as None.
+#: Measurement columns data may leave out (CPU-only data, runs that counted nothing, rows
+#: that are not captured calls): the site reads them as None (NaN for the numbers).
 OPTIONAL_MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "timing",
     "instructions_per_call",
     "instructions_noise",
+    "percent_of_peak",
+    "compile_s",
 )
 ALERT_COLUMNS: tuple[str, ...] = (
     "alert_id",
@@ -82,6 +86,9 @@ class DashboardData:
     (the noise :func:`benchbench.analysis.verdict.estimate_counts` reads: within and
     between processes); both None (or absent) where nothing was counted. A row that was
     counted and not timed is ``ok`` with ``median_s`` None.
+    ``percent_of_peak`` (% of the roofline ceiling) and ``compile_s`` (a compiled
+    whole's compile time) are set on captured calls' rows only (NaN or absent
+    elsewhere): the breakdown page shows them.
     ``repo_url`` turns commits into links ``{repo_url}/commit/{sha}`` (http/https only).
     """
 

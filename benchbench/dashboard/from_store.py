@@ -10,6 +10,7 @@ import pandas as pd
 from benchbench.analysis.changepoint import analyze
 from benchbench.analysis.compare import instructions
 from benchbench.analysis.fit import fit_curve
+from benchbench.analysis.roofline import roofline_numbers
 from benchbench.analysis.verdict import estimate_counts
 from benchbench.core.errors import BenchbenchError
 from benchbench.dashboard.contract import (
@@ -20,6 +21,7 @@ from benchbench.dashboard.contract import (
     RUN_COLUMNS,
     DashboardData,
 )
+from benchbench.machine.hardware import Profile
 from benchbench.measure.cuda_graph import timing_method
 from benchbench.store import Store
 from benchbench.store.history import list_alerts
@@ -69,6 +71,9 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
     else:
         frame["timing"] = pd.Series(_timings(store, frame), index=frame.index, dtype=object)
         frame["instructions_noise"] = pd.Series(_noise(store, frame), index=frame.index)
+        percent, compile_s = _captured(store, frame)
+        frame["percent_of_peak"] = pd.Series(percent, index=frame.index, dtype=float)
+        frame["compile_s"] = pd.Series(compile_s, index=frame.index, dtype=float)
         measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
     alerts = _frame(
         [{**a, "alert_id": a["id"]} for a in list_alerts(store)],
@@ -133,6 +138,45 @@ def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
             continue
         out.append(estimate_counts(side[0], side[0], side[1]).noise)
     return out
+
+
+def _captured(store: Store, frame: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """``percent_of_peak`` and ``compile_s`` of the captured calls' rows (the breakdown
+    page's), NaN elsewhere: % of the ceiling as ``benchbench breakdown`` computes it
+    (:func:`~benchbench.analysis.roofline.roofline_numbers` against the newest CPU
+    profile of the row's environment), and the compile time a ``whole-compiled`` point
+    keeps in its ``extra`` (the store's DataFrame leaves ``extra`` out)."""
+    nan = float("nan")
+    captured = [isinstance(p, dict) and "capture" in p for p in frame["params"]]
+    percent, compile_s = [nan] * len(frame), [nan] * len(frame)
+    if not any(captured):
+        return percent, compile_s
+    profiles: dict[str, Profile] = {}
+    for env_id, data in profile_documents(store, "cpu"):  # oldest first: newest wins
+        try:
+            profiles[env_id] = profile_of(data)
+        except BenchbenchError:
+            continue
+    extras = {key: extra for key, (_, extra) in store.device_extras("cpu").items()}
+    for i, row in enumerate(frame.to_dict("records")):
+        if not captured[i] or row["device"] != "cpu":
+            continue
+        extra = extras.get((str(row["run_id"]), str(row["benchmark_id"]))) or {}
+        if isinstance(extra, dict) and extra.get("compile_s") is not None:
+            compile_s[i] = float(extra["compile_s"])
+        median = row.get("median_s")
+        if median is None or median != median:  # NaN: not measured
+            continue
+        # the work per call from the rates: the DataFrame holds rates, not the work
+        work = {
+            "bytes_per_call": (row.get("bytes_per_s") or 0.0) * median,
+            "flop_per_call": (row.get("flop_per_s") or 0.0) * median,
+        }
+        point = {str(k): v for k, v in row.items()} | work
+        value, _ = roofline_numbers(point, profiles.get(str(row["environment_id"])))
+        if value is not None:
+            percent[i] = value
+    return percent, compile_s
 
 
 def _profiles(store: Store) -> dict[str, dict[str, Any]]:

@@ -372,12 +372,19 @@ def _none_if_nan(value: object) -> object:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def _rounded(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else compact([value], digits)[0]
+
+
 def breakdown_payload(m: pd.DataFrame) -> dict[str, Any]:
     """``benchbench breakdown`` of the latest run (``r``) holding captured calls.
 
-    Per capture and device: the calls ranked by count x median with their shares, the
-    sum beside the whole callable (``coverage = sum_s / whole_s``, None when the whole
-    was not measured) and the calls that were not measured, with their reasons.
+    Per capture and device: the calls ranked by count x median with their shares,
+    throughput (``bytes_per_s``, ``flop_per_s``) and % of the roofline ceiling (None
+    without a hardware profile), the sum beside the whole callable (``coverage =
+    sum_s / whole_s``, None when the whole was not measured), the compiled whole
+    (``compiled_s``, ``compile_s``, ``compile_pays_after``; None when not measured)
+    and the calls that were not measured, with their reasons.
     ``run`` is None when no run holds captured calls.
     """
     captured = m[[isinstance(p, dict) and "capture" in p for p in m["params"]]]
@@ -385,11 +392,11 @@ def breakdown_payload(m: pd.DataFrame) -> dict[str, Any]:
         return {"run": None, "breakdowns": []}
     r = int(captured["r"].max())
     columns = ["suite", "workload", "variant", "dtype", "device", "params", "status", "reason"]
-    columns += ["median_s", "bytes_per_s", "flop_per_s"]
-    records = [
-        {k: _none_if_nan(v) for k, v in row.items()}
-        for row in captured[captured["r"] == r][columns].to_dict("records")
-    ]
+    columns += ["median_s", "bytes_per_s", "flop_per_s", "percent_of_peak", "compile_s"]
+    latest = captured[captured["r"] == r].reindex(columns=columns)
+    records = [{k: _none_if_nan(v) for k, v in row.items()} for row in latest.to_dict("records")]
+    for record in records:  # analysis.breakdown reads a compiled whole's compile time here
+        record["extra"] = {"compile_s": record.pop("compile_s")}
     docs = []
     for b in breakdowns(records):
         docs.append(
@@ -406,12 +413,18 @@ def breakdown_payload(m: pd.DataFrame) -> dict[str, Any]:
                         "median_s": compact([c.median_s])[0],
                         "total_s": compact([c.total_s])[0],
                         "share": compact([c.share], 4)[0],
+                        "bytes_per_s": _rounded(c.bytes_per_s),
+                        "flop_per_s": _rounded(c.flop_per_s),
+                        "percent_of_peak": _rounded(c.percent_of_peak, 3),
                     }
                     for c in b.calls
                 ],
                 "sum_s": compact([b.sum_s])[0],
                 "whole_s": None if b.whole_s is None else compact([b.whole_s])[0],
                 "coverage": None if b.coverage is None else compact([b.coverage], 4)[0],
+                "compiled_s": _rounded(b.compiled_s),
+                "compile_s": _rounded(b.compile_s),
+                "compile_pays_after": _rounded(b.compile_pays_after),
                 "not_measured": [list(x) for x in b.not_measured],
             }
         )

@@ -174,8 +174,12 @@ def build_site(
     measurements = data.measurements
     absent = [c for c in OPTIONAL_MEASUREMENT_COLUMNS if c not in measurements.columns]
     if len(measurements.columns) and absent:
-        # CPU-only data lacks timing, data that counted nothing the instruction columns.
-        measurements = measurements.assign(**dict.fromkeys(absent))
+        # CPU-only data lacks timing, data that counted nothing the instruction columns,
+        # data without captured calls their % of peak and compile time.
+        numbers = ("percent_of_peak", "compile_s")
+        measurements = measurements.assign(
+            **{c: float("nan") if c in numbers else None for c in absent}
+        )
     measurements = _frame(measurements, MEASUREMENT_COLUMNS, "measurements")
     data = DashboardData(
         runs=runs,

@@ -5,7 +5,12 @@ one variant, the op overload itself, and two parameters: ``capture`` (which capt
 callable it came from) and ``count`` (how many times the callable made that call;
 the breakdown weighs its median by it). A workload ``whole`` runs the original
 callable (parameter ``capture``, no ``count``), so that the breakdown can put the sum
-of the parts beside it.
+of the parts beside it. With ``compile=True`` a workload ``whole-compiled`` runs the
+callable through ``torch.compile`` (variant :data:`COMPILED_VARIANT`, compile time in
+the point's ``extra.compile_s``, never in its samples): the breakdown puts it beside
+the eager whole, with the calls after which compiling pays. It is a workload of its
+own, not a second variant of ``whole``, so that a tag can leave it out: compiling a
+layer takes 20-90 s on our 2-core CPU, in every process that measures it.
 
 Inputs are regenerated from the recorded metadata with the point's seeded generator:
 a floating tensor whose values were all >= 0 gets uniform values over the recorded
@@ -31,7 +36,7 @@ from typing import Any
 
 import torch
 
-from benchbench.core.values import ITEMSIZE, Point
+from benchbench.core.values import COMPILED_VARIANT, ITEMSIZE, Point
 from benchbench.suite.capture import (
     CallRecord,
     Capture,
@@ -199,10 +204,13 @@ def declare_calls(
     *,
     prefix: str = "",
     budget_s: float | None = None,
+    tags: Sequence[str] = (),
 ) -> None:
-    """One workload per call, ``{prefix}aten.addmm#3``, parameters ``capture`` and ``count``."""
+    """One workload per call, ``{prefix}aten.addmm#3``, parameters ``capture`` and
+    ``count``, tagged ``captured`` and ``tags``."""
     if not calls:
-        skipped(suite, f"{prefix}nothing", name, f"capture {name!r} recorded no aten call")
+        reason = f"capture {name!r} recorded no aten call"
+        skipped(suite, f"{prefix}nothing", name, reason, tags=tags)
         return
     for label, call_ in number_calls(calls):
         dtype, device = main_dtype_device(call_)
@@ -224,7 +232,7 @@ def declare_calls(
             params={"capture": [name], "count": [call_.count]},
             bytes=_bytes_of(call_, dtype),
             check=False,
-            tags=[TAG],
+            tags=[TAG, *tags],
             budget_s=budget_s,
         )
 
@@ -246,7 +254,9 @@ def _lazy_replay(call_: CallRecord) -> Callable[..., Any]:
     return replay
 
 
-def skipped(suite: Suite, workload: str, name: str, reason: str) -> None:
+def skipped(
+    suite: Suite, workload: str, name: str, reason: str, *, tags: Sequence[str] = ()
+) -> None:
     """A workload that is recorded as skipped with ``reason`` (a capture that failed)."""
 
     def setup(ctx: SetupContext) -> Any:
@@ -259,7 +269,7 @@ def skipped(suite: Suite, workload: str, name: str, reason: str) -> None:
         sizes=[1],
         params={"capture": [name], "count": [0]},
         check=False,
-        tags=[TAG],
+        tags=[TAG, *tags],
     )
 
 
@@ -287,9 +297,14 @@ def declare_whole(
     device: str = "cpu",
     prefix: str = "",
     budget_s: float | None = None,
+    tags: Sequence[str] = (),
+    compile: bool = False,
+    compile_tags: Sequence[str] = (),
 ) -> None:
     """The workload ``{prefix}whole``: ``fn`` on the factory's inputs, at the capture's
-    dtype and device only (its tensors were made there)."""
+    dtype and device only (its tensors were made there); with ``compile``, also
+    ``{prefix}whole-compiled``, ``fn`` through ``torch.compile`` (tagged
+    ``compile_tags``, not ``tags``)."""
 
     def setup(ctx: SetupContext) -> tuple[Any, ...]:
         if (ctx.point.dtype, ctx.point.device) != (dtype, device):
@@ -305,9 +320,22 @@ def declare_whole(
         devices=[device],
         params={"capture": [name]},
         check=False,
-        tags=[TAG],
+        tags=[TAG, *tags],
         budget_s=budget_s,
     )
+    if compile:
+        suite.workload(
+            f"{prefix}whole-compiled",
+            setup=setup,
+            variants=[Variant(COMPILED_VARIANT, fn, compile=True, description="torch.compile(fn)")],
+            sizes=[1],
+            dtypes=[dtype],
+            devices=[device],
+            params={"capture": [name]},
+            check=False,
+            tags=[TAG, *compile_tags],
+            budget_s=budget_s,
+        )
 
 
 def declare_capture(
@@ -319,24 +347,30 @@ def declare_capture(
     prefix: str = "",
     cache_key: str | None = None,
     budget_s: float | None = None,
+    tags: Sequence[str] = (),
+    compile: bool = False,
+    compile_tags: Sequence[str] = (),
 ) -> Capture | None:
-    """Capture ``fn`` on the factory's inputs now and declare its calls and ``whole``.
+    """Capture ``fn`` on the factory's inputs now and declare its calls and ``whole``
+    (and ``whole-compiled`` with ``compile``; see :func:`declare_whole`), every one
+    tagged ``tags`` too.
 
     With ``cache_key`` (e.g. the suite source's hash and the capture's name) the
     capture is kept on disk and later loads read it back
-    (:func:`benchbench.suite.capture_cache.cached_capture`). A callable that raises
-    declares one skipped workload with the reason instead (a suite that captures at
-    load still loads); returns the capture, or None then.
+    (:func:`benchbench.suite.capture_cache.cached_capture`). A callable that raises, or
+    an input factory that raises (a model whose config the installed library does not
+    know), declares one skipped workload with the reason instead (a suite that
+    captures at load still loads); returns the capture, or None then.
     """
     try:
         if cache_key is None:
-            captured = capture(fn, *factory_inputs(make_inputs))
+            captured = capture(fn, *_built_inputs(name, make_inputs))
         else:
-            captured = cached_capture(cache_key, fn, lambda: factory_inputs(make_inputs))
+            captured = cached_capture(cache_key, fn, lambda: _built_inputs(name, make_inputs))
     except CaptureError as exc:
-        skipped(suite, f"{prefix}whole", name, str(exc))
+        skipped(suite, f"{prefix}whole", name, str(exc), tags=tags)
         return None
-    declare_calls(suite, name, captured.calls, prefix=prefix, budget_s=budget_s)
+    declare_calls(suite, name, captured.calls, prefix=prefix, budget_s=budget_s, tags=tags)
     if captured.calls:
         dtype, device = capture_dtype_device(captured)
         declare_whole(
@@ -348,8 +382,24 @@ def declare_capture(
             device=device,
             prefix=prefix,
             budget_s=budget_s,
+            tags=tags,
+            compile=compile,
+            compile_tags=compile_tags,
         )
     return captured
+
+
+def _built_inputs(name: str, make_inputs: Callable[[], Any] | None) -> tuple[Any, ...]:
+    """The factory's inputs; a factory that raises is a :class:`CaptureError` naming
+    the capture, the exception and its message (its first line)."""
+    try:
+        return factory_inputs(make_inputs)
+    except Exception as exc:
+        text = str(exc).strip().splitlines()
+        raise CaptureError(
+            f"capture {name!r}: building its inputs raised {type(exc).__name__}: "
+            f"{text[0] if text else ''}"
+        ) from exc
 
 
 __all__ = ["Opaque", "T", "call", "declare_calls", "declare_capture", "declare_whole"]

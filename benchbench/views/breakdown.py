@@ -14,7 +14,13 @@ from benchbench.analysis.breakdown import Breakdown
 from benchbench.core.units import format_rate, format_time
 from benchbench.views.tables import Column, Grid, Justify
 
-__all__ = ["breakdown_figure", "breakdown_grid", "breakdown_json", "coverage_note"]
+__all__ = [
+    "breakdown_figure",
+    "breakdown_grid",
+    "breakdown_json",
+    "compiled_note",
+    "coverage_note",
+]
 
 #: Calls drawn in the chart before the rest are summed into one bar.
 PLOT_CALLS = 15
@@ -35,6 +41,24 @@ def coverage_note(b: Breakdown) -> str:
         f"{parts}; whole callable {format_time(b.whole_s)}; coverage {b.coverage:.2f} "
         f"(remainder {format_time(abs(rest))}{'' if rest >= 0 else ' over'}: {what})"
     )
+
+
+def compiled_note(b: Breakdown) -> str | None:
+    """One line on the whole through ``torch.compile`` beside the eager whole, and
+    after how many calls compiling pays; None when the compiled whole was not measured."""
+    if b.compiled_s is None:
+        return None
+    line = f"torch.compile: whole {format_time(b.compiled_s)}"
+    if b.whole_s is not None and b.compiled_s > 0:
+        line += f", {b.whole_s / b.compiled_s:.2f}x the eager whole's speed"
+    if b.compile_s is not None:
+        line += f"; compiling took {format_time(b.compile_s)}"
+        pays = b.compile_pays_after
+        if pays is not None:
+            line += f", paid back after {pays:,.0f} calls"
+        elif b.whole_s is not None:
+            line += ", never paid back: the compiled callable is not faster"
+    return line
 
 
 def _rate(call: Any) -> str:
@@ -64,6 +88,9 @@ def breakdown_grid(b: Breakdown) -> Grid:
         for rank, call in enumerate(b.calls, 1)
     ]
     notes = [coverage_note(b)]
+    compiled = compiled_note(b)
+    if compiled is not None:
+        notes.append(compiled)
     notes += [f"not measured: {workload}: {reason}" for workload, reason in b.not_measured]
     right: Justify = "right"
     return Grid.of(
@@ -96,6 +123,9 @@ def breakdown_json(breakdowns: Sequence[Breakdown]) -> list[dict[str, Any]]:
             "whole_s": b.whole_s,
             "coverage": b.coverage,
             "remainder_s": b.remainder_s,
+            "compiled_s": b.compiled_s,
+            "compile_s": b.compile_s,
+            "compile_pays_after": b.compile_pays_after,
             "calls": [
                 {
                     "workload": c.workload,

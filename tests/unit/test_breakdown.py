@@ -72,3 +72,19 @@ def test_table_and_json_carry_the_ranked_calls() -> None:
     (doc,) = breakdown_json([b])
     assert doc["coverage"] == pytest.approx(2.0)
     assert doc["calls"][0]["total_s"] == pytest.approx(8e-3)
+
+
+def test_the_compiled_whole_stands_beside_the_eager_one_with_its_break_even() -> None:
+    compiled = {**row("whole-compiled", 4e-3), "variant": "torch.compile"}
+    compiled["extra"] = {"compile_s": 30.0}
+    (b,) = breakdowns([row("aten.mm#1", 5e-3, count=1), row("whole", 10e-3), compiled])
+    # the eager whole, not the compiled one, is what the calls are held to
+    assert b.whole_s == pytest.approx(10e-3) and b.coverage == pytest.approx(0.5)
+    assert b.compiled_s == pytest.approx(4e-3) and b.compile_s == pytest.approx(30.0)
+    assert b.compile_pays_after == pytest.approx(30.0 / 6e-3)  # 6 ms saved a call
+    assert "paid back after 5,000 calls" in breakdown_grid(b).notes[1]
+    assert breakdown_json([b])[0]["compile_pays_after"] == pytest.approx(5000)
+    slower = {**compiled, "median_s": 12e-3}
+    (b,) = breakdowns([row("whole", 10e-3), slower])
+    assert b.compile_pays_after is None
+    assert "never paid back" in breakdown_grid(b).notes[1]

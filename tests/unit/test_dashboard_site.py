@@ -464,6 +464,29 @@ def test_breakdown_page_ranks_the_latest_captured_runs_calls(tmp_path: Path) -> 
     assert "coverage" in (tmp_path / "assets" / "breakdown.js").read_text()
 
 
+def test_breakdown_page_shows_rates_percent_of_ceiling_and_the_compiled_whole(
+    tmp_path: Path,
+) -> None:
+    base = hand_data([1e-3])
+    mlp = {"capture": "mlp"}
+    addmm = _captured("run0", "addmm", {**mlp, "count": 2}, 3e-6)
+    addmm.update(flop_per_s=2e9, percent_of_peak=41.0)
+    compiled = _captured("run0", "mlp-compiled", mlp, 4e-6)
+    compiled.update(variant="torch.compile", compile_s=0.3)
+    rows = [_captured("run0", "mlp", mlp, 1e-5), addmm, compiled]
+    measurements = pd.concat([base.measurements, pd.DataFrame(rows)], ignore_index=True)
+    data = DashboardData(runs=base.runs, environments=base.environments, measurements=measurements)
+    build_site(data, tmp_path, now=NOW)
+    (b,) = read_data(tmp_path / "data" / "breakdown.js")["breakdowns"]
+    (call,) = b["calls"]
+    assert (call["flop_per_s"], call["percent_of_peak"], call["bytes_per_s"]) == (2e9, 41.0, None)
+    # the eager whole is the coverage's denominator; the compiled one stands beside it
+    assert (b["whole_s"], b["compiled_s"], b["compile_s"]) == (1e-5, 4e-6, 0.3)
+    assert b["compile_pays_after"] == compact([0.3 / 6e-6], 4)[0]
+    script = (tmp_path / "assets" / "breakdown.js").read_text()
+    assert "% of ceiling" in script and "paid back after" in script
+
+
 def test_breakdown_page_without_captured_runs_says_so(tmp_path: Path) -> None:
     build_site(hand_data([1e-3]), tmp_path, now=NOW)
     assert read_data(tmp_path / "data" / "breakdown.js") == {"run": None, "breakdowns": []}
