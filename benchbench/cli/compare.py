@@ -95,7 +95,7 @@ def add_verdict(parser: argparse.ArgumentParser) -> None:
         default=INSTRUCTIONS_MIN_EFFECT,
         metavar="FRACTION",
         help="smallest change of an instruction count that counts (default %(default)s = 1%%; "
-        "identical code counted in fresh processes differs by at most 0.1%%)",
+        "identical code counted in fresh processes differed by at most 0.33%% here)",
     )
     parser.add_argument(
         "--alpha",

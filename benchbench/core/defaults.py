@@ -55,8 +55,9 @@ MIN_EFFECT = 0.05
 ALPHA = 0.05
 #: The smallest change of an instruction count that counts, either way (in log space,
 #: as :data:`MIN_EFFECT`). Counts of identical code in fresh callgrind processes differ
-#: by far less (BENCHMARKS.md, "Instruction counts": at most 0.1 % over the gate suite),
-#: and this is no lower than twice that, whatever the machine's load.
+#: by less (BENCHMARKS.md, "Instruction counts and ab": at most 0.33 % over the gate
+#: suite's 20 points, the small allocating ops moving most), and this is no lower than
+#: twice that, whatever the machine's load.
 INSTRUCTIONS_MIN_EFFECT = 0.01
 
 # -- views ---------------------------------------------------------------------------------
