@@ -245,7 +245,7 @@ def measure_jobs(
                 break
             index, cap_s = choice
             total += 1
-            request = process_request(jobs[index].request, cap_s)
+            request = process_request(jobs[index].request, cap_s, plan.count)
             if take(index, request, len(walls[index]) + 1) is None:
                 break
             if settled(index):  # within target now, or at its most processes: written now

@@ -122,10 +122,13 @@ def round_request(
     return out
 
 
-def process_request(request: Mapping[str, Any], max_time_s: float) -> dict[str, Any]:
-    """A job's request for one more process (after the first rounds): no check, no
-    trace, its samples capped at ``max_time_s`` (the allocation's choice)."""
-    out = round_request(request, 1, 1)
+def process_request(
+    request: Mapping[str, Any], max_time_s: float, rounds: int = 1
+) -> dict[str, Any]:
+    """A job's request for one more process (after the first ``rounds``): no check, no
+    trace, its warm-up as short as a first-round process's, its samples capped at
+    ``max_time_s`` (the allocation's choice)."""
+    out = round_request(request, rounds, 1)
     policy = dict(out["policy"]) if isinstance(out.get("policy"), Mapping) else {}
     policy["max_time_s"] = max_time_s
     policy["min_time_s"] = min(float(policy.get("min_time_s") or 0.0), max_time_s)

@@ -110,3 +110,19 @@ def test_the_merged_warning_says_the_two_level_interval_in_words():
     tight = merge([_process(1e-3, seed=k) for k in range(3)], 0.03)
     assert tight.converged is True
     assert not [w for w in tight.warnings if w.startswith("not converged")]
+
+
+def test_a_later_process_warms_up_as_briefly_as_a_first_round_one():
+    from benchbench.run.rounds import process_request
+
+    request = {
+        "op": "measure",
+        "check": True,
+        "profile_dir": "/p",
+        "policy": {"max_time_s": 0.5, "min_time_s": 0.05, "warmup_min_s": 0.1},
+    }
+    later = process_request(request, 0.02, rounds=3)
+    assert later["check"] is False and later["profile_dir"] is None
+    assert later["policy"]["max_time_s"] == 0.02
+    assert later["policy"]["warmup_min_s"] == pytest.approx(0.1 / 3)
+    assert later["policy"]["min_time_s"] == pytest.approx(0.05 / 3)
