@@ -203,15 +203,25 @@ def measure_jobs(
                 return None  # stopped: the point cut short is left for --resume
             walls[index].append(clock() - started)
             taken[index].append(results)
+            spreads.pop(index, None)  # judged again when next asked
             budget.spend(results)
             notify("advance", {"total": total})
             return results
 
+        target = _target(jobs)
+        # Each job's spread, merged once per new process rather than once per choice
+        # (the merge and its statistics cost ~1 ms a job, beside a measuring worker).
+        spreads: dict[int, Spread | None] = {}
+
+        def spread(index: int) -> Spread | None:
+            if index not in spreads:
+                spreads[index] = _spread(jobs[index], taken[index], walls[index])
+            return spreads[index]
+
         def settled(index: int) -> bool:
             """True when a point needs no more processes, whatever the budget: it is
             written at once, so a killed run keeps it."""
-            spread = _spread(jobs[index], taken[index], walls[index])
-            return why_stopped(spread, _target(jobs), plan.max_count) != BUDGET_SPENT
+            return why_stopped(spread(index), target, plan.max_count) != BUDGET_SPENT
 
         # The first rounds: every point in plan.count fresh processes, shuffled rounds.
         for round_index in range(plan.count):
@@ -239,8 +249,8 @@ def measure_jobs(
                     write(index, _merged(jobs[index], taken[index], walls[index]))
         # Then the budget left, a process at a time, to the points furthest from target.
         while adaptive and open_jobs and not stop.requested:
-            spreads = {i: s for i in open_jobs if (s := _spread(jobs[i], taken[i], walls[i]))}
-            choice = next_process(spreads, _target(jobs), budget.left_s, plan.max_count)
+            wide = {i: s for i in open_jobs if (s := spread(i)) is not None}
+            choice = next_process(wide, target, budget.left_s, plan.max_count)
             if choice is None:
                 break
             index, cap_s = choice
@@ -255,8 +265,7 @@ def measure_jobs(
             for index in sorted(open_jobs):
                 if len(taken[index]) < plan.count:
                     continue  # cut short by a stop: --resume measures it
-                spread = _spread(jobs[index], taken[index], walls[index])
-                why = why_stopped(spread, _target(jobs), plan.max_count)
+                why = why_stopped(spread(index), target, plan.max_count)
                 write(index, _merged(jobs[index], taken[index], walls[index], why))
         summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
