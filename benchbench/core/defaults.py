@@ -29,7 +29,10 @@ DEFAULT_ROUNDS = 3
 #: Processes a point may take in all, by default, when its processes disagree beyond the
 #: target: the run's sampling budget (``run.allocate``) decides which points get them,
 #: and bounds what they cost.
-DEFAULT_MAX_ROUNDS = 10
+#: 3 (no extra processes) until the interval covers drift between runs: with 10, two
+#: quiet runs of identical code flagged 10 of 20 points (BENCHMARKS.md); ``--max-rounds``
+#: opts in to the allocation.
+DEFAULT_MAX_ROUNDS = 3
 #: The kinds of run ``run --kind`` takes (``run.runner``).
 RUN_KINDS = ("adhoc", "nightly", "ci")
 #: Seconds a ``torch.compile`` variant's point may take unless ``--timeout`` is given.
