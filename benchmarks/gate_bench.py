@@ -17,7 +17,8 @@ in seeded random phases of 0.1-1.5 s (a busy phase spins a core), as a shared CI
 sees; it stops by itself after ``--neighbour-max-s`` and when the script ends.
 
 Usage: ``python benchmarks/gate_bench.py --instrument time,ab,instructions [--runs N]
-[--neighbour]`` (numbers in BENCHMARKS.md, with the CPU and the load during the run).
+[--b-runs M] [--neighbour]`` (``--b-runs``: fewer A/B than A/A ``ab`` runs; numbers in
+BENCHMARKS.md, with the CPU and the load during the run).
 """
 
 from __future__ import annotations
@@ -187,6 +188,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instrument", default="time", help="time, ab, instructions (a list)")
     parser.add_argument("--runs", type=int, default=4, help="A runs (and B runs) per instrument")
+    parser.add_argument(
+        "--b-runs", type=int, help="B runs per instrument (default: --runs); ab only"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="--rounds of every time run")
     parser.add_argument("--ab-rounds", type=int, default=10, help="--rounds of every ab run")
     parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
@@ -221,7 +225,8 @@ def main() -> None:
                     _ab(suite, store, sys.executable, args.ab_rounds, k) for k in range(args.runs)
                 ]
                 runs_b = [
-                    _ab(suite, store, head, args.ab_rounds, 100 + k) for k in range(args.runs)
+                    _ab(suite, store, head, args.ab_rounds, 100 + k)
+                    for k in range(args.runs if args.b_runs is None else args.b_runs)
                 ]
                 _report(
                     "ab",

@@ -52,9 +52,16 @@ more often than alpha says. So:
 Kalibera & Jones ("Rigorous Benchmarking in Reasonable Time", ISMM 2013): each
 process contributes its median, and the test is **Welch's t-test on the logs of the
 per-process medians** (a one-sample t-test on the per-process log ratios when the
-sides are paired: measured interleaved in the same processes, as ``time`` does). The
-ratio stays the ratio of the headline medians; the standard error of its log is the
-one of the per-process log medians, ``sqrt(s_a^2 / k_a + s_b^2 / k_b)``, with Welch–
+sides are paired: measured interleaved in the same processes, as ``time`` does, or in
+lockstep rounds, as ``ab`` does). The ratio is the one the test is about: the ratio of
+the geometric means of the per-process medians (the geometric mean of the per-process
+ratios when paired), not the ratio of the headline medians. The median of all samples
+pooled jumps between modes when the processes of a side fall into two states, and a
+test whose effect is one estimator and whose standard error is another's cries wolf:
+in lockstep runs of identical code beside a noisy neighbour, pooled medians 1.12 apart
+came from rounds whose own ratios were 0.93-1.22 around 1.03 (BENCHMARKS.md, "ab: the
+effect the test is about"). The standard error of the log ratio is the one of the
+per-process log medians, ``sqrt(s_a^2 / k_a + s_b^2 / k_b)``, with Welch–
 Satterthwaite degrees of freedom; the interval is ``ratio * exp(± t * se)`` and
 ``p = P(|T_df| >= |log ratio| / se)``, so again the test and the interval agree.
 It assumes the per-process log medians of a side are independent and roughly
@@ -220,16 +227,16 @@ def _process_level(
     paired: bool,
     alpha: float,
 ) -> Estimate:
-    ratio = float(np.median(contender) / np.median(base))
     base_m = [float(np.median(part)) for part in split_processes(base, base_processes)]
     con_m = [float(np.median(part)) for part in split_processes(contender, contender_processes)]
     paired = paired and len(base_m) == len(con_m)
     if paired:
-        _mean, spread = log_spread([c / b for b, c in zip(base_m, con_m, strict=True)])
+        log_ratio, spread = log_spread([c / b for b, c in zip(base_m, con_m, strict=True)])
         se, df = spread / math.sqrt(len(base_m)), float(len(base_m) - 1)
     else:
-        _mb, s_b = log_spread(base_m)
-        _mc, s_c = log_spread(con_m)
+        m_b, s_b = log_spread(base_m)
+        m_c, s_c = log_spread(con_m)
+        log_ratio = m_c - m_b
         v_b, v_c = s_b**2 / len(base_m), s_c**2 / len(con_m)
         se = math.sqrt(v_b + v_c)
         # Welch-Satterthwaite; with both variances zero any df gives the same answer.
@@ -239,7 +246,7 @@ def _process_level(
             if denominator > 0
             else float(len(base_m) + len(con_m) - 2)
         )
-    effect = abs(math.log(ratio))
+    ratio, effect = math.exp(log_ratio), abs(log_ratio)
     if se == 0.0:
         p = 1.0 if effect == 0.0 else 0.0
         return Estimate(ratio, ratio, ratio, p, paired, alpha, "process")

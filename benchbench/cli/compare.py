@@ -8,9 +8,10 @@ nightlies compare as ``benchbench compare nightly-2026-11-23 nightly-2026-11-24`
 among that environment's runs only, e.g.
 ``benchbench compare latest~1 latest --environment gpu-box-3``.
 
-Per point, on the per-call times of the raw samples: the ratio of medians
-(contender / base, above 1 is slower) with its bootstrap CI at 1 - --alpha, the
-bootstrap p-value, and a mark by benchbench's one verdict
+Per point, on the per-call times of the raw samples: the ratio (contender / base,
+above 1 is slower; of the geometric means of the per-process medians when both runs
+have several processes, else of the medians) with its CI at 1 - --alpha (Welch's
+t-test on the per-process log medians, else a bootstrap), the p-value, and a mark by benchbench's one verdict
 (:mod:`benchbench.analysis.verdict`): slower (p < --alpha and ratio >= 1 + m),
 faster (p < --alpha and ratio <= 1 / (1 + m)), same (significant but inside those
 bounds), not significant; m is --min-effect. Points without a verdict are new, gone
