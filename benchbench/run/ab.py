@@ -10,8 +10,10 @@ a neighbour then slows both, and a paired test cancels it. Here:
   checkouts of the user's library), after checks that name the side at fault: the
   interpreter is missing, is not a Python, lacks torch or benchbench, or loads the suite
   to other point ids (:func:`check_side`, :func:`_check_points`);
-- every round visits every point in a seeded shuffled order; each visit forks a fresh
-  worker on each side (which side first: seeded random) and measures the point on both
+- every round visits every point in a seeded shuffled order, from a fresh zygote per
+  side (every fork of one zygote shares its address layout: one zygote for all rounds
+  would carry one layout bias between the sides through every round); each visit forks
+  a fresh worker on each side (which side first: seeded random) and measures the point on both
   in lockstep (:mod:`benchbench.run.lockstep`), base and head taking turns block by
   block;
 - the sides' results are merged over their rounds as ``run`` merges them
@@ -30,7 +32,7 @@ import dataclasses
 import random
 import subprocess
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,10 +180,13 @@ def run_ab(
     jobs = [job_for(config, path, workload, point, None) for path, workload, point in planned]
     ids = [point.benchmark_id(workload.version) for _path, workload, point in planned]
     env = side_environment(config.allocator)
-    pools = [
-        WorkerPool(Zygote(config.memory_limit_bytes, env=env, cpus=config.cpus, python=s.python))
-        for s in sides
-    ]
+
+    def zygote(side: Side) -> WorkerPool:
+        return WorkerPool(
+            Zygote(config.memory_limit_bytes, env=env, cpus=config.cpus, python=side.python)
+        )
+
+    pools = [zygote(s) for s in sides]
     group_id = str(uuid.uuid4())
     summary = AbSummary((str(uuid.uuid4()), str(uuid.uuid4())), group_id)
     opened = False
@@ -192,7 +197,7 @@ def run_ab(
             store.save_environment(environments[k])
             store.create_run(_ab_row(summary, k, side, config, environments[k]))
         opened = True
-        _measure(jobs, pools, config, store, summary, notify, stop)
+        _measure(jobs, pools, config, store, summary, notify, stop, lambda k: zygote(sides[k]))
         summary.status = "interrupted" if stop.requested else "finished"
     except BaseException:
         summary.status = "interrupted"
@@ -208,18 +213,26 @@ def run_ab(
 
 def _measure(
     jobs: Sequence[Job],
-    pools: Sequence[WorkerPool],
+    pools: list[WorkerPool],
     config: RunConfig,
     store: Store,
     summary: AbSummary,
     notify: ProgressFn,
     stop: StopRequest,
+    fresh_pool: Callable[[int], WorkerPool] | None = None,
 ) -> None:
     rounds: Rounds = config.rounds
     rng = random.Random(f"ab:{rounds.seed}")
     taken: list[list[list[Result]]] = [[[] for _ in jobs] for _ in pools]  # [side][job]
     notify("start", {"total": len(jobs) * rounds.count, "run_id": summary.run_ids[1]})
     for round_index in range(rounds.count):
+        if round_index > 0 and fresh_pool is not None:
+            # A fresh zygote per side and round: every fork of a zygote shares its address
+            # layout, so one zygote for all rounds would carry one layout bias between the
+            # sides through every round, which a test paired by round cannot see.
+            for side in rng.sample(range(len(pools)), len(pools)):
+                pools[side].close()
+                pools[side] = fresh_pool(side)
         for index in rounds_order(len(jobs), round_index, rounds.seed):
             if stop.requested:
                 return

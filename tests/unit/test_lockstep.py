@@ -94,3 +94,53 @@ def test_the_interpreter_running_the_tests_passes_the_check():
 
 def test_the_waiting_side_sleeps_instead_of_spinning():
     assert side_environment("system")["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
+    """One zygote per side for all rounds would give every fork of a side one address
+    layout: each round after the first gets new ones."""
+    from benchbench.machine.environment import Environment
+    from benchbench.run import ab
+    from benchbench.run.jobs import Job, run_row
+    from benchbench.run.rounds import Rounds
+    from benchbench.run.runner import RunConfig
+    from benchbench.store import open_store
+
+    class FakePool:
+        def __init__(self, side: int) -> None:
+            self.side, self.closed = side, False
+
+        def worker(self) -> FakeSide:
+            fake = FakeSide("base" if self.side == 0 else "head", 2, [])
+            SIDES.append(fake)
+            return fake
+
+        def retire(self) -> None:
+            return None
+
+        def close(self) -> None:
+            self.closed = True
+
+    store = open_store(str(tmp_path / "ab.db"))
+    env = Environment(fields={"machine": "t"}, info={})
+    store.save_environment(env)
+    summary = ab.AbSummary(("run-a", "run-b"), "group")
+    for run_id in summary.run_ids:
+        store.create_run(run_row(run_id, env, kind="adhoc", label=run_id, suites=[], config={}))
+    made: list[int] = []
+
+    def fresh(side: int) -> FakePool:
+        made.append(side)
+        return FakePool(side)
+
+    first = [FakePool(0), FakePool(1)]
+    pools = list(first)
+    SIDES.clear()
+    job = Job({"op": "measure", "policy": {"max_time_s": 0.1}}, (POINT,), "p")
+    config = RunConfig(suites=(), rounds=Rounds.fixed(3))
+    ab._measure([job], pools, config, store, summary, lambda *_: None, ab.StopRequest(), fresh)  # type: ignore[arg-type]
+    assert sorted(made) == [0, 0, 1, 1]  # rounds 2 and 3, each side
+    assert all(p.closed for p in first)
+    assert pools[0] is not first[0] and pools[1] is not first[1]
+    rows = store.measurements("run-a")
+    assert len(rows) == 1 and len(rows[0]["process_samples"]) == 3
