@@ -76,7 +76,8 @@ INSTRUMENTS = ("time", "ab", "instructions")
 NEIGHBOUR = """
 import os, random, sys, time
 rng, deadline = random.Random(int(sys.argv[1])), time.monotonic() + float(sys.argv[2])
-while time.monotonic() < deadline:
+parent = os.getppid()
+while time.monotonic() < deadline and os.getppid() == parent:  # stops when orphaned
     phase = rng.uniform(0.1, 1.5)
     if rng.random() < 0.5:
         end = time.monotonic() + phase
