@@ -11,10 +11,10 @@ among that environment's runs only, e.g.
 Per point, on the per-call times of the raw samples: the ratio (contender / base,
 above 1 is slower; of the geometric means of the per-process medians when both runs
 have several processes, else of the medians) with its CI at 1 - --alpha (Welch's
-t-test on the per-process log medians, else a bootstrap), the p-value, and a mark by benchbench's one verdict
-(:mod:`benchbench.analysis.verdict`): slower (p < --alpha and ratio >= 1 + m),
-faster (p < --alpha and ratio <= 1 / (1 + m)), same (significant but inside those
-bounds), not significant; m is --min-effect. Points without a verdict are new, gone
+t-test on the per-process log medians, else a bootstrap), the p-value, and a mark by
+benchbench's one verdict (:mod:`benchbench.analysis.verdict`): slower (p < --alpha
+and ratio >= 1 + m), faster (p < --alpha and ratio <= 1 / (1 + m)), same (significant
+but inside those bounds), not significant; m is --min-effect. Points without a verdict are new, gone
 or failing. Geometric means of the ratios per workload and overall follow.
 
 Where both runs counted a point's instructions (run --metric instructions), the

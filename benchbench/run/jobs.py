@@ -233,6 +233,8 @@ def measure_jobs(
                 if rounds is not None
                 else range(len(jobs))
             )
+            if round_index > 0:
+                pool.renew()  # a fresh address layout a round (WorkerPool.renew)
             for index in visit:
                 if index not in open_jobs:
                     continue
@@ -248,12 +250,16 @@ def measure_jobs(
                     open_jobs.discard(index)
                     write(index, _merged(jobs[index], taken[index], walls[index]))
         # Then the budget left, a process at a time, to the points furthest from target.
+        since_renewal = 0
         while adaptive and open_jobs and not stop.requested:
             wide = {i: s for i in open_jobs if (s := spread(i)) is not None}
             choice = next_process(wide, target, budget.left_s, plan.max_count)
             if choice is None:
                 break
             index, cap_s = choice
+            if since_renewal >= len(jobs):  # a round's worth of processes per layout
+                since_renewal = 0 if pool.renew() else since_renewal
+            since_renewal += 1
             total += 1
             request = process_request(jobs[index].request, cap_s, plan.count)
             if take(index, request, len(walls[index]) + 1) is None:

@@ -27,9 +27,13 @@ class WorkerPool:
         launcher: Zygote | Spawner,
         fresh: bool = True,
         on_note: Callable[[str], None] | None = None,
+        relaunch: Callable[[], Zygote | Spawner] | None = None,
     ) -> None:
         self._launcher = launcher
         self._fresh = fresh
+        #: Makes the next launcher when :meth:`renew` is called (None: never renewed).
+        self._relaunch = relaunch
+        self._fell_back = False
         self._spent = False
         self._worker: Worker | None = None
         #: Told what the run's user should know about its workers (the spawn fallback).
@@ -84,7 +88,27 @@ class WorkerPool:
             self._on_note(str(refusal))
             self._launcher.close()
             self._launcher = spawner()
+            self._fell_back = True
             return self._launcher.worker()
+
+    def renew(self) -> bool:
+        """Start a fresh zygote for the workers to come (True when it did).
+
+        Every fork of one zygote inherits its address layout: where the libraries' code,
+        the interpreter's heap and the tensors' buffers lie. A layout can make a point
+        a few percent faster or slower for as long as it lasts, so the processes of one
+        zygote share a bias that their spread does not show, and two runs (or the two
+        sides of ``ab``) differ by more than their intervals say. A fresh zygote per
+        round draws a fresh layout, and the spread between rounds carries it. A spawner
+        started in the zygote's place (it refused to fork) is kept: nothing is renewed
+        (False), as without ``relaunch``.
+        """
+        if self._relaunch is None or self._fell_back:
+            return False
+        self.close()
+        self._spent = False
+        self._launcher = self._relaunch()
+        return True
 
     def retire(self) -> None:
         """Close the current worker (a lockstep pair's side, driven by its own requests)."""

@@ -39,7 +39,7 @@ from benchbench.run.jobs import (
     run_row,
 )
 from benchbench.run.rounds import Rounds
-from benchbench.run.workers import StopRequest, WorkerFailure, launcher
+from benchbench.run.workers import Spawner, StopRequest, WorkerFailure, Zygote, launcher
 from benchbench.store import Store
 from benchbench.suite.declare import Workload
 from benchbench.suite.load import Selection, file_hash, load_suite, select_points
@@ -264,10 +264,15 @@ def run(
         if counting
         else None
     )
-    workers = launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
+
+    def workers() -> Zygote | Spawner:
+        return launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
+
     notify = progress or (lambda _event, _data: None)
     with (
-        WorkerPool(workers, on_note=lambda text: notify("note", {"message": text})) as pool,
+        WorkerPool(
+            workers(), on_note=lambda text: notify("note", {"message": text}), relaunch=workers
+        ) as pool,
         counter or contextlib.nullcontext(),
     ):
         run_id, group_id, points, shard_doc = _plan_run(config, store)

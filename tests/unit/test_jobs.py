@@ -44,6 +44,10 @@ class ScriptedPool:
     def worker(self):
         return FakeWorker(_ok)  # its pid is None: no process to read CPU time from
 
+    def renew(self) -> bool:
+        self.requests.append({"op": "renew"})
+        return True
+
     def request(self, payload, events, timeout_s, stop=None):
         self.requests.append(payload)
         if payload["op"] == "environment":
@@ -306,6 +310,36 @@ def test_a_zygote_that_refuses_to_fork_gives_way_to_fresh_interpreters_and_says_
     assert [r.status for r in summary.results] == ["ok", "ok"]
     assert zygote.closed and len(spawned.started) == 2 and spawned.closed
     assert notes == ["CUDA was initialised in the worker zygote"]
+
+
+def test_renewing_closes_the_zygote_and_the_next_worker_comes_from_a_fresh_one():
+    first, second = FakeLauncher(_ok), FakeLauncher(_ok)
+    with WorkerPool(first, relaunch=lambda: second) as pool:
+        pool.request({"size": 1}, ("result",), 5)
+        assert pool.renew()
+        assert first.closed and first.started[0].closed and not second.closed
+        pool.request({"size": 2}, ("result",), 5)
+        assert len(second.started) == 1
+    assert second.closed
+    # Without a way to relaunch, or once the zygote gave way to a spawner: kept.
+    with WorkerPool(FakeLauncher(_ok)) as pool:
+        assert not pool.renew()
+    spawned = FakeLauncher(_ok, _ok)
+    with WorkerPool(RefusingZygote(spawned), relaunch=lambda: second) as pool:
+        pool.request({"size": 1}, ("result",), 5)
+        assert not pool.renew() and not spawned.closed
+
+
+def test_every_round_after_the_first_starts_from_a_fresh_zygote():
+    from benchbench.run.rounds import Rounds
+
+    pool = ScriptedPool()
+    jobs = [_job(1), _job(2)]
+    measure_jobs(jobs, pool, RunRecord("r", None), timeout_s=5, rounds=Rounds.fixed(3, 1))
+    ops = [r.get("op") for r in pool.requests]
+    assert ops.count("renew") == 2
+    # Each renewal comes after a whole round: two measures, a renewal, two, one, two.
+    assert ops == ["measure", "measure", "renew"] * 2 + ["measure", "measure"]
 
 
 def test_a_launcher_that_cannot_fall_back_turns_the_refusal_into_an_error():
