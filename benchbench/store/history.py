@@ -24,6 +24,9 @@ ANNOTATION_STATUS = {"acknowledge": "acknowledged", "ignore": "ignored", "expect
 
 SeriesKey = tuple[str, str]  # (benchmark_id, environment_id)
 
+#: Rows fetched at a time when every series is read (~15 MB of rows in memory at once).
+_BATCH = 100_000
+
 
 @dataclass(frozen=True)
 class HistoryPoint:
@@ -70,8 +73,11 @@ def load_series(store: Store, metric: str = "time") -> dict[SeriesKey, list[Hist
     )
     series: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
     with store.engine.connect() as conn:
-        runs = {row[0]: row for row in conn.execute(runs_query)}
-        for benchmark_id, run_id, status, median in conn.execute(query):
+        runs = {row[0]: row for row in conn.execute(runs_query).all()}
+        # Streamed in batches (a server-side cursor on PostgreSQL), so that a fleet's
+        # year is never all in memory as rows as well as points: ~1 us a row either way.
+        rows = conn.execution_options(yield_per=_BATCH).execute(query)
+        for benchmark_id, run_id, status, median in rows:
             run = runs.get(run_id)
             if run is None:
                 continue  # a run without an environment belongs to no series

@@ -9,6 +9,7 @@ statistics for all points with the same sample count in one NumPy pass.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 from collections import defaultdict
@@ -130,7 +131,7 @@ def _group_summaries(
     )
     cuts = np.cumsum((0, *split))
     process_medians = np.stack(
-        [np.median(per_call[:, a:b], axis=1) for a, b in zip(cuts[:-1], cuts[1:], strict=True)],
+        [np.median(per_call[:, a:b], axis=1) for a, b in itertools.pairwise(cuts)],
         axis=1,
     )
     per_call.sort(axis=1)
