@@ -47,6 +47,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "benchmarks"))
@@ -54,6 +56,7 @@ sys.path.insert(1, str(ROOT / "benchmarks"))
 from benchbench.core.values import Point, Result  # noqa: E402
 from benchbench.machine.environment import Environment  # noqa: E402
 from benchbench.store import Store, open_store  # noqa: E402
+from benchbench.store.history import load_series  # noqa: E402
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -218,6 +221,43 @@ def _store_bytes(store: Store) -> dict[str, int]:
     return sizes
 
 
+def _measurement_scan(store: Store, read: Any) -> dict[str, Any]:
+    """How PostgreSQL read the measurement table for the statement ``read()`` runs last:
+    the plan node, the rows it returned and the table rows it fetched (an index-only scan
+    fetches none): what a read costs from disk on a store larger than memory, which a
+    small store, all in cache, does not show in its times."""
+    seen: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        seen.append((statement, params))
+
+    sa.event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        read()
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", capture)
+    statement, params = seen[-1]
+    with store.engine.connect() as conn:
+        plan = conn.exec_driver_sql(
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}", params
+        ).scalar_one()
+    nodes = [plan[0]["Plan"]]
+    while nodes:
+        node = nodes.pop()
+        if node.get("Relation Name") == "measurement":
+            fetched = node.get("Heap Fetches", node.get("Exact Heap Blocks"))
+            if node["Node Type"] == "Index Scan":
+                fetched = node["Actual Rows"]  # one table row per index entry
+            return {
+                "node": node["Node Type"],
+                "index": node.get("Index Name"),
+                "rows": node["Actual Rows"],
+                "table_rows_or_pages_fetched": fetched,
+            }
+        nodes.extend(node.get("Plans", []))
+    return {"node": None}
+
+
 def fleet_year(url: str, shape: Any, timeout: int, out_dir: Path) -> dict[str, Any]:
     """Fill ``url`` with ``shape``'s year, then time what the fleet's users do."""
     import fleet_data
@@ -255,6 +295,11 @@ def fleet_year(url: str, shape: Any, timeout: int, out_dir: Path) -> dict[str, A
         timings.append(time.perf_counter() - start)
     report["history"] = {"runs": runs, "median_ms": statistics.median(timings) * 1e3,
                          "max_ms": max(timings) * 1e3}  # fmt: skip
+    if store.dialect == "postgresql":
+        report["measurement_scan"] = {
+            "history": _measurement_scan(store, lambda: store.history(bench, env.id)),
+            "series": _measurement_scan(store, lambda: load_series(store)),
+        }
     report["regressions"] = _cli(url, timeout, "regressions", "--format", "json")
     nightly_pair = ("latest~1", "latest", "--environment", env.machine)
     report["compare"] = _cli(

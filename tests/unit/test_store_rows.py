@@ -40,7 +40,6 @@ def test_bulk_summaries_equal_stats_for_every_sample_count():
             assert summary[key] == pytest.approx(value, rel=1e-12), (len(result.samples_s), key)
 
 
-
 def test_bulk_summaries_equal_stats_for_points_of_several_processes():
     # A run's points share one split (3 rounds), and a few differ: every group, the
     # two-level interval and the process medians must be Stats' own.
@@ -59,13 +58,17 @@ def test_bulk_summaries_equal_stats_for_points_of_several_processes():
         assert summary["process_medians_s"] == pytest.approx(expected["process_medians_s"])
         for key, value in expected.items():
             if key != "process_medians_s":
-                assert summary[key] == pytest.approx(value, rel=1e-12), (result.process_samples, key)
+                assert summary[key] == pytest.approx(value, rel=1e-12), (
+                    result.process_samples,
+                    key,
+                )
 
 
 def test_bulk_summaries_refuse_a_split_that_does_not_add_up():
     bad = dataclasses.replace(_result(10, 1), process_samples=(4, 4))
     with pytest.raises(ValueError, match="adding up to the 10 samples"):
         summaries([bad])
+
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 30, 31])
 def test_pytest_benchmark_stats_match_pytest_benchmarks_own(n):
