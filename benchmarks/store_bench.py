@@ -245,13 +245,15 @@ def _measurement_scan(store: Store, read: Any) -> dict[str, Any]:
     while nodes:
         node = nodes.pop()
         if node.get("Relation Name") == "measurement":
+            rows = node["Actual Rows"] * node["Actual Loops"]  # per loop in a nested loop
             fetched = node.get("Heap Fetches", node.get("Exact Heap Blocks"))
             if node["Node Type"] == "Index Scan":
-                fetched = node["Actual Rows"]  # one table row per index entry
+                fetched = rows  # one table row per index entry
             return {
                 "node": node["Node Type"],
                 "index": node.get("Index Name"),
-                "rows": node["Actual Rows"],
+                "loops": node["Actual Loops"],
+                "rows": rows,
                 "table_rows_or_pages_fetched": fetched,
             }
         nodes.extend(node.get("Plans", []))
