@@ -12,6 +12,22 @@
    "database is locked" may escape.
 
 Prints one JSON document with the numbers (wall and CPU seconds).
+
+``--fleet-year`` instead fills a store with a year of a fleet's nightlies (20 machines x
+2,000 points x 365 nights, about 15 million measurements; ``benchmarks/fleet_data.py``
+says how they are made) through ``Store.write_results`` and times what the fleet's users
+do with it:
+
+    PYTHONPATH=. python benchmarks/store_bench.py --fleet-year [--scale 1.0]
+        [--scale-of points|nights] [--engine postgresql|sqlite|both]
+
+one point's history (``Store.history``, median of 20; target <= 50 ms), ``benchbench
+regressions`` after the last night's runs (<= 60 s), ``benchbench compare`` of a
+machine's last two nightlies (<= 5 s), ``benchbench dashboard build`` (<= 60 s), the
+overview and a history page opening in headless Chromium (<= 3 s) and the store's size
+on disk. ``--engine both`` (the default) runs PostgreSQL at ``--scale`` and SQLite at
+1/20 of it. ``--scale`` below 1 multiplies the points per run (default; every series
+keeps its 365 nights) or the nights.
 """
 
 from __future__ import annotations
@@ -20,20 +36,27 @@ import argparse
 import datetime as dt
 import json
 import multiprocessing
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "benchmarks"))
 
 from benchbench.core.values import Point, Result  # noqa: E402
 from benchbench.machine.environment import Environment  # noqa: E402
 from benchbench.store import Store, open_store  # noqa: E402
+from benchbench.store.history import load_series  # noqa: E402
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -165,13 +188,185 @@ def concurrent_writers(url: str, processes: int = 4, runs: int = 8, points: int 
     }
 
 
+def _cli(url: str, timeout: int, *args: str) -> dict[str, Any]:
+    """``benchbench ARGS --store URL`` in a fresh interpreter (imports included, as a
+    user waits for it): wall seconds and exit code."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "benchbench", *args, "--store", url]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"wall_s": None, "rc": None, "timed_out_after_s": timeout}
+    out: dict[str, Any] = {"wall_s": round(time.perf_counter() - start, 3), "rc": done.returncode}
+    if done.returncode not in (0, 3):
+        out["stderr"] = done.stderr[-2000:]
+    return out
+
+
+def _store_bytes(store: Store) -> dict[str, int]:
+    """The store's size on disk: the SQLite file (and its WAL), or PostgreSQL's database
+    and each table with its indexes and TOAST."""
+    with store.engine.connect() as conn:
+        if store.dialect == "sqlite":
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            path = Path(store.engine.url.database or "")
+            return {"total": sum(f.stat().st_size for f in path.parent.glob(path.name + "*"))}
+        sizes = {"total": conn.exec_driver_sql(
+            "SELECT pg_database_size(current_database())").scalar_one()}  # fmt: skip
+        for name in ("measurement", "telemetry", "run", "benchmark", "alert"):
+            sizes[name] = conn.exec_driver_sql(
+                f"SELECT pg_total_relation_size('{name}')"
+            ).scalar_one()
+    return sizes
+
+
+def _measurement_scan(store: Store, read: Any) -> dict[str, Any]:
+    """How PostgreSQL read the measurement table for the statement ``read()`` runs last:
+    the plan node, the rows it returned and the table rows it fetched (an index-only scan
+    fetches none): what a read costs from disk on a store larger than memory, which a
+    small store, all in cache, does not show in its times."""
+    seen: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        seen.append((statement, params))
+
+    sa.event.listen(store.engine, "before_cursor_execute", capture)
+    try:
+        read()
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", capture)
+    statement, params = seen[-1]
+    with store.engine.connect() as conn:
+        plan = conn.exec_driver_sql(
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}", params
+        ).scalar_one()
+    nodes = [plan[0]["Plan"]]
+    while nodes:
+        node = nodes.pop()
+        if node.get("Relation Name") == "measurement":
+            rows = node["Actual Rows"] * node["Actual Loops"]  # per loop in a nested loop
+            fetched = node.get("Heap Fetches", node.get("Exact Heap Blocks"))
+            if node["Node Type"] == "Index Scan":
+                fetched = rows  # one table row per index entry
+            return {
+                "node": node["Node Type"],
+                "index": node.get("Index Name"),
+                "loops": node["Actual Loops"],
+                "rows": rows,
+                "table_rows_or_pages_fetched": fetched,
+            }
+        nodes.extend(node.get("Plans", []))
+    return {"node": None}
+
+
+def fleet_year(url: str, shape: Any, timeout: int, out_dir: Path) -> dict[str, Any]:
+    """Fill ``url`` with ``shape``'s year, then time what the fleet's users do."""
+    import fleet_data
+    from dashboard_scale import CHROMIUM, page_load_ms
+
+    store = open_store(url)
+    log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    report: dict[str, Any] = {"machines": shape.machines, "points": shape.points,
+                              "nights": shape.nights}  # fmt: skip
+    report.update(fleet_data.fill(store, shape, range(shape.nights - 1), log))
+    if store.dialect == "postgresql":
+        # What autovacuum has done to a year-old store: planner statistics, and the
+        # visibility map that lets a covering index answer without the table's rows.
+        start = time.perf_counter()
+        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("VACUUM ANALYZE")
+        report["vacuum_analyze_s"] = round(time.perf_counter() - start, 3)
+    # The nightly job's order: the fleet's runs of the last night come in, then the
+    # regressions are looked for (the first look, over the year before, untimed below).
+    report["regressions_before_last_night"] = _cli(url, timeout, "regressions", "--format",
+                                                   "json")  # fmt: skip
+    one = fleet_data.fill(store, shape, range(shape.nights - 1, shape.nights))
+    report["last_night_write_s"], report["measurements"] = (
+        one["fill_s"],
+        (report["measurements"] + one["measurements"]),
+    )
+    env = fleet_data.environment(0)
+    target = fleet_data.fleet_points(shape.points, "cpu")[shape.points // 2]
+    bench = target.benchmark_id()
+    runs = len(store.history(bench, env.id))  # warm-up
+    timings = []
+    for _ in range(20):
+        start = time.perf_counter()
+        store.history(bench, env.id)
+        timings.append(time.perf_counter() - start)
+    report["history"] = {"runs": runs, "median_ms": statistics.median(timings) * 1e3,
+                         "max_ms": max(timings) * 1e3}  # fmt: skip
+    if store.dialect == "postgresql":
+        report["measurement_scan"] = {
+            "history": _measurement_scan(store, lambda: store.history(bench, env.id)),
+            "series": _measurement_scan(store, lambda: load_series(store)),
+        }
+    report["regressions"] = _cli(url, timeout, "regressions", "--format", "json")
+    nightly_pair = ("latest~1", "latest", "--environment", env.machine)
+    report["compare"] = _cli(
+        url, timeout, "compare", *nightly_pair, "--format", "json", "--no-fail-on-regression"
+    )
+    site = out_dir / "dashboard"
+    report["dashboard_build"] = _cli(url, timeout, "dashboard", "build", "-o", str(site))
+    if (site / "index.html").exists() and Path(CHROMIUM).exists():
+        report["page_open_ms"] = {
+            page: page_load_ms(site / page, 3) for page in ("index.html", "history.html")
+        }
+    report["store_bytes"] = _store_bytes(store)
+    report["bytes_per_measurement"] = round(report["store_bytes"]["total"] / report["measurements"])
+    return report
+
+
+def fleet_report(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--fleet-year`` document: scale, machine, and each engine's figures."""
+    from fleet_data import FleetShape
+
+    report: dict[str, Any] = {
+        "command": " ".join(sys.argv),
+        "scale": args.scale,
+        "scale_of": args.scale_of,
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "load_1m_before": os.getloadavg()[0],
+        "calibration": calibration(),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.engine in ("postgresql", "both"):
+            from tests.pgserver import PgServer, find_binaries
+
+            shape = FleetShape.scaled(args.scale, args.scale_of)
+            with PgServer(find_binaries()) as server:
+                report["postgresql"] = fleet_year(
+                    server.create_database(), shape, args.timeout, Path(tmp) / "pg"
+                )
+        if args.engine in ("sqlite", "both"):
+            scale = args.scale / 20 if args.engine == "both" else args.scale
+            shape = FleetShape.scaled(scale, args.scale_of)
+            report["sqlite"] = fleet_year(
+                f"{tmp}/fleet.db", shape, args.timeout, Path(tmp) / "lite"
+            )
+            report["sqlite"]["scale"] = scale
+    report["load_1m_after"] = os.getloadavg()[0]
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--benchmarks", type=int, default=100)
     parser.add_argument("--skip-pg", action="store_true")
+    parser.add_argument("--fleet-year", action="store_true", help="the fleet-year store")
+    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the fleet year")
+    parser.add_argument("--scale-of", choices=("points", "nights"), default="points")
+    parser.add_argument(
+        "--engine", choices=("postgresql", "sqlite", "both"), default="both"
+    )  # fmt: skip
+    parser.add_argument("--timeout", type=int, default=1800, help="per CLI command, seconds")
     args = parser.parse_args()
+    if args.fleet_year:
+        print(json.dumps(fleet_report(args), indent=2))
+        return
     report: dict[str, object] = {"calibration": calibration()}
     with tempfile.TemporaryDirectory() as tmp:
         report["sqlite_bulk_write"] = bulk_write(f"{tmp}/bulk.db", args.points)

@@ -19,6 +19,9 @@ STORE_V1 = FIXTURES / "store_v1.db"
 #: A store of schema version 2 (two processes a point: process_samples), the same way:
 #: runs "base" and "contender" of the tiny suite, 4 points each, with --rounds 2.
 STORE_V2 = FIXTURES / "store_v2.db"
+#: A store of schema version 3 (before the covering series index), the same way: run
+#: "base" of the tiny suite with --rounds 2, run "contender" with --metric instructions.
+STORE_V3 = FIXTURES / "store_v3.db"
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 
 

@@ -9,7 +9,9 @@ statistics for all points with the same sample count in one NumPy pass.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,7 +27,7 @@ from benchbench.core.columns import (
     STATISTICS,
     THROUGHPUTS,
 )
-from benchbench.core.stats import Stats, median_ci_ranks
+from benchbench.core.stats import Stats, median_ci_ranks, t_quantile
 from benchbench.core.values import Result
 
 
@@ -95,44 +97,73 @@ def _stats(result: Result) -> Stats:
 def summaries(results: Sequence[Result]) -> list[dict[str, Any] | None]:
     """``Stats(...).summary()`` of every ok result with samples (None for the others).
 
-    Results of one process are grouped by sample count and each group is sorted and
-    reduced as one 2-D array; the numbers are those of :class:`Stats` (same percentile
-    method, same order-statistic CI ranks). Results of several processes take
-    :class:`Stats` one at a time (their interval is the two-level one).
+    Results are grouped by sample count and split into processes (``process_samples``),
+    and each group is sorted and reduced as one 2-D array; the numbers are those of
+    :class:`Stats` (same percentile method, same order-statistic CI ranks, the same
+    two-level interval over the process medians). A run's points share their split (3
+    rounds of the same sample counts), so a 2,000-point run is a handful of groups: 10
+    times faster than :class:`Stats` point by point, which cost ~0.4 ms a point here.
     """
     out: list[dict[str, Any] | None] = [None] * len(results)
-    groups: dict[int, list[int]] = defaultdict(list)
+    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for index, result in enumerate(results):
         if result.status != "ok" or not result.samples_s:
             continue
-        if len(result.process_samples) > 1:
-            out[index] = _stats(result).summary()
-        else:
-            groups[len(result.samples_s)].append(index)
-    for n, indices in groups.items():
-        per_call = np.array([results[i].samples_s for i in indices], dtype=np.float64) / np.array(
-            [[results[i].calls_per_sample] for i in indices], dtype=np.float64
-        )
-        per_call.sort(axis=1)
-        low, high = median_ci_ranks(n)
-        columns = {
-            "median_s": np.median(per_call, axis=1),
-            "mean_s": per_call.mean(axis=1),
-            "min_s": per_call[:, 0],
-            "max_s": per_call[:, -1],
-            "q1_s": np.percentile(per_call, 25, axis=1),
-            "q3_s": np.percentile(per_call, 75, axis=1),
-            "stdev_s": per_call.std(axis=1, ddof=1) if n > 1 else np.zeros(len(indices)),
-            "ci_low_s": per_call[:, low],
-            "ci_high_s": per_call[:, high],
-        }
-        lists = {name: values.tolist() for name, values in columns.items()}
-        for row_index, result_index in enumerate(indices):
-            summary: dict[str, Any] = {"n": n}
-            for name, values in lists.items():
-                summary[name] = values[row_index]
-            summary["process_medians_s"] = [summary["median_s"]]
-            out[result_index] = summary
+        split = tuple(int(k) for k in result.process_samples)
+        if len(split) > 1 and (min(split) < 1 or sum(split) != len(result.samples_s)):
+            out[index] = _stats(result).summary()  # raises Stats' own error
+            continue
+        groups[split if len(split) > 1 else (len(result.samples_s),)].append(index)
+    for split, indices in groups.items():
+        for row_index, summary in enumerate(_group_summaries(results, indices, split)):
+            out[indices[row_index]] = summary
+    return out
+
+
+def _group_summaries(
+    results: Sequence[Result], indices: list[int], split: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    """:func:`summaries` of the results at ``indices``, which all have ``sum(split)``
+    samples taken by ``len(split)`` processes."""
+    n = sum(split)
+    per_call = np.array([results[i].samples_s for i in indices], dtype=np.float64) / np.array(
+        [[results[i].calls_per_sample] for i in indices], dtype=np.float64
+    )
+    cuts = np.cumsum((0, *split))
+    process_medians = np.stack(
+        [np.median(per_call[:, a:b], axis=1) for a, b in itertools.pairwise(cuts)],
+        axis=1,
+    )
+    per_call.sort(axis=1)
+    low, high = median_ci_ranks(n)
+    median = np.median(per_call, axis=1)
+    ci_low, ci_high = per_call[:, low], per_call[:, high]
+    if len(split) > 1:  # the two-level interval of Stats._ci
+        k = len(split)
+        spread = np.log(process_medians).std(axis=1, ddof=1)
+        half = t_quantile(k - 1) * spread / math.sqrt(k)
+        ci_low = np.minimum(ci_low, median * np.exp(-half))
+        ci_high = np.maximum(ci_high, median * np.exp(half))
+    columns = {
+        "median_s": median,
+        "mean_s": per_call.mean(axis=1),
+        "min_s": per_call[:, 0],
+        "max_s": per_call[:, -1],
+        "q1_s": np.percentile(per_call, 25, axis=1),
+        "q3_s": np.percentile(per_call, 75, axis=1),
+        "stdev_s": per_call.std(axis=1, ddof=1) if n > 1 else np.zeros(len(indices)),
+        "ci_low_s": ci_low,
+        "ci_high_s": ci_high,
+    }
+    lists = {name: values.tolist() for name, values in columns.items()}
+    medians = process_medians.tolist()
+    out = []
+    for row_index in range(len(indices)):
+        summary: dict[str, Any] = {"n": n}
+        for name, values in lists.items():
+            summary[name] = values[row_index]
+        summary["process_medians_s"] = medians[row_index]
+        out.append(summary)
     return out
 
 

@@ -3,6 +3,7 @@ export statistics agree with the reference implementations."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -37,6 +38,36 @@ def test_bulk_summaries_equal_stats_for_every_sample_count():
         assert summary is not None and summary.keys() == expected.keys()
         for key, value in expected.items():
             assert summary[key] == pytest.approx(value, rel=1e-12), (len(result.samples_s), key)
+
+
+def test_bulk_summaries_equal_stats_for_points_of_several_processes():
+    # A run's points share one split (3 rounds), and a few differ: every group, the
+    # two-level interval and the process medians must be Stats' own.
+    splits = [(4, 3, 3), (4, 3, 3), (4, 3, 3), (2, 2), (1, 1, 1), (10, 20), (3, 3, 3, 3)]
+    results = [
+        dataclasses.replace(_result(sum(k), seed, calls=7), process_samples=k)
+        for seed, k in enumerate(splits)
+    ]
+    bulk = summaries(results)
+    for result, summary in zip(results, bulk, strict=True):
+        expected = Stats.from_samples(
+            result.samples_s, result.calls_per_sample, result.process_samples
+        ).summary()
+        assert summary is not None and summary.keys() == expected.keys()
+        assert len(summary["process_medians_s"]) == len(result.process_samples)
+        assert summary["process_medians_s"] == pytest.approx(expected["process_medians_s"])
+        for key, value in expected.items():
+            if key != "process_medians_s":
+                assert summary[key] == pytest.approx(value, rel=1e-12), (
+                    result.process_samples,
+                    key,
+                )
+
+
+def test_bulk_summaries_refuse_a_split_that_does_not_add_up():
+    bad = dataclasses.replace(_result(10, 1), process_samples=(4, 4))
+    with pytest.raises(ValueError, match="adding up to the 10 samples"):
+        summaries([bad])
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 30, 31])
