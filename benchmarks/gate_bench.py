@@ -193,7 +193,7 @@ def main() -> None:
         "--b-runs", type=int, help="B runs per instrument (default: --runs); ab only"
     )
     parser.add_argument("--rounds", type=int, default=3, help="--rounds of every time run")
-    parser.add_argument("--ab-rounds", type=int, default=10, help="--rounds of every ab run")
+    parser.add_argument("--ab-rounds", type=int, default=20, help="--rounds of every ab run")
     parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
     parser.add_argument("--neighbour", action="store_true", help="a noisy neighbour beside")
     parser.add_argument("--neighbour-seed", type=int, default=0)

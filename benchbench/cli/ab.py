@@ -32,7 +32,7 @@ from pathlib import Path
 
 from benchbench.cli import compare, flags
 from benchbench.cli import run as run_cli
-from benchbench.core.defaults import AB_ROUNDS, POLICY_MAX_TIME_S
+from benchbench.core.defaults import AB_ROUND_S, AB_ROUNDS
 from benchbench.core.errors import UsageError
 
 HELP = "measure a suite in two Python environments at once, interleaved; exit 3 on regression"
@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="SECONDS",
         help=f"sampling time per point and side, split across its rounds (default "
-        f"{POLICY_MAX_TIME_S})",
+        f"{AB_ROUND_S} s x --rounds)",
     )
     parser.add_argument(
         "--cache", choices=("warm", "cold", "rotate"), help="cache mode, as for run (default warm)"
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         selection=flags.selection_from(args),
         policy=dataclasses.replace(
             defaults,
-            max_time_s=args.budget if args.budget is not None else defaults.max_time_s,
+            max_time_s=args.budget if args.budget is not None else AB_ROUND_S * args.rounds,
         ),
         cache=args.cache or "warm",
         threads=args.threads,

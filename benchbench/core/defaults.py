@@ -45,10 +45,15 @@ COMPILE_TIMEOUT_S = 300.0
 #: Sampling cap per point of ``benchbench time``: 13 sizes x 2 statements answer in
 #: <= 30 s with the worker's start (BENCHMARKS.md, "benchbench time (issue 8)").
 TIME_BUDGET_S = 0.5
-#: Rounds of ``ab`` by default: the paired test has ``rounds - 1`` degrees of freedom
-#: (t = 2.26 at 95 % with 10 rounds, 4.30 with 3), and the prototype's 10 rounds of
-#: 0.05 s a side found a clean +10 % at 17 of 20 points beside a busy neighbour.
-AB_ROUNDS = 10
+#: Rounds of ``ab`` by default, each from fresh zygotes. Beside a noisy neighbour, on the
+#: 2-core EPYC VM (BENCHMARKS.md, "ab: one layout per round"): 10 rounds kept 9 of 10
+#: pairs of identical code clean but found +10 % at only 59 % of the points; 20 rounds
+#: found it at 80 % (4 of 5 identical pairs clean). The paired test has ``rounds - 1``
+#: degrees of freedom.
+AB_ROUNDS = 20
+#: Sampling time per point, side and round of ``ab`` (``--budget`` is this x rounds
+#: unless given): what every round took in the measurements above.
+AB_ROUND_S = 0.05
 
 # -- the verdict (benchbench.analysis.verdict) -------------------------------------------
 
