@@ -193,6 +193,9 @@ def main() -> None:
         "--b-runs", type=int, help="B runs per instrument (default: --runs); ab only"
     )
     parser.add_argument("--rounds", type=int, default=3, help="--rounds of every time run")
+    parser.add_argument(
+        "--max-rounds", type=int, help="--max-rounds of every time run (default: --rounds)"
+    )
     parser.add_argument("--ab-rounds", type=int, default=20, help="--rounds of every ab run")
     parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
     parser.add_argument("--neighbour", action="store_true", help="a noisy neighbour beside")
@@ -237,7 +240,7 @@ def main() -> None:
                 )
                 continue
             flags = (
-                ("--rounds", str(args.rounds))
+                ("--rounds", str(args.rounds), "--max-rounds", str(args.max_rounds or args.rounds))
                 if instrument == "time"
                 else ("--metric", "instructions")
             )
