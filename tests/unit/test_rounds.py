@@ -120,11 +120,16 @@ class RoundPool:
         self.requests: list[dict[str, Any]] = []
         self.fail = fail or set()
         self.seen: dict[int, int] = {}
+        self.renewals = 0  # a fresh zygote (address layout) asked for
 
     def worker(self):
         return self  # no process: no pid for the runner's telemetry to read
 
     pid = None
+
+    def renew(self) -> bool:
+        self.renewals += 1
+        return True
 
     def request(self, payload, events, timeout_s, stop=None):
         self.requests.append(payload)
@@ -168,6 +173,7 @@ def test_every_point_is_measured_once_per_round_in_shuffled_rounds_and_stored_me
     per_round = [sizes[:6], sizes[6:11], sizes[11:]]
     assert per_round[0] == [k + 1 for k in order(6, 0, 11)]
     assert per_round[1] == [k + 1 for k in order(6, 1, 11) if k + 1 != 3]
+    assert pool.renewals == 2  # a fresh layout before each round after the first
     assert all(p["policy"]["max_time_s"] == pytest.approx(0.2) for p in pool.requests[1:])
     stored = {r["size"]: r for r in store.measurements("run-1")}
     assert stored[3]["status"] == "error"
