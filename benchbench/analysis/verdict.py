@@ -74,7 +74,7 @@ by ``benchmarks/gate_bench.py``).
 **Instruction counts** (``run --metric instructions``) have a verdict of their own,
 :func:`estimate_counts` and :func:`mark_counts`: a count is exact up to the small
 variation measured between repeats and between fresh processes, so there is no
-sampling distribution to test; a change beyond :data:`INSTRUCTIONS_MIN_EFFECT` (1 %) is
+sampling distribution to test; a change beyond :data:`INSTRUCTIONS_MIN_EFFECT` (5 %) is
 a change, unless the counts themselves moved by half that much.
 """
 
