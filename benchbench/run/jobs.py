@@ -258,7 +258,8 @@ def measure_jobs(
                 break
             index, cap_s = choice
             if since_renewal >= len(jobs):  # a round's worth of processes per layout
-                since_renewal = 0 if pool.renew() else since_renewal
+                pool.renew()
+                since_renewal = 0
             since_renewal += 1
             total += 1
             request = process_request(jobs[index].request, cap_s, plan.count)
