@@ -55,6 +55,7 @@ suite = Suite(
 
 GROUP_TIMEOUT_S = 30.0  # a collective waiting longer fails (a hung or dead peer)
 JOIN_TIMEOUT_S = 120.0  # helpers import torch first: ~3-10 s on a loaded machine
+DEATH_WAIT_S = 5.0  # a helper whose peer saw its sockets close is reaped within this
 BUS_FACTOR = {
     "all-reduce": lambda n: 2 * (n - 1) / n,
     "all-gather": lambda n: (n - 1) / n,
@@ -156,16 +157,24 @@ class Group:
                 raise RuntimeError(f"{self.op}: {message}")
             time.sleep(0.05)
 
-    def dead(self) -> str | None:
-        """'rank R died (exit code C): <last log line>' for the first dead helper."""
-        for rank, (proc, log) in enumerate(zip(self.helpers, self.logs, strict=True), start=1):
-            code = proc.poll()
-            if code is not None:
-                log.seek(0)
-                lines = log.read().decode(errors="replace").strip().splitlines()
-                last = f": {lines[-1][:200]}" if lines else ""
-                return f"rank {rank} died (exit code {code}){last}"
-        return None
+    def dead(self, wait_s: float = 0.0) -> str | None:
+        """'rank R died (exit code C): <last log line>' for the first dead helper.
+
+        ``wait_s`` gives a dying helper that long to be reaped: its sockets close before
+        its process ends, so rank 0's transport error can come first.
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            for rank, (proc, log) in enumerate(zip(self.helpers, self.logs, strict=True), start=1):
+                code = proc.poll()
+                if code is not None:
+                    log.seek(0)
+                    lines = log.read().decode(errors="replace").strip().splitlines()
+                    last = f": {lines[-1][:200]}" if lines else ""
+                    return f"rank {rank} died (exit code {code}){last}"
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
 
     def expected(self) -> torch.Tensor:
         """What rank 0 should hold after the collective, in float64 on the CPU."""
@@ -233,7 +242,7 @@ def collective_call(op: str):
         try:
             return run_op(op, x, out)
         except RuntimeError as exc:
-            dead = group.dead()
+            dead = group.dead(wait_s=DEATH_WAIT_S)
             if dead is None:
                 raise
             raise RuntimeError(f"{dead} during {op}: {str(exc).splitlines()[0][:200]}") from None
