@@ -19,6 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import itertools
+import multiprocessing
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -225,12 +227,23 @@ def fill(
     shape: FleetShape,
     nights: range,
     progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> dict[str, float]:
-    """Write ``nights`` of the fleet; returns wall seconds and measurements written."""
+    """Write ``nights`` of the fleet; returns wall seconds and measurements written.
+
+    ``jobs`` > 1 writes in that many processes, each its share of the nights (every run
+    is generated from its own seed, so the store is the same whatever the split)."""
+    for machine in range(shape.machines):
+        store.save_environment(environment(machine))
+    if jobs > 1:
+        start = time.perf_counter()
+        shares = [(store.url, shape, nights[i::jobs]) for i in range(jobs)]
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            written = sum(pool.starmap(_fill_share, shares))
+        return {"fill_s": time.perf_counter() - start, "measurements": written, "jobs": jobs}
     series = []
     for machine in range(shape.machines):
         env = environment(machine)
-        store.save_environment(env)
         points = fleet_points(shape.points, "cuda" if machine >= FIRST_GPU else "cpu")
         level, noise = levels(points, shape.nights, machine)
         series.append((env, points, level, noise))
@@ -241,3 +254,12 @@ def fill(
             progress(f"night {night + 1}: {written} measurements, "
                      f"{time.perf_counter() - start:.0f} s")  # fmt: skip
     return {"fill_s": time.perf_counter() - start, "measurements": written}
+
+
+def _fill_share(url: str, shape: FleetShape, nights: range) -> int:
+    from benchbench.store import open_store
+
+    def progress(text: str) -> None:
+        print(f"[{nights.start}::{nights.step}] {text}", file=sys.stderr, flush=True)
+
+    return int(fill(open_store(url), shape, nights, progress)["measurements"])

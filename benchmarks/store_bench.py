@@ -20,6 +20,7 @@ do with it:
 
     PYTHONPATH=. python benchmarks/store_bench.py --fleet-year [--scale 1.0]
         [--scale-of points|nights] [--engine postgresql|sqlite|both]
+        [--fill-jobs N] [--keep DIR [--fill-only]]
 
 one point's history (``Store.history``, median of 20; target <= 50 ms), ``benchbench
 regressions`` after the last night's runs (<= 60 s), ``benchbench compare`` of a
@@ -27,7 +28,8 @@ machine's last two nightlies (<= 5 s), ``benchbench dashboard build`` (<= 60 s),
 overview and a history page opening in headless Chromium (<= 3 s) and the store's size
 on disk. ``--engine both`` (the default) runs PostgreSQL at ``--scale`` and SQLite at
 1/20 of it. ``--scale`` below 1 multiplies the points per run (default; every series
-keeps its 365 nights) or the nights.
+keeps its 365 nights) or the nights. ``--keep DIR`` keeps the PostgreSQL cluster in DIR:
+a year is filled once (``--fill-only`` stops there) and timed by later uses.
 """
 
 from __future__ import annotations
@@ -260,8 +262,20 @@ def _measurement_scan(store: Store, read: Any) -> dict[str, Any]:
     return {"node": None}
 
 
-def fleet_year(url: str, shape: Any, timeout: int, out_dir: Path) -> dict[str, Any]:
-    """Fill ``url`` with ``shape``'s year, then time what the fleet's users do."""
+def fleet_year(
+    url: str,
+    shape: Any,
+    timeout: int,
+    out_dir: Path,
+    jobs: int = 1,
+    filled: Path | None = None,
+    fill_only: bool = False,
+) -> dict[str, Any]:
+    """Fill ``url`` with ``shape``'s year, then time what the fleet's users do.
+
+    ``filled``: a file that records a finished fill of the year before the last night;
+    when it exists the fill is skipped (a store kept from an earlier use), else it is
+    written once the fill is done."""
     import fleet_data
     from dashboard_scale import CHROMIUM, page_load_ms
 
@@ -269,23 +283,43 @@ def fleet_year(url: str, shape: Any, timeout: int, out_dir: Path) -> dict[str, A
     log = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     report: dict[str, Any] = {"machines": shape.machines, "points": shape.points,
                               "nights": shape.nights}  # fmt: skip
-    report.update(fleet_data.fill(store, shape, range(shape.nights - 1), log))
-    if store.dialect == "postgresql":
-        # What autovacuum has done to a year-old store: planner statistics, and the
-        # visibility map that lets a covering index answer without the table's rows.
-        start = time.perf_counter()
-        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.exec_driver_sql("VACUUM ANALYZE")
-        report["vacuum_analyze_s"] = round(time.perf_counter() - start, 3)
+    if filled is not None and filled.exists():
+        report.update(json.loads(filled.read_text()), reused_fill=str(filled))
+    else:
+        report.update(fleet_data.fill(store, shape, range(shape.nights - 1), log, jobs))
+        if store.dialect == "postgresql":
+            # What autovacuum has done to a year-old store: planner statistics, and the
+            # visibility map that lets a covering index answer without the table's rows.
+            start = time.perf_counter()
+            with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("VACUUM ANALYZE")
+            report["vacuum_analyze_s"] = round(time.perf_counter() - start, 3)
+        if filled is not None:
+            filled.write_text(json.dumps(report))
+    if fill_only:
+        return report
     # The nightly job's order: the fleet's runs of the last night come in, then the
     # regressions are looked for (the first look, over the year before, untimed below).
-    report["regressions_before_last_night"] = _cli(url, timeout, "regressions", "--format",
-                                                   "json")  # fmt: skip
-    one = fleet_data.fill(store, shape, range(shape.nights - 1, shape.nights))
-    report["last_night_write_s"], report["measurements"] = (
-        one["fill_s"],
-        (report["measurements"] + one["measurements"]),
-    )
+    last_night = fleet_data.T0 + dt.timedelta(days=shape.nights - 1)
+    with store.engine.connect() as conn:
+        written = conn.execute(
+            sa.select(sa.func.count()).where(sa.column("started_at") >= last_night)
+            .select_from(sa.table("run"))
+        ).scalar_one()  # fmt: skip
+    if written:  # a kept store timed before: its last night is in already
+        report["last_night_reused_runs"] = written
+        with store.engine.connect() as conn:
+            report["measurements"] = conn.execute(
+                sa.select(sa.func.count()).select_from(sa.table("measurement"))
+            ).scalar_one()
+    else:
+        report["regressions_before_last_night"] = _cli(url, timeout, "regressions", "--format",
+                                                       "json")  # fmt: skip
+        one = fleet_data.fill(store, shape, range(shape.nights - 1, shape.nights))
+        report["last_night_write_s"], report["measurements"] = (
+            one["fill_s"],
+            (report["measurements"] + one["measurements"]),
+        )
     env = fleet_data.environment(0)
     target = fleet_data.fleet_points(shape.points, "cpu")[shape.points // 2]
     bench = target.benchmark_id()
@@ -335,15 +369,21 @@ def fleet_report(args: argparse.Namespace) -> dict[str, Any]:
             from tests.pgserver import PgServer, find_binaries
 
             shape = FleetShape.scaled(args.scale, args.scale_of)
-            with PgServer(find_binaries()) as server:
+            with PgServer(find_binaries(), keep=args.keep) as server:
+                filled = None
+                if args.keep is None:
+                    url = server.create_database()
+                else:
+                    url, filled = server.url("postgres"), args.keep / "fleet-fill.json"
                 report["postgresql"] = fleet_year(
-                    server.create_database(), shape, args.timeout, Path(tmp) / "pg"
-                )
+                    url, shape, args.timeout, Path(tmp) / "pg", args.fill_jobs, filled,
+                    args.fill_only,
+                )  # fmt: skip
         if args.engine in ("sqlite", "both"):
             scale = args.scale / 20 if args.engine == "both" else args.scale
             shape = FleetShape.scaled(scale, args.scale_of)
             report["sqlite"] = fleet_year(
-                f"{tmp}/fleet.db", shape, args.timeout, Path(tmp) / "lite"
+                f"{tmp}/fleet.db", shape, args.timeout, Path(tmp) / "lite", args.fill_jobs
             )
             report["sqlite"]["scale"] = scale
     report["load_1m_after"] = os.getloadavg()[0]
@@ -363,6 +403,18 @@ def main() -> None:
         "--engine", choices=("postgresql", "sqlite", "both"), default="both"
     )  # fmt: skip
     parser.add_argument("--timeout", type=int, default=1800, help="per CLI command, seconds")
+    parser.add_argument(
+        "--fill-jobs", type=int, default=1, metavar="N", help="write the year in N processes"
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep the PostgreSQL cluster in DIR; a later use with the same DIR skips the fill",
+    )
+    parser.add_argument(
+        "--fill-only", action="store_true", help="with --keep: fill the year, time nothing"
+    )
     args = parser.parse_args()
     if args.fleet_year:
         print(json.dumps(fleet_report(args), indent=2))

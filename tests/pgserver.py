@@ -120,10 +120,13 @@ class PgServer:
     so the server and its directory go away even when the test session fails.
     """
 
-    def __init__(self, binaries: PgBinaries) -> None:
+    def __init__(self, binaries: PgBinaries, keep: Path | None = None) -> None:
         self.binaries = binaries
         self.port: int | None = None
         self.root: Path | None = None
+        # A cluster kept in ``keep`` across uses (a benchmark's large store): created there
+        # once, started again on later uses, stopped cleanly and never deleted.
+        self.keep = keep
         self._account: pwd.struct_passwd | None = (
             _unprivileged_account() if os.geteuid() == 0 else None
         )
@@ -142,20 +145,26 @@ class PgServer:
         return f"{driver}://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> None:
-        """Create the cluster in a new temporary directory and start it; wait until it accepts
-        connections. Raises :class:`RuntimeError` with the server log when it cannot start."""
+        """Create the cluster in a new temporary directory (or in ``keep``, unless it holds
+        one already) and start it; wait until it accepts connections. Raises
+        :class:`RuntimeError` with the server log when it cannot start."""
         if self.root is not None:
             return
-        self.root = Path(tempfile.mkdtemp(prefix="bbpg-"))
+        if self.keep is not None:
+            self.keep.mkdir(parents=True, exist_ok=True)
+            self.root = self.keep.resolve()
+        else:
+            self.root = Path(tempfile.mkdtemp(prefix="bbpg-"))
         atexit.register(self.stop)
         try:
             if self._account is not None:
                 os.chown(self.root, self._account.pw_uid, self._account.pw_gid)
-            self._run(
-                self.binaries.initdb,
-                "-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust",
-                "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
-            )  # fmt: skip
+            if not (self.data_dir / "PG_VERSION").exists():
+                self._run(
+                    self.binaries.initdb,
+                    "-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust",
+                    "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions",
+                )  # fmt: skip
             self._start_on_free_port()
         except BaseException:
             self.stop()
@@ -208,13 +217,15 @@ class PgServer:
             return
         data_dir = root / "data"
         if (data_dir / "postmaster.pid").exists():
+            mode = "fast" if self.keep is not None else "immediate"
             result = self._run(
-                self.binaries.pg_ctl, "-D", str(data_dir), "-m", "immediate", "-w", "stop",
+                self.binaries.pg_ctl, "-D", str(data_dir), "-m", mode, "-w", "stop",
                 cwd=root, check=False,
             )  # fmt: skip
             if result.returncode != 0:
                 self._kill_postmaster(data_dir)
-        shutil.rmtree(root, ignore_errors=True)
+        if self.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
         self.port = None
         atexit.unregister(self.stop)
 

@@ -21,12 +21,24 @@ run, the count's is not stored again.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchbench.analysis.changepoint import MIN_VALUES, analyze, regressions
-from benchbench.store.history import Alert, HistoryPoint, baselines, load_series, save_alerts
+import numpy as np
+
+from benchbench.analysis.changepoint import MIN_VALUES, SeriesAnalysis, analyze, regressions
+from benchbench.store.history import (
+    Alert,
+    HistoryPoint,
+    SeriesTable,
+    baselines,
+    save_alerts,
+    series_table,
+)
 
 if TYPE_CHECKING:
     from benchbench.store import Store
@@ -37,6 +49,7 @@ __all__ = [
     "Alert",
     "HistoryPoint",
     "SeriesReport",
+    "analyze_all",
     "analyze_series",
     "detect",
     "severity",
@@ -94,10 +107,26 @@ def analyze_series(
             history = history[ids.index(baseline_run_id) :]
     values = [h.median_s if h.median_s is not None else math.nan for h in history]
     analysis = analyze(values, min_effect=min_effect)
+    return _report(benchmark_id, environment_id, analysis, history.__getitem__, values, metric)
+
+
+def _report(
+    benchmark_id: str,
+    environment_id: str,
+    analysis: SeriesAnalysis,
+    point_at: Callable[[int], HistoryPoint],
+    values: Sequence[float],
+    metric: str,
+) -> SeriesReport:
+    """The report of one analysed series; ``point_at(j)`` is its ``j``-th run (only the
+    runs around a regression are asked for)."""
     alerts = []
     for cp in regressions(analysis):
-        good = _last_ok_before(history, cp.index)
-        bad = history[cp.index]
+        good = next(
+            (point_at(j) for j in range(cp.index - 1, -1, -1) if not math.isnan(values[j])),
+            None,
+        )
+        bad = point_at(cp.index)
         creep = next((c for c in analysis.creeps if cp.index in c.change_points), None)
         unit = "s" if metric == "time" else "instructions"
         detail: dict[str, Any] = {
@@ -134,32 +163,92 @@ def analyze_series(
     )
 
 
-def _last_ok_before(history: Sequence[HistoryPoint], index: int) -> HistoryPoint | None:
-    for point in reversed(history[:index]):
-        if point.median_s is not None:
-            return point
-    return None
-
-
 def detect(
-    store: Store, *, min_effect: float = 0.05, metric: str = "time"
+    store: Store, *, min_effect: float = 0.05, metric: str = "time", jobs: int | None = None
 ) -> tuple[list[SeriesReport], int]:
     """Analyze every series of ``store`` (of ``metric``: ``time`` or ``instructions``),
     store the new alerts; returns the reports and how many alerts were new (an alert
     already stored keeps its status). Series with no value at all (a metric never
-    measured for them) are left out."""
-    bases = baselines(store)
-    reports = [
-        analyze_series(
-            bench,
-            env,
-            history,
-            min_effect=min_effect,
-            baseline_run_id=bases.get((bench, env)),
-            metric=metric,
+    measured for them) are left out. A report's ``change_points`` are positions in its
+    series from the baseline on (see :func:`series_starts`).
+
+    The series are analysed in ``jobs`` processes (default: one per CPU this process may
+    use) once there are :data:`PARALLEL_FROM` of them: a fleet's year is ~40,000 series
+    at ~3 ms each."""
+    table = series_table(store, metric)
+    starts = series_starts(table, baselines(store))
+    todo = [i for i in range(len(table)) if metric == "time" or not np.isnan(table.values(i)).all()]
+    analyses = analyze_all(
+        [table.values(i)[starts[i] :] for i in todo], min_effect=min_effect, jobs=jobs
+    )
+    reports = []
+    for i, analysis in zip(todo, analyses, strict=True):
+        start = starts[i]
+        bench, env = table.keys[i]
+        reports.append(
+            _report(
+                bench,
+                env,
+                analysis,
+                lambda j, i=i, start=start: table.point(i, start + j),
+                table.values(i)[start:],
+                metric,
+            )
         )
-        for (bench, env), history in load_series(store, metric).items()
-        if any(h.median_s is not None for h in history) or metric == "time"
-    ]
     new = save_alerts(store, [alert for report in reports for alert in report.alerts])
     return reports, new
+
+
+def series_starts(table: SeriesTable, bases: dict[tuple[str, str], str]) -> list[int]:
+    """Where each series of ``table`` is judged from: its ``expected`` baseline run's
+    position, or 0."""
+    number = {run_id: k for k, run_id in enumerate(table.run_ids)}
+    starts = [0] * len(table)
+    for i, key in enumerate(table.keys):
+        base = bases.get(key)
+        if base is None or base not in number:
+            continue
+        runs = table.runs(i)
+        at = int(np.searchsorted(runs, number[base]))
+        if at < runs.size and runs[at] == number[base]:
+            starts[i] = at
+    return starts
+
+
+#: Series counts from which :func:`analyze_all` uses several processes.
+PARALLEL_FROM = 2000
+
+_SERIES: list[np.ndarray] = []  # what forked workers analyse, inherited, not pickled
+
+
+def analyze_all(
+    series: list[np.ndarray],
+    *,
+    min_effect: float = 0.05,
+    jobs: int | None = None,
+    parallel_from: int = PARALLEL_FROM,
+) -> list[SeriesAnalysis]:
+    """:func:`analyze` of every series, in ``jobs`` forked processes when there are
+    ``parallel_from`` or more and the platform forks; the same results in the same order
+    as one process gives."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    workers = jobs or cpus
+    forks = "fork" in multiprocessing.get_all_start_methods()
+    if workers <= 1 or len(series) < parallel_from or not forks:
+        return [analyze(values, min_effect=min_effect) for values in series]
+    global _SERIES
+    _SERIES = series
+    try:
+        chunk = -(-len(series) // (workers * 8))
+        bounds = [(a, min(a + chunk, len(series))) for a in range(0, len(series), chunk)]
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            done = pool.map(_analyze_range, bounds, [min_effect] * len(bounds))
+            return [analysis for part in done for analysis in part]
+    finally:
+        _SERIES = []
+
+
+def _analyze_range(bounds: tuple[int, int], min_effect: float) -> list[SeriesAnalysis]:
+    a, b = bounds
+    return [analyze(values, min_effect=min_effect) for values in _SERIES[a:b]]

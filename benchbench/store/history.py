@@ -9,10 +9,12 @@ tables they come from and go to.
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import sqlalchemy as sa
 
 from benchbench.core.errors import NotFoundError, UsageError
@@ -51,47 +53,113 @@ class Alert:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-def load_series(store: Store, metric: str = "time") -> dict[SeriesKey, list[HistoryPoint]]:
-    """Every series of the store, oldest run first; failed points are gaps (None).
+@dataclass(frozen=True)
+class SeriesTable:
+    """Every series of a store as arrays, read without an object per measurement.
+
+    Runs are numbered in run order (oldest first, ties by id): ``run_ids[k]``,
+    ``started_at[k]`` and ``git_shas[k]`` describe run number ``k``. Series ``i`` is
+    ``keys[i]`` = (benchmark_id, environment_id); :meth:`runs` gives its run numbers
+    (ascending) and :meth:`values` its values (NaN where the point failed, or where the
+    metric was not measured).
+    """
+
+    run_ids: list[str]
+    started_at: list[dt.datetime]
+    git_shas: list[str | None]
+    keys: list[SeriesKey]
+    run_numbers: np.ndarray  # every series' run numbers, one series after another
+    all_values: np.ndarray  # the matching values
+    offsets: np.ndarray  # series i is [offsets[i], offsets[i + 1])
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def runs(self, i: int) -> np.ndarray:
+        return self.run_numbers[self.offsets[i] : self.offsets[i + 1]]
+
+    def values(self, i: int) -> np.ndarray:
+        return self.all_values[self.offsets[i] : self.offsets[i + 1]]
+
+    def point(self, i: int, position: int) -> HistoryPoint:
+        """The ``position``-th run of series ``i`` as a :class:`HistoryPoint`."""
+        k = int(self.runs(i)[position])
+        value = float(self.values(i)[position])
+        median = None if math.isnan(value) else value
+        return HistoryPoint(self.run_ids[k], self.started_at[k], self.git_shas[k], median)
+
+    def history(self, i: int) -> list[HistoryPoint]:
+        return [self.point(i, j) for j in range(self.offsets[i + 1] - self.offsets[i])]
+
+
+def series_table(store: Store, metric: str = "time") -> SeriesTable:
+    """Every series of the store in run order; failed points are gaps (NaN).
 
     ``metric``: ``time`` (the median per-call time, ``median_s``) or ``instructions``
-    (``instructions_per_call``; a run that did not count the point leaves a gap). The
-    value is carried in :attr:`HistoryPoint.median_s` either way.
+    (``instructions_per_call``; a run that did not count the point leaves a gap).
 
-    Two reads and a join here: the runs (thousands of rows), then the measurements'
+    Two reads: the runs (thousands of rows), then the measurements'
     ``(benchmark, run, status, value)`` alone, which ``ix_measurement_series`` holds, so
-    a fleet's year (15 million rows of ~2 KB) is read from its ~1.5 GB index and never
-    sorted by the database; each series is put in run order here (a sort of ~365).
+    a fleet's year (15 million rows of ~2 KB) is read from its index and never sorted by
+    the database. Rows are streamed in batches and turned into arrays a batch at a time
+    (a hash join for the run numbers, one factorisation for the benchmarks), then put in
+    series and run order by one sort of integer keys.
     """
     m, r = t.measurement.c, t.run.c
     value = m.instructions_per_call if metric == "instructions" else m.median_s
-    runs_query = sa.select(r.id, r.started_at, r.git_sha, r.environment_id).where(
-        r.environment_id.is_not(None)
+    runs_query = (
+        sa.select(r.id, r.started_at, r.git_sha, r.environment_id)
+        .where(r.environment_id.is_not(None))
+        .order_by(r.started_at, r.id)
     )
     query = sa.select(m.benchmark_id, m.run_id, m.status, value).where(
         m.status.in_(("ok", "error"))
     )
-    series: dict[SeriesKey, list[HistoryPoint]] = defaultdict(list)
+    benches: dict[str, int] = {}
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (bench, run, value)
     with store.engine.connect() as conn:
-        runs = {row[0]: row for row in conn.execute(runs_query).all()}
+        runs = conn.execute(runs_query).all()
+        run_index = pd.Index([row[0] for row in runs])
+        envs, run_env = np.unique([row[3] for row in runs], return_inverse=True)
         # Streamed in batches (a server-side cursor on PostgreSQL), so that a fleet's
-        # year is never all in memory as rows as well as points: ~1 us a row either way.
-        rows = conn.execution_options(yield_per=_BATCH).execute(query)
-        for benchmark_id, run_id, status, median in rows:
-            run = runs.get(run_id)
-            if run is None:
-                continue  # a run without an environment belongs to no series
-            series[(benchmark_id, run[3])].append(
-                HistoryPoint(run_id, run[1], run[2], median if status == "ok" else None)
-            )
-    for points in series.values():
-        points.sort(key=_run_order)
-    return dict(series)
+        # year is never all in memory as rows.
+        result = conn.execution_options(yield_per=_BATCH).execute(query)
+        for batch in result.partitions():
+            frame = pd.DataFrame(batch, columns=["bench", "run", "status", "value"])
+            number = run_index.get_indexer(frame["run"])
+            keep = number >= 0  # a run without an environment belongs to no series
+            codes, names = pd.factorize(frame["bench"])
+            to_global = np.array([benches.setdefault(n, len(benches)) for n in names])
+            values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float, copy=True)
+            values[(frame["status"] != "ok").to_numpy()] = np.nan
+            parts.append((to_global[codes][keep], number[keep], values[keep]))
+    bench_of = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+    run_of = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    value_of = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
+    key = bench_of.astype(np.int64) * max(len(envs), 1) + run_env[run_of]
+    order = np.lexsort((run_of, key))
+    key, run_of, value_of = key[order], run_of[order], value_of[order]
+    starts = np.flatnonzero(np.diff(key)) + 1 if key.size else np.zeros(0, np.int64)
+    offsets = np.concatenate(([0], starts, [key.size])).astype(np.int64)
+    bench_names = list(benches)
+    first = key[offsets[:-1]] if key.size else key
+    keys = [(bench_names[k // max(len(envs), 1)], str(envs[k % max(len(envs), 1)])) for k in first]
+    return SeriesTable(
+        run_ids=[row[0] for row in runs],
+        started_at=[row[1] for row in runs],
+        git_shas=[row[2] for row in runs],
+        keys=keys,
+        run_numbers=run_of,
+        all_values=value_of,
+        offsets=offsets,
+    )
 
 
-def _run_order(point: HistoryPoint) -> tuple[dt.datetime, str]:
-    """Oldest run first; runs started at the same moment in id order."""
-    return point.started_at, point.run_id
+def load_series(store: Store, metric: str = "time") -> dict[SeriesKey, list[HistoryPoint]]:
+    """Every series of the store as :class:`HistoryPoint` lists, oldest run first;
+    failed points are gaps (None). :func:`series_table` without the arrays."""
+    table = series_table(store, metric)
+    return {key: table.history(i) for i, key in enumerate(table.keys)}
 
 
 def baselines(store: Store) -> dict[SeriesKey, str]:

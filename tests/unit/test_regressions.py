@@ -1,7 +1,9 @@
 import datetime as dt
 import random
 
-from benchbench.analysis.regressions import analyze_series, detect, severity
+import numpy as np
+
+from benchbench.analysis.regressions import analyze_all, analyze_series, detect, severity
 from benchbench.store import open_store
 from benchbench.store.history import HistoryPoint, annotate, list_alerts
 from tests.synthetic import point, write_history
@@ -107,3 +109,28 @@ def test_series_never_counted_are_not_judged_on_instructions(tmp_path):
     write_history(store, {point("timed"): [1e-3] * 8})
     reports, new = detect(store, metric="instructions")
     assert reports == [] and new == 0
+
+
+def test_forked_workers_find_what_one_process_finds_in_the_same_order():
+    rng = random.Random(3)
+    series = []
+    for k in range(40):
+        step = 1.0 + 0.2 * (k % 3 == 0)
+        levels = [1e-3] * 25 + [1e-3 * step] * (15 + k % 7)
+        series.append(np.array(_noisy(levels, seed=rng.randrange(1000))))
+    series[5][[3, 30]] = np.nan  # failed runs are gaps on either side
+    one = analyze_all(series, jobs=1)
+    forked = analyze_all(series, jobs=2, parallel_from=0)
+    assert forked == one
+    assert sum(1 for a in one if a.change_points) == 14  # the stepped series, no others
+
+
+def test_detect_judges_every_series_of_the_store_from_its_baseline(tmp_path):
+    store = open_store(str(tmp_path / "s.db"))
+    run_ids = write_history(store, {point(): _noisy([1e-3] * 10 + [1.3e-3] * 10, seed=4)})
+    (alert,) = detect(store)[0][0].alerts
+    assert alert.first_bad_run_id == run_ids[10] and alert.last_good_run_id == run_ids[9]
+    (row,) = list_alerts(store)
+    annotate(store, row["id"], "expected")
+    (report,) = detect(store)[0]
+    assert report.points == 10 and report.alerts == ()  # judged from the new level on
