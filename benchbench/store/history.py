@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import sqlalchemy as sa
 
 from benchbench.core.errors import NotFoundError, UsageError
@@ -98,61 +97,109 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
     ``metric``: ``time`` (the median per-call time, ``median_s``) or ``instructions``
     (``instructions_per_call``; a run that did not count the point leaves a gap).
 
-    Two reads: the runs (thousands of rows), then the measurements'
-    ``(benchmark, run, status, value)`` alone, which ``ix_measurement_series`` holds, so
-    a fleet's year (15 million rows of ~2 KB) is read from its index and never sorted by
-    the database. Rows are streamed in batches and turned into arrays a batch at a time
-    (a hash join for the run numbers, one factorisation for the benchmarks), then put in
-    series and run order by one sort of integer keys.
+    Two reads: the runs (thousands of rows), then per measurement its benchmark's and
+    run's numbers (joined in the database) and its value (NaN unless ``ok``). The
+    measurement columns read are in ``ix_measurement_series``, so a fleet's year (15
+    million rows of ~2 KB) is read from that index. No Python object is made per
+    measurement: PostgreSQL packs each benchmark's (run number, value) pairs into one
+    ``bytea`` (``string_agg`` of ``int8send || float8send``) that NumPy reads as it
+    is; other databases stream tuples from the driver's cursor a batch at a time
+    (SQLAlchemy's rows would cost ~4 us each more). One sort of integer keys then puts
+    them in series and run order.
     """
-    m, r = t.measurement.c, t.run.c
-    value = m.instructions_per_call if metric == "instructions" else m.median_s
-    runs_query = (
-        sa.select(r.id, r.started_at, r.git_sha, r.environment_id)
-        .where(r.environment_id.is_not(None))
-        .order_by(r.started_at, r.id)
+    m, r, b = t.measurement.c, t.run.c, t.benchmark.c
+    order = (r.started_at, r.id)
+    runs_query = sa.select(r.id, r.started_at, r.git_sha, r.environment_id).where(
+        r.environment_id.is_not(None)
     )
-    query = sa.select(m.benchmark_id, m.run_id, m.status, value).where(
-        m.status.in_(("ok", "error"))
+    numbered_runs = runs_query.with_only_columns(
+        r.id, (sa.func.row_number().over(order_by=order) - 1).label("n")
+    ).cte("numbered_run")
+    numbered_benches = sa.select(
+        b.id, (sa.func.row_number().over(order_by=b.id) - 1).label("n")
+    ).cte("numbered_benchmark")
+    measured = m.instructions_per_call if metric == "instructions" else m.median_s
+    value = sa.case((m.status == "ok", sa.cast(measured, sa.Float(53))), else_=None)
+    joined = t.measurement.join(numbered_runs, numbered_runs.c.id == m.run_id).join(
+        numbered_benches, numbered_benches.c.id == m.benchmark_id
     )
-    benches: dict[str, int] = {}
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (bench, run, value)
+    status = m.status.in_(("ok", "error"))
     with store.engine.connect() as conn:
-        runs = conn.execute(runs_query).all()
-        run_index = pd.Index([row[0] for row in runs])
-        envs, run_env = np.unique([row[3] for row in runs], return_inverse=True)
-        # Streamed in batches (a server-side cursor on PostgreSQL), so that a fleet's
-        # year is never all in memory as rows.
-        result = conn.execution_options(yield_per=_BATCH).execute(query)
-        for batch in result.partitions():
-            frame = pd.DataFrame(batch, columns=["bench", "run", "status", "value"])
-            number = run_index.get_indexer(frame["run"])
-            keep = number >= 0  # a run without an environment belongs to no series
-            codes, names = pd.factorize(frame["bench"])
-            to_global = np.array([benches.setdefault(n, len(benches)) for n in names])
-            values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float, copy=True)
-            values[(frame["status"] != "ok").to_numpy()] = np.nan
-            parts.append((to_global[codes][keep], number[keep], values[keep]))
-    bench_of = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-    run_of = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-    value_of = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
-    key = bench_of.astype(np.int64) * max(len(envs), 1) + run_env[run_of]
-    order = np.lexsort((run_of, key))
-    key, run_of, value_of = key[order], run_of[order], value_of[order]
-    starts = np.flatnonzero(np.diff(key)) + 1 if key.size else np.zeros(0, np.int64)
-    offsets = np.concatenate(([0], starts, [key.size])).astype(np.int64)
-    bench_names = list(benches)
-    first = key[offsets[:-1]] if key.size else key
-    keys = [(bench_names[k // max(len(envs), 1)], str(envs[k % max(len(envs), 1)])) for k in first]
+        runs = conn.execute(runs_query.order_by(*order)).all()
+        benches = list(conn.execute(sa.select(b.id).order_by(b.id)).scalars())
+        if conn.dialect.name == "postgresql":
+            columns = _packed(conn, numbered_benches, numbered_runs, value, joined, status)
+        else:
+            query = sa.select(numbered_benches.c.n, numbered_runs.c.n, value)
+            columns = _streamed(conn, query.select_from(joined).where(status))
+    bench_of, run_of, values = columns
+    envs, run_env = np.unique([row[3] for row in runs], return_inverse=True)
+    width = max(len(envs), 1)
+    key = bench_of * width + run_env.reshape(-1)[run_of] if run_of.size else run_of
+    by_series = np.lexsort((run_of, key))
+    key, run_of, values = key[by_series], run_of[by_series], values[by_series]
+    starts = np.flatnonzero(np.diff(key)) + 1
+    ends = [key.size] if key.size else []
+    offsets = np.concatenate(([0], starts, ends)).astype(np.int64)
+    keys = [(benches[k // width], str(envs[k % width])) for k in key[offsets[:-1]].tolist()]
     return SeriesTable(
         run_ids=[row[0] for row in runs],
         started_at=[row[1] for row in runs],
         git_shas=[row[2] for row in runs],
         keys=keys,
         run_numbers=run_of,
-        all_values=value_of,
+        all_values=values,
         offsets=offsets,
     )
+
+
+_PACKED = np.dtype([("run", ">i8"), ("value", ">f8")])
+
+
+def _packed(
+    conn: sa.Connection, benches: Any, runs: Any, value: Any, joined: Any, where: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """PostgreSQL: (benchmark number, run number, value) per measurement, read as one
+    row per benchmark whose (run number, value) pairs are one big-endian binary string."""
+    pair = sa.func.int8send(runs.c.n).op("||")(
+        sa.func.float8send(sa.func.coalesce(value, sa.literal_column("'NaN'::float8")))
+    )
+    query = (
+        sa.select(benches.c.n, sa.func.string_agg(pair, sa.literal_column("''::bytea")))
+        .select_from(joined)
+        .where(where)
+        .group_by(benches.c.n)
+    )
+    bench_parts, run_parts, value_parts = [], [], []
+    for bench, packed in conn.execute(query):
+        pairs = np.frombuffer(packed, dtype=_PACKED)
+        run_parts.append(pairs["run"].astype(np.int64))
+        value_parts.append(pairs["value"].astype(np.float64))
+        bench_parts.append(np.full(pairs.size, bench, dtype=np.int64))
+    if not run_parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    return np.concatenate(bench_parts), np.concatenate(run_parts), np.concatenate(value_parts)
+
+
+def _streamed(
+    conn: sa.Connection, query: sa.Select[Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Other databases: the same three columns from ``query``'s rows, a batch of the
+    driver's tuples at a time (None as NaN)."""
+    sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    driver = conn.connection.driver_connection
+    if driver is None:
+        raise RuntimeError("series_table: the store's connection has no driver connection")
+    cursor = driver.cursor()
+    try:
+        cursor.execute(sql)
+        parts = []
+        while rows := cursor.fetchmany(_BATCH):
+            parts.append(np.array(rows, dtype=np.float64))
+    finally:
+        cursor.close()
+    rows = np.concatenate(parts) if parts else np.zeros((0, 3))
+    return rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64), rows[:, 2]
 
 
 def load_series(store: Store, metric: str = "time") -> dict[SeriesKey, list[HistoryPoint]]:
