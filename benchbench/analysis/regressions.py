@@ -20,6 +20,7 @@ run, the count's is not stored again.
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import os
@@ -115,7 +116,7 @@ def _report(
     environment_id: str,
     analysis: SeriesAnalysis,
     point_at: Callable[[int], HistoryPoint],
-    values: Sequence[float],
+    values: Sequence[float] | np.ndarray,
     metric: str,
 ) -> SeriesReport:
     """The report of one analysed series; ``point_at(j)`` is its ``j``-th run (only the
@@ -190,13 +191,17 @@ def detect(
                 bench,
                 env,
                 analysis,
-                lambda j, i=i, start=start: table.point(i, start + j),
+                functools.partial(_table_point, table, i, start),
                 table.values(i)[start:],
                 metric,
             )
         )
     new = save_alerts(store, [alert for report in reports for alert in report.alerts])
     return reports, new
+
+
+def _table_point(table: SeriesTable, i: int, start: int, position: int) -> HistoryPoint:
+    return table.point(i, start + position)
 
 
 def series_starts(table: SeriesTable, bases: dict[tuple[str, str], str]) -> list[int]:
