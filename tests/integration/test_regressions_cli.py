@@ -76,6 +76,8 @@ def test_expected_change_resets_the_baseline_and_unknown_alert_is_named(tmp_path
     assert missing.returncode == 1 and "no alert 999" in missing.stderr
     bad_date = benchbench("regressions", "--since", "yesterday", "--store", str(db), cwd=tmp_path)
     assert bad_date.returncode == 2 and "YYYY-MM-DD" in bad_date.stderr
+    no_jobs = benchbench("regressions", "--jobs", "0", "--store", str(db), cwd=tmp_path)
+    assert no_jobs.returncode == 2 and "--jobs must be at least 1, got 0" in no_jobs.stderr
 
 
 def test_too_little_history_says_how_many_runs_are_needed_and_had(tmp_path):
