@@ -124,7 +124,7 @@ benchmark = sa.Table(
 )
 
 #: The measurement columns a series of runs is read with (``Store.history``, the regression
-#: detector's ``load_series``), stored in ``ix_measurement_series`` after its key
+#: detector's ``series_table``), stored in ``ix_measurement_series`` after its key
 #: ``(benchmark_id, run_id)`` so that those reads never touch the table's rows: a fleet's
 #: year is ~15 million rows of ~2 KB (samples, extra, warm-up), and a history of 365
 #: runs then costs 365 index entries next to each other instead of 365 random row reads.
