@@ -3,10 +3,12 @@ that answers at once"; issue 22's targets: `--help` <= 0.25x, `runs` and `show` 
 
     python benchmarks/cli_bench.py [--repeats 10] [--seed 0] [--json]
 
-Each repetition runs the four commands once each, in a seeded shuffled order, every one
+Each repetition runs the five commands once each, in a seeded shuffled order, every one
 in a fresh interpreter timed from the outside (``subprocess.run`` wall time: start-up,
-imports, the command, exit). `runs` and `show latest` read a small SQLite store written
-for the benchmark through tests/storedata.py (two runs of three points; no torch). The
+imports, the command, exit). `runs`, `show latest` and `claims` read a small SQLite store
+written for the benchmark through tests/storedata.py (two runs of three points; no torch;
+every claim is `not measured` on it, so `claims` times reading the built-in claims and
+the run, not their evaluators). The
 ratios are per repetition, command / `import torch` of the same repetition, so that a
 machine whose load drifts over the benchmark slows both sides of a ratio alike; the
 table gives their median and range, beside each command's median wall time.
@@ -31,9 +33,10 @@ sys.path.insert(0, str(ROOT))
 from benchbench.store import open_store  # noqa: E402
 from tests.storedata import T0, add_run, point, result  # noqa: E402
 
-#: The reference and the commands, with the ratio each must stay under (issue 22).
+#: The reference and the commands, with the ratio each must stay under (issue 22;
+#: `claims` since its claims moved out of the suite files, part 7).
 TORCH = "import torch"
-TARGETS = {"--help": 0.25, "runs": 0.8, "show latest": 0.8}
+TARGETS = {"--help": 0.25, "runs": 0.8, "show latest": 0.8, "claims": 0.8}
 
 
 def small_store(folder: Path) -> Path:

@@ -27,7 +27,7 @@ float16 (:data:`FLOAT16_RTOL`).
 import torch
 
 from benchbench import Suite, Variant, pow2
-from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows
+from benchbench.analysis.claims import read_claims
 
 suite = Suite("special", description="torch.special throughput and accuracy")
 
@@ -107,41 +107,6 @@ for name, (fn, domain, second) in FUNCTIONS.items():
         **common,
     )
 
-
-def _all_within_tolerance(rows: Rows) -> Finding:
-    measured = [r for r in rows.rows if r["dtype"] == "float32" and r["workload"] in FUNCTIONS]
-    ok = [r for r in measured if r["status"] == "ok"]
-    if not ok:
-        return Finding("not measured", reason="no float32 point of torch.special")
-    worst = max(ok, key=lambda r: r["max_rel_error"] or 0.0)
-    failed = [r for r in measured if r["status"] != "ok"]
-    figure = (
-        f"{len({r['workload'] for r in ok})}/{len(FUNCTIONS)} functions measured in float32; "
-        f"worst max rel error {worst['max_rel_error']:.3g} ({worst['workload']})"
-    )
-    if failed:
-        figure += "; not measured: " + ", ".join(sorted({r["workload"] for r in failed}))
-    verdict = (
-        HOLDS
-        if not failed and len({r["workload"] for r in ok}) == len(FUNCTIONS)
-        else ("does not hold")
-    )
-    return Finding(
-        verdict,
-        figure,
-        worst["max_rel_error"],
-        reason="float32 tolerance atol 1e-5 + rtol 1.3e-6·|expected|",
-    )
-
-
-suite.claims.append(
-    Claim(
-        "D-special",
-        "D",
-        "every listed torch.special function runs and matches float64 within float32 tolerance",
-        "special/<function>: every function, float32",
-        "special",
-        tuple(FUNCTIONS),
-        _all_within_tolerance,
-    )
-)
+# The claims these points answer: suites/claims/special.py (no torch there, so that
+# `benchbench claims` reads them without loading this file).
+suite.claims += read_claims(__file__)

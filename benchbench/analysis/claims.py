@@ -1,9 +1,13 @@
 """Published claims beside what this machine measured.
 
-A :class:`Claim` is data declared in a suite file (``suite.claims``): the claim as it
-was published, which stored measurements answer it, and an ``evaluate`` function
-that turns those stored rows into a :class:`Finding` — a figure with its confidence
-interval and a verdict. Verdicts are computed from the store, never written by hand:
+A :class:`Claim` is data: the claim as it was published, which stored measurements
+answer it, and an ``evaluate`` function that turns those stored rows into a
+:class:`Finding` — a figure with its confidence interval and a verdict. A built-in
+suite's claims are declared in its claims file, ``suites/claims/<suite>.py``
+(:func:`claims_file`), which imports no torch; the suite file exposes them as
+``suite.claims`` (:func:`read_claims`), and :func:`claims_of` reads them without
+loading a suite, so ``benchbench claims`` reads a store as ``show`` does, without
+importing torch. Verdicts are computed from the store, never written by hand:
 
 - ``holds`` / ``does not hold``: the whole 95 % interval is inside / outside the
   band the claim states (a ratio of medians, a count, an error bound);
@@ -41,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchbench.analysis.compare import instructions, per_call, processes
 from benchbench.analysis.verdict import estimate, estimate_counts
+from benchbench.core.errors import SuiteError
 
 if TYPE_CHECKING:
     from benchbench.store import Store
@@ -237,20 +242,57 @@ def speedup(
     return evaluate
 
 
-def claims_of(paths: Iterable[Path]) -> list[Claim]:
-    """Every claim declared by the suite files at ``paths`` (loaded once per process).
+#: The folder beside a suite file that holds its claims file: ``suites/claims/precision.py``
+#: declares the claims of ``suites/precision.py`` (module docstring).
+CLAIMS_FOLDER = "claims"
 
-    A file that never names this module declares no :class:`Claim` and is not loaded:
-    the captured suites (``models``, ``zoo``) build and capture models at load (minutes
-    the first time for ``zoo``), and ``zoo`` without its extra refuses to load at all.
+
+def claims_file(suite_path: str | Path) -> Path:
+    """Where the claims of the suite file at ``suite_path`` are declared, if it has any:
+    the file of the same name in :data:`CLAIMS_FOLDER` beside it."""
+    path = Path(suite_path)
+    return path.parent / CLAIMS_FOLDER / path.name
+
+
+def read_claims(suite_path: str | Path) -> list[Claim]:
+    """The claims in the claims file of the suite at ``suite_path`` (:func:`claims_file`):
+    its module-level ``claims``, a list of :class:`Claim`, read once per process.
+
+    A suite file exposes them with ``suite.claims += read_claims(__file__)``, so the
+    suite and :func:`claims_of` hold the same objects.
+    """
+    from benchbench.suite.load import execute_file
+
+    path = claims_file(suite_path)
+    if not path.is_file():
+        raise SuiteError(
+            f"suite {str(suite_path)!r}: its claims file {str(path)!r} does not exist; "
+            "declare the claims there or in the suite file itself"
+        )
+    claims = getattr(execute_file(path, kind="claims"), "claims", None)
+    if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
+        raise SuiteError(f"claims {str(path)!r}: define `claims`, a list of Claim, at module level")
+    return list(claims)
+
+
+def claims_of(paths: Iterable[Path]) -> list[Claim]:
+    """Every claim of the suite files at ``paths``, ordered by section and id.
+
+    A suite with a claims file (:func:`claims_file`; every built-in suite that has
+    claims) is not loaded: its claims file is read, which imports no torch. A suite
+    file without one that names this module declares its claims itself and is loaded
+    (once per process). One that never names it declares no :class:`Claim` and is not
+    loaded: the captured suites (``models``, ``zoo``) build and capture models at load
+    (minutes the first time for ``zoo``), and ``zoo`` without its extra refuses to load.
     """
     from benchbench.suite.load import load_suite
 
     out: list[Claim] = []
     for path in paths:
-        if "analysis.claims" not in Path(path).read_text(errors="replace"):
-            continue
-        out.extend(c for c in load_suite(path).claims if isinstance(c, Claim))
+        if claims_file(path).is_file():
+            out.extend(read_claims(path))
+        elif "analysis.claims" in Path(path).read_text(errors="replace"):
+            out.extend(c for c in load_suite(path).claims if isinstance(c, Claim))
     return sorted(out, key=lambda c: (c.section, c.id))
 
 
@@ -290,7 +332,8 @@ def evaluate(claims: Sequence[Claim], rows: Sequence[Row]) -> list[ClaimResult]:
 
 
 def evaluate_claims(store: Store, run_id: str) -> list[ClaimResult]:
-    """Findings of every built-in suite's claims on run ``run_id`` of ``store``."""
+    """Findings of every built-in suite's claims on run ``run_id`` of ``store``, read from
+    their claims files (:func:`claims_of`: no suite loaded, no torch imported)."""
     from benchbench.suite.load import builtin_suites
 
     return evaluate(claims_of(builtin_suites().values()), store.measurements(run_id))

@@ -256,7 +256,8 @@ class Suite:
         self._names: set[str] = set()
         self.path: str | None = None
         #: Published claims this suite's measurements answer
-        #: (:class:`benchbench.analysis.claims.Claim`).
+        #: (:class:`benchbench.analysis.claims.Claim`); a built-in suite declares them in
+        #: its claims file and adds them here (``read_claims(__file__)``).
         self.claims: list[Any] = []
 
     def __repr__(self) -> str:

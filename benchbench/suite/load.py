@@ -11,6 +11,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from benchbench.core.errors import SuiteError, UsageError
 from benchbench.core.values import Point
@@ -73,10 +74,37 @@ def load_suite(path: Path) -> Suite:
     if opbench.is_test_module(path):
         _loaded[path] = opbench.load(path)
         return _loaded[path]
-    module_name = "benchbench_suite_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    module = execute_file(path)
+    suites = [v for v in vars(module).values() if isinstance(v, Suite)]
+    suite = getattr(module, "suite", None)
+    if not isinstance(suite, Suite):
+        if len(suites) != 1:
+            raise SuiteError(f"suite {str(path)!r}: define one Suite named `suite` at module level")
+        suite = suites[0]
+    suite.path = str(path)
+    _loaded[path] = suite
+    return suite
+
+
+_executed: dict[Path, ModuleType] = {}
+
+
+def execute_file(path: Path, kind: str = "suite") -> ModuleType:
+    """Execute the Python file at ``path`` once per process, as a module of its own
+    (named after its path's hash, so no import statement reaches it), and return it.
+
+    ``kind`` names the file in errors (``suite``; ``claims`` for a suite's claims file,
+    :func:`benchbench.analysis.claims.read_claims`): a syntax or import error becomes a
+    :class:`SuiteError` naming the kind, the file and the line; a :class:`UsageError`
+    the file raises stays one.
+    """
+    path = Path(path).resolve()
+    if path in _executed:
+        return _executed[path]
+    module_name = f"benchbench_{kind}_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise SuiteError(f"suite {str(path)!r}: cannot be loaded as a Python file")
+        raise SuiteError(f"{kind} {str(path)!r}: cannot be loaded as a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     # No collection while the file runs: a suite declaring hundreds of workloads (`zoo`:
@@ -92,23 +120,16 @@ def load_suite(path: Path) -> Suite:
         raise
     except SyntaxError as exc:
         raise SuiteError(
-            f"suite {str(path)!r}, line {exc.lineno}: syntax error: {exc.msg}"
+            f"{kind} {str(path)!r}, line {exc.lineno}: syntax error: {exc.msg}"
         ) from None
     except Exception as exc:
-        line = _line_in(path, exc)
-        raise SuiteError(f"suite {str(path)!r}, line {line}: {type(exc).__name__}: {exc}") from None
+        where = f"{kind} {str(path)!r}, line {_line_in(path, exc)}"
+        raise SuiteError(f"{where}: {type(exc).__name__}: {exc}") from None
     finally:
         if collecting:
             gc.enable()
-    suites = [v for v in vars(module).values() if isinstance(v, Suite)]
-    suite = getattr(module, "suite", None)
-    if not isinstance(suite, Suite):
-        if len(suites) != 1:
-            raise SuiteError(f"suite {str(path)!r}: define one Suite named `suite` at module level")
-        suite = suites[0]
-    suite.path = str(path)
-    _loaded[path] = suite
-    return suite
+    _executed[path] = module
+    return module
 
 
 def _line_in(path: Path, exc: BaseException) -> int | str:

@@ -17,6 +17,12 @@ def test_every_package_folder_is_listed_in_pyproject():
     assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
     assert config["package-dir"]["benchbench.builtin_suites"] == "suites"
     assert (ROOT / "suites" / "__init__.py").is_file()
+    # The suites' own sub-folders (the claims files) install under the same package.
+    suites = {
+        ".".join(("benchbench.builtin_suites", *p.parent.relative_to(ROOT / "suites").parts))
+        for p in (ROOT / "suites").rglob("__init__.py")
+    }
+    assert suites <= listed, f"add to [tool.setuptools] packages: {sorted(suites - listed)}"
 
 
 def test_every_data_file_is_in_package_data():
