@@ -128,7 +128,8 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
         runs = conn.execute(runs_query.order_by(*order)).all()
         benches = list(conn.execute(sa.select(b.id).order_by(b.id)).scalars())
         if conn.dialect.name == "postgresql":
-            columns = _packed(conn, numbered_benches, numbered_runs, value, joined, status)
+            number = {bench: i for i, bench in enumerate(benches)}
+            columns = _packed(conn, number, numbered_runs, value, status)
         else:
             query = sa.select(numbered_benches.c.n, numbered_runs.c.n, value)
             columns = _streamed(conn, query.select_from(joined).where(status))
@@ -136,7 +137,9 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
     envs, run_env = np.unique([row[3] for row in runs], return_inverse=True)
     width = max(len(envs), 1)
     key = bench_of * width + run_env.reshape(-1)[run_of] if run_of.size else run_of
-    by_series = np.lexsort((run_of, key))
+    # One key per measurement (series, then run): a stable sort of one int64 array is
+    # ~5x faster than numpy.lexsort of the two on 14 million values.
+    by_series = np.argsort(key * max(len(runs), 1) + run_of, kind="stable")
     key, run_of, values = key[by_series], run_of[by_series], values[by_series]
     starts = np.flatnonzero(np.diff(key)) + 1
     ends = [key.size] if key.size else []
@@ -154,28 +157,36 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
 
 
 _PACKED = np.dtype([("run", ">i8"), ("value", ">f8")])
+#: ``work_mem`` of the packed series read (a limit, not an allocation).
+_PACKED_WORK_MEM = "1GB"
 
 
 def _packed(
-    conn: sa.Connection, benches: Any, runs: Any, value: Any, joined: Any, where: Any
+    conn: sa.Connection, number: dict[str, int], runs: Any, value: Any, where: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PostgreSQL: (benchmark number, run number, value) per measurement, read as one
-    row per benchmark whose (run number, value) pairs are one big-endian binary string."""
+    row per benchmark whose (run number, value) pairs are one big-endian binary string.
+
+    The groups are held in memory at once (~16 bytes a measurement: ~230 MB for a
+    fleet's year), so the query gets a ``work_mem`` that holds them: with the default
+    4 MB the aggregate spills to disk in ~100 batches and takes twice as long."""
+    m = t.measurement.c
     pair = sa.func.int8send(runs.c.n).op("||")(
         sa.func.float8send(sa.func.coalesce(value, sa.literal_column("'NaN'::float8")))
     )
     query = (
-        sa.select(benches.c.n, sa.func.string_agg(pair, sa.literal_column("''::bytea")))
-        .select_from(joined)
+        sa.select(m.benchmark_id, sa.func.string_agg(pair, sa.literal_column("''::bytea")))
+        .select_from(t.measurement.join(runs, runs.c.id == m.run_id))
         .where(where)
-        .group_by(benches.c.n)
+        .group_by(m.benchmark_id)
     )
+    conn.exec_driver_sql(f"SET LOCAL work_mem = '{_PACKED_WORK_MEM}'")
     bench_parts, run_parts, value_parts = [], [], []
     for bench, packed in conn.execute(query):
         pairs = np.frombuffer(packed, dtype=_PACKED)
         run_parts.append(pairs["run"].astype(np.int64))
         value_parts.append(pairs["value"].astype(np.float64))
-        bench_parts.append(np.full(pairs.size, bench, dtype=np.int64))
+        bench_parts.append(np.full(pairs.size, number[bench], dtype=np.int64))
     if not run_parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     return np.concatenate(bench_parts), np.concatenate(run_parts), np.concatenate(value_parts)
