@@ -14,20 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import sqlalchemy as sa
 
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.store import schema as t
+from benchbench.store.scan import STATUS_CODES, Scan, scan
 from benchbench.store.store import Store, now
 
 #: Annotation kinds and the alert status each one sets.
 ANNOTATION_STATUS = {"acknowledge": "acknowledged", "ignore": "ignored", "expected": "expected"}
 
 SeriesKey = tuple[str, str]  # (benchmark_id, environment_id)
-
-#: Rows fetched at a time when every series is read (~15 MB of rows in memory at once).
-_BATCH = 100_000
 
 
 @dataclass(frozen=True)
@@ -98,60 +95,33 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
     ``metric``: ``time`` (the median per-call time, ``median_s``) or ``instructions``
     (``instructions_per_call``; a run that did not count the point leaves a gap).
 
-    Two reads: the runs (thousands of rows), then the measurements'
-    ``(benchmark, run, status, value)`` alone, which ``ix_measurement_series`` holds, so
-    a fleet's year (15 million rows of ~2 KB) is read from its index and never sorted by
-    the database. Rows are streamed in batches and turned into arrays a batch at a time
-    (a hash join for the run numbers, one factorisation for the benchmarks), then put in
-    series and run order by one sort of integer keys.
+    One :func:`~benchbench.store.scan.scan` of the ok and error rows' ``(benchmark, run,
+    status, value)``, which ``ix_measurement_series`` holds, so a fleet's year (15
+    million rows of ~2 KB) is read from its index and never sorted by the database; then
+    put in series and run order by one sort of integer keys. A run without an
+    environment belongs to no series.
     """
-    m, r = t.measurement.c, t.run.c
-    value = m.instructions_per_call if metric == "instructions" else m.median_s
-    runs_query = (
-        sa.select(r.id, r.started_at, r.git_sha, r.environment_id)
-        .where(r.environment_id.is_not(None))
-        .order_by(r.started_at, r.id)
-    )
-    query = sa.select(m.benchmark_id, m.run_id, m.status, value).where(
-        m.status.in_(("ok", "error"))
-    )
-    benches: dict[str, int] = {}
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (bench, run, value)
-    with store.engine.connect() as conn:
-        runs = conn.execute(runs_query).all()
-        run_index = pd.Index([row[0] for row in runs])
-        envs, run_env = np.unique([row[3] for row in runs], return_inverse=True)
-        # Streamed in batches (a server-side cursor on PostgreSQL), so that a fleet's
-        # year is never all in memory as rows.
-        result = conn.execution_options(yield_per=_BATCH).execute(query)
-        for batch in result.partitions():
-            frame = pd.DataFrame(batch, columns=["bench", "run", "status", "value"])
-            number = run_index.get_indexer(frame["run"])
-            keep = number >= 0  # a run without an environment belongs to no series
-            codes, names = pd.factorize(frame["bench"])
-            to_global = np.array([benches.setdefault(n, len(benches)) for n in names])
-            values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float, copy=True)
-            values[(frame["status"] != "ok").to_numpy()] = np.nan
-            parts.append((to_global[codes][keep], number[keep], values[keep]))
-    bench_of = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-    run_of = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
-    value_of = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
-    key = bench_of.astype(np.int64) * max(len(envs), 1) + run_env[run_of]
-    order = np.lexsort((run_of, key))
-    key, run_of, value_of = key[order], run_of[order], value_of[order]
-    starts = np.flatnonzero(np.diff(key)) + 1 if key.size else np.zeros(0, np.int64)
-    offsets = np.concatenate(([0], starts, [key.size])).astype(np.int64)
-    bench_names = list(benches)
-    first = key[offsets[:-1]] if key.size else key
-    keys = [(bench_names[k // max(len(envs), 1)], str(envs[k % max(len(envs), 1)])) for k in first]
+    column = "instructions_per_call" if metric == "instructions" else "median_s"
+    rows = scan(store, [column], ("ok", "error"))
+    ok = rows.status == STATUS_CODES["ok"]
+    return table_of(rows, rows.values[column], ok, np.ones(ok.size, dtype=bool))
+
+
+def table_of(rows: Scan, values: np.ndarray, ok: np.ndarray, keep: np.ndarray) -> SeriesTable:
+    """The :class:`SeriesTable` of ``rows`` where ``keep`` (and the run has an
+    environment): ``values`` where ``ok``, NaN elsewhere."""
+    series = rows.series_order(keep & rows.with_environment())
     return SeriesTable(
-        run_ids=[row[0] for row in runs],
-        started_at=[row[1] for row in runs],
-        git_shas=[row[2] for row in runs],
-        keys=keys,
-        run_numbers=run_of,
-        all_values=value_of,
-        offsets=offsets,
+        run_ids=rows.run_ids,
+        started_at=rows.started_at,
+        git_shas=rows.git_shas,
+        keys=[
+            (rows.benchmarks[b], rows.environments[e])
+            for b, e in zip(series.bench.tolist(), series.environment.tolist(), strict=True)
+        ],
+        run_numbers=rows.run[series.order],
+        all_values=np.where(ok[series.order], values[series.order], np.nan),
+        offsets=series.offsets,
     )
 
 
