@@ -1,39 +1,64 @@
-"""Reading a results store into :class:`DashboardData`, with the real fit and detector."""
+"""Reading a results store into :class:`DashboardData`, with the real fit and detector.
+
+History comes from the store's series (the columns its covering index holds), the
+full rows only of the runs whose points the pages show (:mod:`.shown_runs`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from benchbench.analysis.changepoint import analyze
 from benchbench.analysis.compare import instructions
 from benchbench.analysis.fit import fit_curve
+from benchbench.analysis.regressions import SeriesReport
 from benchbench.analysis.roofline import roofline_numbers
 from benchbench.analysis.verdict import estimate_counts
 from benchbench.core.errors import BenchbenchError
 from benchbench.dashboard.contract import (
     ALERT_COLUMNS,
     ANNOTATION_COLUMNS,
+    BENCHMARK_COLUMNS,
     ENVIRONMENT_COLUMNS,
     MEASUREMENT_COLUMNS,
     RUN_COLUMNS,
     DashboardData,
 )
+from benchbench.dashboard.shown_runs import NEWEST_RUNS, shown_runs
 from benchbench.machine.hardware import Profile
 from benchbench.measure.cuda_graph import timing_method
 from benchbench.store import Store
 from benchbench.store.history import list_alerts
 from benchbench.store.profiles import profile_documents, profile_of
+from benchbench.store.series import SeriesRows, series_rows
 
 
 def _frame(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=list(columns))
 
 
-def load(store: Store, repo_url: str | None = None) -> DashboardData:
-    """Everything the dashboard shows, read from ``store``."""
+def load(
+    store: Store,
+    repo_url: str | None = None,
+    *,
+    series: SeriesRows | None = None,
+    reports: Sequence[SeriesReport] | None = None,
+) -> DashboardData:
+    """Everything the dashboard shows, read from ``store``.
+
+    History from the store's series (``series``, read by
+    :func:`~benchbench.store.series.series_rows` when not given: the columns
+    ``ix_measurement_series`` holds), full rows only for the runs
+    :func:`~benchbench.dashboard.shown_runs.shown_runs` picks. ``reports`` (the
+    regression detector's, over the same store) give the history pages their change
+    points; without them the pages mark none.
+    """
+    if series is None:
+        series = series_rows(store)
     runs = _frame(
         [
             {
@@ -42,7 +67,7 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
                 "suites": [s.get("name") for s in r.get("suites") or []],
                 "tags": list(r.get("tags") or []),
             }
-            for r in store.runs()
+            for r in store.runs(counts=False)
         ],
         RUN_COLUMNS,
     )
@@ -65,20 +90,29 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
         ],
         ANNOTATION_COLUMNS,
     )
-    frame = store.dataframe()
-    if frame.empty:
-        measurements = _frame([], MEASUREMENT_COLUMNS)
-    else:
-        frame["timing"] = pd.Series(_timings(store, frame), index=frame.index, dtype=object)
-        frame["instructions_noise"] = pd.Series(_noise(store, frame), index=frame.index)
-        percent, compile_s = _captured(store, frame)
-        frame["percent_of_peak"] = pd.Series(percent, index=frame.index, dtype=float)
-        frame["compile_s"] = pd.Series(compile_s, index=frame.index, dtype=float)
-        measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
+    benchmarks = _frame(
+        [{**b, "benchmark_id": b["id"]} for b in store.benchmarks()], BENCHMARK_COLUMNS
+    )
     alerts = _frame(
         [{**a, "alert_id": a["id"]} for a in list_alerts(store)],
         ALERT_COLUMNS,
     )
+    shown = shown_runs(runs, series, benchmarks, alerts)
+    frame = store.dataframe(run_ids=shown) if shown else pd.DataFrame()
+    if frame.empty:
+        measurements = _frame([], MEASUREMENT_COLUMNS)
+    else:
+        frame["timing"] = pd.Series(_timings(store, frame, shown), index=frame.index, dtype=object)
+        frame["instructions_noise"] = pd.Series(_noise(store, frame, shown), index=frame.index)
+        percent, compile_s = _captured(store, frame, shown)
+        frame["percent_of_peak"] = pd.Series(percent, index=frame.index, dtype=float)
+        frame["compile_s"] = pd.Series(compile_s, index=frame.index, dtype=float)
+        measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
+    change_points = None
+    if reports is not None:
+        change_points = {
+            (r.benchmark_id, r.environment_id): r.change_runs for r in reports if r.change_runs
+        }
     return DashboardData(
         runs=runs,
         environments=environments,
@@ -87,18 +121,23 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
         profiles=_profiles(store),
         repo_url=repo_url,
         annotations=annotations,
+        series=series,
+        benchmarks=benchmarks,
+        change_points=change_points,
+        newest_runs=NEWEST_RUNS,
     )
 
 
-def _timings(store: Store, frame: pd.DataFrame) -> list[str | None]:
-    """How each row of ``frame`` was timed: its CUDA points' ``extra`` read in one query
-    (the store's DataFrame leaves ``extra`` out); None for every other device."""
+def _timings(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[str | None]:
+    """How each row of ``frame`` (the runs ``run_ids``) was timed: its CUDA points'
+    ``extra`` read in one query (the store's DataFrame leaves ``extra`` out); None for
+    every other device."""
     cuda = frame["device"].astype(str).str.startswith("cuda")
     if not cuda.any():
         return [None] * len(frame)
     methods = {
         key: timing_method(device, extra)
-        for key, (device, extra) in store.device_extras("cuda").items()
+        for key, (device, extra) in store.device_extras("cuda", run_ids).items()
     }
     return [
         methods.get((str(r), str(bid))) if c else None
@@ -106,7 +145,7 @@ def _timings(store: Store, frame: pd.DataFrame) -> list[str | None]:
     ]
 
 
-def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
+def _noise(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[float | None]:
     """How much each counted row's instruction counts moved, as the instruction verdict
     reads one side (``estimate_counts`` of the side against itself: the larger of the
     within-process spread in ``extra`` and the spread between processes); None where
@@ -114,7 +153,7 @@ def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
     counted = frame["instructions_per_call"].notna()
     if not counted.any():
         return [None] * len(frame)
-    extras = store.counted_extras()
+    extras = store.counted_extras(run_ids)
     out: list[float | None] = []
     for r, bid, c, per_call, counts in zip(
         frame["run_id"],
@@ -140,7 +179,9 @@ def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
     return out
 
 
-def _captured(store: Store, frame: pd.DataFrame) -> tuple[list[float], list[float]]:
+def _captured(
+    store: Store, frame: pd.DataFrame, run_ids: Sequence[str]
+) -> tuple[list[float], list[float]]:
     """``percent_of_peak`` and ``compile_s`` of the captured calls' rows (the breakdown
     page's), NaN elsewhere: % of the ceiling as ``benchbench breakdown`` computes it
     (:func:`~benchbench.analysis.roofline.roofline_numbers` against the newest CPU
@@ -157,9 +198,10 @@ def _captured(store: Store, frame: pd.DataFrame) -> tuple[list[float], list[floa
             profiles[env_id] = profile_of(data)
         except BenchbenchError:
             continue
-    extras = {key: extra for key, (_, extra) in store.device_extras("cpu").items()}
-    for i, row in enumerate(frame.to_dict("records")):
-        if not captured[i] or row["device"] != "cpu":
+    extras = {key: extra for key, (_, extra) in store.device_extras("cpu", run_ids).items()}
+    at = np.flatnonzero(captured)
+    for i, row in zip(at.tolist(), frame.iloc[at].to_dict("records"), strict=True):
+        if row["device"] != "cpu":
             continue
         extra = extras.get((str(row["run_id"]), str(row["benchmark_id"]))) or {}
         if isinstance(extra, dict) and extra.get("compile_s") is not None:
