@@ -30,7 +30,7 @@ from benchbench.dashboard.contract import (
 )
 from benchbench.dashboard.shown_runs import NEWEST_RUNS, shown_runs
 from benchbench.machine.hardware import Profile
-from benchbench.measure.cuda_graph import timing_method
+from benchbench.measure.cuda_graph import TIMING_KEYS, timing_method
 from benchbench.store import Store
 from benchbench.store.history import list_alerts
 from benchbench.store.profiles import profile_documents, profile_of
@@ -137,7 +137,7 @@ def _timings(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[
         return [None] * len(frame)
     methods = {
         key: timing_method(device, extra)
-        for key, (device, extra) in store.device_extras("cuda", run_ids).items()
+        for key, (device, extra) in store.device_extras("cuda", run_ids, TIMING_KEYS).items()
     }
     return [
         methods.get((str(r), str(bid))) if c else None
@@ -198,8 +198,9 @@ def _captured(
             profiles[env_id] = profile_of(data)
         except BenchbenchError:
             continue
-    extras = {key: extra for key, (_, extra) in store.device_extras("cpu", run_ids).items()}
     at = np.flatnonzero(captured)
+    runs = sorted({str(r) for r in frame["run_id"].iloc[at]})  # those holding captured calls
+    extras = {key: extra for key, (_, extra) in store.device_extras("cpu", runs).items()}
     for i, row in zip(at.tolist(), frame.iloc[at].to_dict("records"), strict=True):
         if row["device"] != "cpu":
             continue

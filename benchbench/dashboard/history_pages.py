@@ -212,7 +212,7 @@ def history_text(
         parts += [f'"{name}":{texts[name].array(a, z)}' for name in ("r", "m", "lo", "hi", "s")]
         at = failed[np.searchsorted(failed, a) : np.searchsorted(failed, z)]
         reason = {str(k - a): h.reasons[lo + k] for k in at.tolist()}
-        parts.append(f'"reason":{json_for_script(reason)}')
+        parts.append(f'"reason":{json_for_script(reason)}' if reason else '"reason":{}')
         if marks is not None:
             runs = np.asarray(marks.get(key, ()), dtype=np.int64)
             where = np.searchsorted(r[a:z], runs)
@@ -220,7 +220,7 @@ def history_text(
             cp = sorted(set(found.tolist()))
         else:
             cp = _callback_marks(s[a:z], median[a:z], changepoints)
-        parts.append(f'"cp":{json_for_script(cp)}')
+        parts.append(f'"cp":{json_for_script(cp)}' if cp else '"cp":[]')
         if "ins" in texts and counted[a:z].any():
             parts.append(f'"ins":{texts["ins"].array(a, z)}')
         lines.append("{" + ",".join(parts) + "}")

@@ -266,10 +266,13 @@ class Store:
         return queries.done_benchmark_ids(self.engine, run_id)
 
     def device_extras(
-        self, prefix: str, run_ids: Sequence[str] | None = None
+        self,
+        prefix: str,
+        run_ids: Sequence[str] | None = None,
+        keys: Sequence[str] | None = None,
     ) -> dict[tuple[str, str], tuple[str, Any]]:
         """See :func:`benchbench.store.queries.device_extras`."""
-        return queries.device_extras(self.engine, prefix, run_ids)
+        return queries.device_extras(self.engine, prefix, run_ids, keys)
 
     def counted_extras(self, run_ids: Sequence[str] | None = None) -> dict[tuple[str, str], Any]:
         """See :func:`benchbench.store.queries.counted_extras`."""
