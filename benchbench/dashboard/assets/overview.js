@@ -1,5 +1,6 @@
 /* Overview: open regressions first, the latest run per environment with its
- * failures, and a sparkline per workload and environment. */
+ * failures, and a sparkline per workload and environment. A run this site holds no
+ * points of (a date filter can pick one) says where they are instead. */
 "use strict";
 (function () {
   const BB = window.BB, el = BB.el;
@@ -40,9 +41,10 @@
           el("span", { class: "badge ok" }, run.ok + " ok"), " ",
           el("span", { class: "badge skipped" }, run.skipped + " skipped"), " ",
           el("span", { class: "badge error" }, run.error + " failed")),
-        el("a", { href: BB.link("compare.html", { a: run.id }) }, "all points of this run"));
+        run.data ? el("a", { href: BB.link("compare.html", { a: run.id }) }, "all points of this run")
+          : el("div", { class: "muted" }, "its points are in the store: ", el("code", {}, "benchbench show " + run.id)));
       cards.appendChild(card);
-      if (run.error + run.skipped > 0) {
+      if (run.data && run.error + run.skipped > 0) {
         const doc = await BB.load("runs/r" + run.i);
         const items = [];
         doc.b.forEach((b, k) => {
