@@ -115,17 +115,24 @@ def measurement_query(
     since: dt.datetime | str | None = None,
     until: dt.datetime | str | None = None,
     samples: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> sa.Select[Any]:
     """The SELECT behind :meth:`Store.dataframe` (references resolved in ``engine``'s store):
-    the measurement's own columns of :data:`DATAFRAME_COLUMNS` (``samples_s`` too with
-    ``samples``), filtered and in order; :func:`dataframe` maps the run's, environment's
-    and benchmark's columns onto them."""
+    the measurement's own columns of :data:`DATAFRAME_COLUMNS` (of ``columns`` only, when
+    given; ``run_id`` and ``benchmark_id`` always), ``samples_s`` too with ``samples``,
+    filtered and in order; :func:`dataframe` maps the run's, environment's and
+    benchmark's columns onto them."""
     m, b, r, e = t.measurement.c, t.benchmark.c, t.run.c, t.environment.c
-    columns: list[Any] = [_as_read(m[name]) for name in _MEASUREMENT_OWN]
+    wanted = _wanted(columns)
+    selected: list[Any] = [
+        _as_read(m[name])
+        for name in _MEASUREMENT_OWN
+        if name in wanted or name in ("run_id", "benchmark_id")
+    ]
     if samples:
-        columns.append(_as_read(m.samples_s))
+        selected.append(_as_read(m.samples_s))
     query = (
-        sa.select(*columns)
+        sa.select(*selected)
         .select_from(
             t.measurement.join(t.benchmark, b.id == m.benchmark_id)
             .join(t.run, r.id == m.run_id)
@@ -160,6 +167,19 @@ def measurement_query(
     return query
 
 
+def _wanted(columns: Sequence[str] | None) -> tuple[str, ...]:
+    """The columns of :data:`DATAFRAME_COLUMNS` to read, in its order."""
+    if columns is None:
+        return DATAFRAME_COLUMNS
+    unknown = sorted(set(columns) - set(DATAFRAME_COLUMNS))
+    if unknown:
+        raise UsageError(
+            f"dataframe columns= names {unknown}, which it does not have; "
+            f"it has {list(DATAFRAME_COLUMNS)}"
+        )
+    return tuple(name for name in DATAFRAME_COLUMNS if name in columns)
+
+
 def _as_read(column: sa.Column[Any]) -> Any:
     """A JSON column as its text (:func:`_decoded` decodes it), others as they are."""
     if isinstance(column.type, sa.JSON):
@@ -170,13 +190,16 @@ def _as_read(column: sa.Column[Any]) -> Any:
 def _decoded(texts: Sequence[str | None]) -> list[Any]:
     """JSON texts decoded once per distinct text: a measurement's ``warnings`` is ``[]``
     on most rows, and decoding it per row (PostgreSQL's driver does for ``jsonb``) was
-    ~40 % of reading a run's rows. A list of scalars (what these columns hold) is copied
-    per row, so no two rows share one."""
+    ~40 % of reading a run's rows. A list or dict is copied per row (its first level:
+    these columns hold lists of numbers or strings), so no two rows share one."""
     cache = {text: json.loads(text) for text in set(texts) if text is not None}
-    return [
-        None if text is None else (list(v) if isinstance(v := cache[text], list) else v)
-        for text in texts
-    ]
+    return [None if text is None else _fresh(cache[text]) for text in texts]
+
+
+def _fresh(value: Any) -> Any:
+    if isinstance(value, list):
+        return list(value)
+    return dict(value) if isinstance(value, dict) else value
 
 
 def _literal_list(values: Sequence[str]) -> sa.BindParameter[Any]:
@@ -199,12 +222,14 @@ def dataframe(engine: Engine, **filters: Any) -> pd.DataFrame:
     import pandas as pd
 
     query = measurement_query(engine, **filters)
+    extra = ["samples_s"] if filters.get("samples") else []
+    order = [*_wanted(filters.get("columns")), *extra]
     with engine.connect() as conn:
         result = conn.execute(query)
         names = list(result.keys())
         rows = result.all()
         if not rows:
-            return pd.DataFrame(columns=[*DATAFRAME_COLUMNS, *names[len(_MEASUREMENT_OWN) :]])
+            return pd.DataFrame(columns=order)
         own = dict(zip(names, zip(*rows, strict=True), strict=True))
         r, e, b = t.run.c, t.environment.c, t.benchmark.c
         run_query = sa.select(r.id, *(r[n] for n in _RUN_CONTEXT), e.machine).select_from(
@@ -225,13 +250,15 @@ def dataframe(engine: Engine, **filters: Any) -> pd.DataFrame:
     for key, table_rows in context.items():
         at = pd.Index([row[0] for row in table_rows]).get_indexer(list(own[key]))
         for k, name in enumerate((*_RUN_CONTEXT, "machine") if key == "run_id" else POINT_KEYS):
+            if name not in order:
+                continue
             values = np.empty(len(table_rows) + 1, dtype=object)  # the last: not found
             values[:-1] = [row[k + 1] for row in table_rows]
             columns[name] = values[at].tolist()
     # Columns as sequences of values: pandas infers each one's type as it does from rows.
-    order = [*DATAFRAME_COLUMNS, *names[len(_MEASUREMENT_OWN) :]]
     frame = pd.DataFrame({name: columns[name] for name in order})
-    frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
+    if "started_at" in frame.columns:
+        frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
     return frame
 
 
@@ -297,7 +324,9 @@ def device_extras(
     bytes of JSON, decoded at ~10 us a row, of which the timing method needs two keys."""
     m, b = t.measurement.c, t.benchmark.c
     parts: list[Any] = (
-        [m.extra] if keys is None else [m.extra[k].label(f"k{i}") for i, k in enumerate(keys)]
+        [m.extra]
+        if keys is None
+        else [sa.cast(m.extra[k], sa.Text).label(f"k{i}") for i, k in enumerate(keys)]
     )
     query = (
         sa.select(m.run_id, m.benchmark_id, b.device, *parts)
@@ -310,12 +339,13 @@ def device_extras(
         rows = conn.execute(query).all()
     if keys is None:
         return {(str(r), str(bid)): (str(dev), extra) for r, bid, dev, extra in rows}
+    values = [_decoded([row[3 + i] for row in rows]) for i in range(len(keys))]
     return {
         (str(row[0]), str(row[1])): (
             str(row[2]),
-            {k: v for k, v in zip(keys, row[3:], strict=True) if v is not None},
+            {k: v[j] for k, v in zip(keys, values, strict=True) if v[j] is not None},
         )
-        for row in rows
+        for j, row in enumerate(rows)
     }
 
 

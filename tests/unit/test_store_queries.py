@@ -230,6 +230,16 @@ def test_dataframe_of_given_runs_is_exactly_their_rows_read_by_run(store: Store)
     assert f"SEARCH measurement USING INDEX {unique} (run_id=?)" in plan, plan
 
 
+def test_dataframe_reads_only_the_columns_asked_for(store: Store) -> None:
+    every = store.dataframe(samples=True)
+    asked = ["warnings", "machine", "median_s", "run_id", "started_at", "params"]
+    got = store.dataframe(columns=asked, samples=True)
+    in_order = [c for c in DATAFRAME_COLUMNS if c in asked]
+    pd.testing.assert_frame_equal(got, every[[*in_order, "samples_s"]])
+    with pytest.raises(UsageError, match=r"columns= names \['colour'\]"):
+        store.dataframe(columns=["median_s", "colour"])
+
+
 def test_history_is_one_benchmark_in_one_environment_oldest_first(store: Store) -> None:
     rows = store.history(_point().benchmark_id(), LAPTOP.id)
     assert tuple(rows[0]) == HISTORY_COLUMNS
