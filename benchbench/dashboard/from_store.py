@@ -34,11 +34,19 @@ from benchbench.measure.cuda_graph import TIMING_KEYS, timing_method
 from benchbench.store import Store
 from benchbench.store.history import list_alerts
 from benchbench.store.profiles import profile_documents, profile_of
+from benchbench.store.queries import DATAFRAME_COLUMNS
 from benchbench.store.series import SeriesRows, series_rows
 
 
 def _frame(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=list(columns))
+
+
+#: The store's DataFrame columns the pages and the extras below read.
+_READ: tuple[str, ...] = (
+    *(c for c in MEASUREMENT_COLUMNS if c in DATAFRAME_COLUMNS),
+    "instruction_counts",
+)
 
 
 def load(
@@ -98,7 +106,7 @@ def load(
         ALERT_COLUMNS,
     )
     shown = shown_runs(runs, series, benchmarks, alerts)
-    frame = store.dataframe(run_ids=shown) if shown else pd.DataFrame()
+    frame = store.dataframe(run_ids=shown, columns=_READ) if shown else pd.DataFrame()
     if frame.empty:
         measurements = _frame([], MEASUREMENT_COLUMNS)
     else:
@@ -139,10 +147,13 @@ def _timings(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[
         key: timing_method(device, extra)
         for key, (device, extra) in store.device_extras("cuda", run_ids, TIMING_KEYS).items()
     }
-    return [
-        methods.get((str(r), str(bid))) if c else None
-        for r, bid, c in zip(frame["run_id"], frame["benchmark_id"], cuda, strict=True)
-    ]
+    out: list[str | None] = [None] * len(frame)
+    at = np.flatnonzero(cuda.to_numpy())
+    for k, r, bid in zip(
+        at.tolist(), frame["run_id"].iloc[at], frame["benchmark_id"].iloc[at], strict=True
+    ):
+        out[k] = methods.get((str(r), str(bid)))
+    return out
 
 
 def _noise(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[float | None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,10 @@ from benchbench.analysis import regressions
 from benchbench.analysis.regressions import detect
 from benchbench.cli.dashboard import build
 from benchbench.core.values import Result
-from benchbench.dashboard import build_site, from_store
+from benchbench.dashboard import build_site, from_store, site
 from benchbench.dashboard.from_store import changepoints, load
 from benchbench.dashboard.shown_runs import ALERT_RUNS, NEWEST_RUNS
+from benchbench.dashboard.synthetic import synthetic_data
 from benchbench.store import open_store
 from benchbench.store.series import series_rows
 from tests.integration.test_dashboard_browser import Page
@@ -166,3 +168,28 @@ def test_compare_offers_only_the_runs_whose_points_the_site_holds(
     assert page.locator("main a[href^='compare.html']").count() == 1  # the newest run's
     assert tab.errors == [] and tab.dialogs == []
     tab.page.close()
+
+
+def test_pages_written_by_forked_workers_are_the_pages_written_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = synthetic_data(n_workloads=4, n_variants=2, n_sizes=5, n_runs=6, n_envs=2)
+    build_site(data, tmp_path / "here", fit=from_store.fit, changepoints=changepoints, now=NOW)
+    monkeypatch.setattr(site, "PARALLEL_FROM_ROWS", 0)
+    monkeypatch.setattr(site.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    pids = tmp_path / "pids"
+    write = site._Workloads.write
+
+    def recorded(self: Any, w: int) -> None:
+        with pids.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        write(self, w)
+
+    monkeypatch.setattr(site._Workloads, "write", recorded)
+    build_site(data, tmp_path / "forked", fit=from_store.fit, changepoints=changepoints, now=NOW)
+    workers = set(pids.read_text().split())
+    assert len(pids.read_text().split()) == 4 and str(os.getpid()) not in workers
+    here = sorted(p.relative_to(tmp_path / "here") for p in (tmp_path / "here").rglob("*.js"))
+    assert len([p for p in here if p.parts[1] == "history"]) == 4
+    for path in here:
+        assert (tmp_path / "forked" / path).read_text() == (tmp_path / "here" / path).read_text()
