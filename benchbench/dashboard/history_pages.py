@@ -145,11 +145,14 @@ def overview_payload(h: HistoryRows, keys: Keys) -> dict[str, Any]:
     n_env, n_run = len(keys.env) + 1, max(len(keys.runs), 1)
     line = ((keys.bench_workload[b] * n_env + e + 1) * devices.size + device_of[b]) * dtypes.size
     line = line + dtype_of[b]
-    g = pd.Series(usual - log_time).groupby(line * n_run + r, sort=True).agg(["mean", "count"])
-    key = g.index.to_numpy(dtype=np.int64)
+    # Mean per (line, run): one hash factorisation of the keys and two bincounts (a
+    # pandas groupby of 14 million keys took ~2 s).
+    codes, key = pd.factorize(line * n_run + r, sort=True)
+    counts = np.bincount(codes, minlength=key.size)
+    means = np.bincount(codes, weights=usual - log_time, minlength=key.size) / counts
+    key = np.asarray(key, dtype=np.int64)
     line_of, run_of = key // n_run, key % n_run
     cut = np.flatnonzero(np.diff(line_of)) + 1
-    means, counts = g["mean"].to_numpy(), g["count"].to_numpy()
     lines = []
     for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), key.size], strict=True):
         code = int(line_of[lo])

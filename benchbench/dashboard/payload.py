@@ -244,7 +244,11 @@ def alerts_payload(alerts: pd.DataFrame, keys: Keys) -> list[dict[str, Any]]:
     """Alerts, open ones first then by severity, with run and benchmark keys resolved."""
     rank = {"critical": 0, "major": 1, "minor": 2}
     out: list[dict[str, Any]] = []
-    for a in alerts.to_dict("records"):
+    # Whole columns at once: a fleet's year can hold ~20,000 alerts, and one parse of a
+    # time each took ~250 us (5 s).
+    times = to_ms(alerts["created_at"]) if len(alerts) else []
+    changes = compact(pd.to_numeric(alerts["rel_change"], errors="coerce")) if len(alerts) else []
+    for a, t, change in zip(alerts.to_dict("records"), times, changes, strict=True):
         out.append(
             {
                 "id": _text(a.get("alert_id")),
@@ -252,10 +256,10 @@ def alerts_payload(alerts: pd.DataFrame, keys: Keys) -> list[dict[str, Any]]:
                 "env": keys.env.get(str(a.get("environment_id")), -1),
                 "good": keys.run.get(str(a.get("last_good_run_id")), -1),
                 "bad": keys.run.get(str(a.get("first_bad_run_id")), -1),
-                "rel_change": compact([a.get("rel_change")])[0],
+                "rel_change": change,
                 "severity": _text(a.get("severity")),
                 "status": _text(a.get("status")),
-                "t": to_ms([a.get("created_at")])[0],
+                "t": t,
             }
         )
     out.sort(key=lambda a: (a["status"] != "open", rank.get(str(a["severity"]), 3), -(a["t"] or 0)))
