@@ -52,9 +52,8 @@ def shown_runs(
     chosen |= _latest_per_workload(series, benchmarks)
     chosen |= _latest_captured(series, benchmarks)
     added = 0
-    open_ = alerts[alerts["status"] == "open"] if len(alerts) else alerts
-    named = zip(open_["first_bad_run_id"], open_["last_good_run_id"], strict=True)
-    for pair in named if len(open_) else ():
+    open_ = alerts[alerts["status"] == "open"]
+    for pair in zip(open_["first_bad_run_id"], open_["last_good_run_id"], strict=True):
         for run in pair:
             if added < alert_runs and isinstance(run, str) and run not in chosen:
                 chosen.add(run)
