@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from benchbench.analysis import regressions
@@ -193,3 +194,18 @@ def test_pages_written_by_forked_workers_are_the_pages_written_here(
     assert len([p for p in here if p.parts[1] == "history"]) == 4
     for path in here:
         assert (tmp_path / "forked" / path).read_text() == (tmp_path / "here" / path).read_text()
+
+
+@pytest.mark.browser
+def test_overview_lists_the_first_open_regressions_of_many(browser: Any, tmp_path: Path) -> None:
+    data = synthetic_data(n_workloads=1, n_variants=1, n_sizes=3, n_runs=8, n_envs=1)
+    (alert,) = data.alerts.to_dict("records")
+    many = [{**alert, "alert_id": f"a{k}", "created_at": NOW - dt.timedelta(minutes=k)}
+            for k in range(260)]  # fmt: skip
+    build_site(dataclasses.replace(data, alerts=pd.DataFrame(many)), tmp_path, now=NOW)
+    tab = Page(browser)
+    page = tab.open((tmp_path / "index.html").as_uri())
+    assert page.locator("table.alerts tbody tr").count() == 200
+    assert "60 more match the filters" in page.locator("p.more-alerts").inner_text()
+    assert tab.errors == [] and tab.dialogs == []
+    tab.page.close()
