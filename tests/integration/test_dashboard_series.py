@@ -24,6 +24,7 @@ from benchbench.dashboard.from_store import changepoints, load
 from benchbench.dashboard.shown_runs import ALERT_RUNS, NEWEST_RUNS
 from benchbench.dashboard.synthetic import synthetic_data
 from benchbench.store import open_store
+from benchbench.store import series as store_series
 from benchbench.store.series import series_rows
 from tests.integration.test_dashboard_browser import Page
 from tests.synthetic import environment, point, write_history
@@ -63,6 +64,9 @@ def test_history_from_series_is_the_history_from_every_row(
 ) -> None:
     store = _history(store_url)
     series = series_rows(store)
+    # Reasons looked up by (run, benchmark), or read with every row of their statuses.
+    monkeypatch.setattr(store_series, "LOOKUP_UP_TO", 0)
+    assert series_rows(store).reasons == series.reasons and len(series.reasons) == 9
     reports, _ = detect(store, table=series.table())
     assert any(r.change_runs for r in reports)  # the step: a change point to place
     new = load(store, series=series, reports=reports)
