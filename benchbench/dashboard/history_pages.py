@@ -81,7 +81,8 @@ class HistoryRows:
         block = np.repeat(np.arange(blocks.size), length)
         r = run_key[series.run[rows]]
         keep = (r >= 0) & np.repeat(b_of[blocks] >= 0, length)
-        rows, block, r = rows[keep], block[keep], r[keep]
+        if not keep.all():  # runs or benchmarks the site does not list
+            rows, block, r = rows[keep], block[keep], r[keep]
         late = (np.diff(r) < 0) & (np.diff(block) == 0)
         if late.any():
             order = np.lexsort((r, block))

@@ -238,14 +238,12 @@ def build_site(
     index = index_payload(data, keys, counts, files)
     index["generated"] = stamp
     _write(out_dir / "data" / "index.js", data_script("index", index))
-    _write(
-        out_dir / "data" / "overview.js", data_script("overview", overview_payload(history, keys))
-    )
     envs = environments_payload(environments, data.profiles or {}, keys)
     _write(out_dir / "data" / "environments.js", data_script("environments", envs))
     _write(out_dir / "data" / "breakdown.js", data_script("breakdown", breakdown_payload(m)))
-    job = _Workloads(
+    job = _Pages(
         out_dir=out_dir,
+        shown=m,
         rows=dict(iter(m.groupby("w", sort=True))),
         empty=m.iloc[:0],
         history=history,
@@ -257,11 +255,8 @@ def build_site(
         changepoints=changepoints,
         marks=change_marks(data.change_points, keys) if data.change_points is not None else None,
     )
-    _write_workloads(job, parallel=history.r.size + len(m) >= PARALLEL_FROM_ROWS)
-    written = set()
-    for r, doc in run_payloads(m):
-        _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", doc))
-        written.add(r)
+    _write_pages(job, parallel=history.r.size + len(m) >= PARALLEL_FROM_ROWS)
+    written = set(np.unique(m["r"]).tolist())  # by the "runs" task
     nothing: dict[str, Any] = {k: [] for k in ("b", "s", "unit", "m", "lo", "hi", "thr", "err")}
     nothing.update(reason={}, warn={})
     for r in sorted(files - written):
@@ -271,19 +266,25 @@ def build_site(
     return out_dir / "index.html"
 
 
-#: Rows (history and shown runs') from which the workload and history pages are written
-#: by one forked process per CPU: a fleet's year has 2,000 workload lines to fit (~5 ms
-#: each) and 14 million history rows to write, on a 2-core machine that has just run
-#: the detector on both cores. Below it (tests, a workstation's store) one process.
+#: Rows (history and shown runs') from which the pages drawn from every run or many
+#: runs are written by one forked process per CPU: a fleet's year has 2,000 workload
+#: lines to fit (~5 ms each), 14 million history rows to write and sparklines to average
+#: over them, and ~200 runs' points, on a 2-core machine that has just run the detector
+#: on both cores. Below it (tests, a workstation's store) one process writes them.
 PARALLEL_FROM_ROWS = 1_000_000
+
+#: A task of :class:`_Pages`: a workload's pages (its number), the overview's
+#: sparklines, or the run files.
+Task = int | str
 
 
 @dataclass(frozen=True)
-class _Workloads:
-    """What the workload and history pages are written from (inherited by forked
-    workers, not pickled)."""
+class _Pages:
+    """What the workload, history, overview and run pages are written from (inherited
+    by forked workers, not pickled)."""
 
     out_dir: Path
+    shown: pd.DataFrame
     rows: dict[int, pd.DataFrame]
     empty: pd.DataFrame
     history: HistoryRows
@@ -295,8 +296,24 @@ class _Workloads:
     changepoints: ChangepointFn | None
     marks: dict[tuple[int, int], np.ndarray] | None
 
-    def write(self, w: int) -> None:
-        """Write workload ``w``'s workload and history pages."""
+    def tasks(self) -> list[Task]:
+        """Every task, the largest first (a fork pool then ends with the small ones)."""
+        workloads = sorted(range(len(self.keys.workload)), key=self.size, reverse=True)
+        return ["overview", "runs", *workloads]
+
+    def write(self, task: Task) -> None:
+        """Write a workload's workload and history pages, the overview's sparklines
+        (``"overview"``) or the run files of the shown runs (``"runs"``)."""
+        data = self.out_dir / "data"
+        if task == "overview":
+            overview = overview_payload(self.history, self.keys)
+            _write(data / "overview.js", data_script("overview", overview))
+            return
+        if task == "runs":
+            for r, doc in run_payloads(self.shown):
+                _write(data / "runs" / f"r{r}.js", data_script(f"runs/r{r}", doc))
+            return
+        w = int(task)
         rows = self.rows.get(w, self.empty)
         wl = workload_payload(rows, self.profiles, list(self.keys.env), self.fit)
         _write(self.out_dir / "data" / "workload" / f"w{w}.js", data_script(f"workload/w{w}", wl))
@@ -311,30 +328,30 @@ class _Workloads:
         return int(self.bounds[w + 1] - self.bounds[w]) + len(self.rows.get(w, self.empty))
 
 
-_JOB: list[_Workloads] = []  # what forked workers write from
+_JOB: list[_Pages] = []  # what forked workers write from
 
 
-def _write_workloads(job: _Workloads, parallel: bool) -> None:
-    """Every workload's pages, in one process per CPU this process may use when
-    ``parallel`` and the platform forks (largest workloads first), else here."""
-    count = len(job.keys.workload)
+def _write_pages(job: _Pages, parallel: bool) -> None:
+    """Every task's pages, in one process per CPU this process may use when
+    ``parallel`` and the platform forks, else here."""
+    tasks = job.tasks()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     forks = "fork" in multiprocessing.get_all_start_methods()
-    if not parallel or cpus <= 1 or count <= 1 or not forks:
-        for w in range(count):
-            job.write(w)
+    if not parallel or cpus <= 1 or not forks:
+        for task in tasks:
+            job.write(task)
         return
     _JOB[:] = [job]
     try:
         context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(min(cpus, count), mp_context=context) as pool:
-            list(pool.map(_write_one, sorted(range(count), key=job.size, reverse=True)))
+        with ProcessPoolExecutor(min(cpus, len(tasks)), mp_context=context) as pool:
+            list(pool.map(_write_one, tasks))
     finally:
         _JOB.clear()
 
 
-def _write_one(w: int) -> None:
-    _JOB[0].write(w)
+def _write_one(task: Task) -> None:
+    _JOB[0].write(task)
 
 
 def _benchmarks(data: DashboardData, m: pd.DataFrame) -> pd.DataFrame | None:

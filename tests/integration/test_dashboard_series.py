@@ -183,17 +183,19 @@ def test_pages_written_by_forked_workers_are_the_pages_written_here(
     monkeypatch.setattr(site, "PARALLEL_FROM_ROWS", 0)
     monkeypatch.setattr(site.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     pids = tmp_path / "pids"
-    write = site._Workloads.write
+    write = site._Pages.write
 
-    def recorded(self: Any, w: int) -> None:
+    def recorded(self: Any, task: Any) -> None:
         with pids.open("a") as out:
             out.write(f"{os.getpid()}\n")
-        write(self, w)
+        write(self, task)
 
-    monkeypatch.setattr(site._Workloads, "write", recorded)
+    monkeypatch.setattr(site._Pages, "write", recorded)
     build_site(data, tmp_path / "forked", fit=from_store.fit, changepoints=changepoints, now=NOW)
     workers = set(pids.read_text().split())
-    assert len(pids.read_text().split()) == 4 and str(os.getpid()) not in workers
+    assert (
+        len(pids.read_text().split()) == 6 and str(os.getpid()) not in workers
+    )  # 4 workloads, overview, runs
     here = sorted(p.relative_to(tmp_path / "here") for p in (tmp_path / "here").rglob("*.js"))
     assert len([p for p in here if p.parts[1] == "history"]) == 4
     for path in here:
