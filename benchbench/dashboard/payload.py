@@ -129,23 +129,26 @@ class Keys:
         self.env: dict[str, int] = {e: i for i, e in enumerate(env_ids)}
         if benchmarks is None:
             benchmarks = m.drop_duplicates("benchmark_id")
-        firsts = benchmarks.sort_values(
-            ["suite", "workload", "variant", "dtype", "device", "size"], kind="stable"
-        )
         pairs = sorted(
-            {(str(s), str(w)) for s, w in zip(firsts["suite"], firsts["workload"], strict=True)}
+            {
+                (str(s), str(w))
+                for s, w in zip(benchmarks["suite"], benchmarks["workload"], strict=True)
+            }
         )
         self.workload: dict[tuple[str, str], int] = {p: i for i, p in enumerate(pairs)}
-        self.bench: dict[str, int] = {str(b): i for i, b in enumerate(firsts["benchmark_id"])}
-        self.bench_rows = firsts.reset_index(drop=True)
-        #: The workload of each benchmark key.
-        self.bench_workload = np.asarray(
-            [
-                self.workload[(str(s), str(w))]
-                for s, w in zip(self.bench_rows["suite"], self.bench_rows["workload"], strict=True)
-            ],
-            dtype=np.int64,
+        # Benchmarks numbered workload by workload, so a workload's history rows (sorted
+        # by benchmark) are one stretch.
+        workload_of = [
+            self.workload[(str(s), str(w))]
+            for s, w in zip(benchmarks["suite"], benchmarks["workload"], strict=True)
+        ]
+        firsts = benchmarks.assign(_w=np.asarray(workload_of, dtype=np.int64)).sort_values(
+            ["_w", "variant", "dtype", "device", "size"], kind="stable"
         )
+        self.bench: dict[str, int] = {str(b): i for i, b in enumerate(firsts["benchmark_id"])}
+        #: The workload of each benchmark key.
+        self.bench_workload = firsts["_w"].to_numpy(dtype=np.int64)
+        self.bench_rows = firsts.drop(columns="_w").reset_index(drop=True)
 
 
 def index_payload(
