@@ -20,7 +20,6 @@ run, the count's is not stored again.
 
 from __future__ import annotations
 
-import functools
 import math
 import multiprocessing
 import os
@@ -72,7 +71,12 @@ def severity(rel_change: float) -> str:
 
 @dataclass(frozen=True)
 class SeriesReport:
-    """What the detector concluded about one series."""
+    """What the detector concluded about one series.
+
+    ``change_points`` are positions in the judged series (from its baseline on);
+    ``change_runs`` the ids of the runs at those positions (the first run at each new
+    level), which place them in any other view of the same history (the dashboard's).
+    """
 
     benchmark_id: str
     environment_id: str
@@ -81,6 +85,7 @@ class SeriesReport:
     noise_rel: float | None
     change_points: tuple[int, ...]
     alerts: tuple[Alert, ...]
+    change_runs: tuple[str, ...] = ()
 
     @property
     def too_short(self) -> bool:
@@ -161,22 +166,33 @@ def _report(
         noise_rel=analysis.noise_rel,
         change_points=tuple(cp.index for cp in analysis.change_points),
         alerts=tuple(alerts),
+        change_runs=tuple(point_at(cp.index).run_id for cp in analysis.change_points),
     )
 
 
 def detect(
-    store: Store, *, min_effect: float = 0.05, metric: str = "time", jobs: int | None = None
+    store: Store,
+    *,
+    min_effect: float = 0.05,
+    metric: str = "time",
+    jobs: int | None = None,
+    table: SeriesTable | None = None,
 ) -> tuple[list[SeriesReport], int]:
     """Analyze every series of ``store`` (of ``metric``: ``time`` or ``instructions``),
     store the new alerts; returns the reports and how many alerts were new (an alert
     already stored keeps its status). Series with no value at all (a metric never
     measured for them) are left out. A report's ``change_points`` are positions in its
-    series from the baseline on (see :func:`series_starts`).
+    series from the baseline on (see :func:`series_starts`), ``change_runs`` their runs.
+
+    ``table``: the series of ``metric`` already read (``dashboard build`` reads them
+    with the history it shows: :meth:`benchbench.store.series.SeriesRows.table`);
+    default :func:`~benchbench.store.history.series_table`.
 
     The series are analysed in ``jobs`` processes (default: one per CPU this process may
     use) once there are :data:`PARALLEL_FROM` of them: a fleet's year is ~40,000 series
     at ~2 ms each."""
-    table = series_table(store, metric)
+    if table is None:
+        table = series_table(store, metric)
     starts = series_starts(table, baselines(store))
     todo = [i for i in range(len(table)) if metric == "time" or not np.isnan(table.values(i)).all()]
     analyses = analyze_all(
@@ -184,24 +200,18 @@ def detect(
     )
     reports = []
     for i, analysis in zip(todo, analyses, strict=True):
-        start = starts[i]
         bench, env = table.keys[i]
+        values = table.values(i)[starts[i] :]
         reports.append(
-            _report(
-                bench,
-                env,
-                analysis,
-                functools.partial(_table_point, table, i, start),
-                table.values(i)[start:],
-                metric,
-            )
+            _report(bench, env, analysis, _point_at(table, i, starts[i]), values, metric)
         )
     new = save_alerts(store, [alert for report in reports for alert in report.alerts])
     return reports, new
 
 
-def _table_point(table: SeriesTable, i: int, start: int, position: int) -> HistoryPoint:
-    return table.point(i, start + position)
+def _point_at(table: SeriesTable, i: int, start: int) -> Callable[[int], HistoryPoint]:
+    """The ``j``-th run of series ``i`` counted from ``start``, as a :class:`HistoryPoint`."""
+    return lambda j: table.point(i, start + j)
 
 
 def series_starts(table: SeriesTable, bases: dict[tuple[str, str], str]) -> list[int]:

@@ -52,13 +52,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build(store: Store, output: Path, repo_url: str | None) -> Path:
-    """Detect regressions, read the store, write the site; returns index.html's path."""
+    """Detect regressions, read the store, write the site; returns index.html's path.
+
+    The store's series are read once (the columns ``ix_measurement_series`` holds) for
+    both the detector and the history pages, and the detector runs once: its change
+    points are the ones the history pages mark."""
     from benchbench.analysis.regressions import detect
     from benchbench.dashboard import build_site
-    from benchbench.dashboard.from_store import changepoints, fit, load
+    from benchbench.dashboard.from_store import fit, load
+    from benchbench.store.series import series_rows
 
-    detect(store)
-    return build_site(load(store, repo_url), output, fit=fit, changepoints=changepoints)
+    series = series_rows(store)
+    reports, _ = detect(store, table=series.table())
+    data = load(store, repo_url, series=series, reports=reports)
+    return build_site(data, output, fit=fit)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,11 @@ of local JSON. No page loads the whole history: the overview reads one summary,
 a workload page reads that workload's latest runs, a history page that workload's
 medians, the compare page the two runs it compares, the breakdown page the
 captured calls of the latest run that holds any.
+
+Built from a store (:func:`benchbench.dashboard.from_store.load`), the history comes
+from the store's series (what its covering index holds) and the points of a run are in
+the site only for the runs its pages show (:mod:`benchbench.dashboard.shown_runs`); the
+index marks those runs, and the compare page offers only them.
 """
 
 from __future__ import annotations

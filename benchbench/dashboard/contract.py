@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from benchbench.core.columns import MEDIAN_CI, POINT_KEYS, QUARTILES, RATES
+from benchbench.store.series import SeriesRows
 
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -64,6 +66,12 @@ ALERT_COLUMNS: tuple[str, ...] = (
     "created_at",
 )
 ANNOTATION_COLUMNS: tuple[str, ...] = ("benchmark_id", "environment_id", "at", "text")
+#: The benchmarks of :attr:`DashboardData.series` (the ``measurements`` of the runs shown
+#: need not hold every benchmark the history holds).
+BENCHMARK_COLUMNS: tuple[str, ...] = (
+    "benchmark_id",
+    *(name for name in POINT_KEYS if name != "shape"),
+)
 
 
 def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
@@ -90,6 +98,19 @@ class DashboardData:
     whole's compile time) are set on captured calls' rows only (NaN or absent
     elsewhere): the breakdown page shows them.
     ``repo_url`` turns commits into links ``{repo_url}/commit/{sha}`` (http/https only).
+
+    A store's history is too large for ``measurements`` (a fleet's year: 14 million
+    rows). :func:`benchbench.dashboard.from_store.load` gives ``series``, every
+    measurement's history columns as arrays (:class:`~benchbench.store.series.
+    SeriesRows`), with ``benchmarks`` (:data:`BENCHMARK_COLUMNS`, every benchmark the
+    series name); the history pages, the overview's sparklines and the runs' point
+    counts then come from ``series``, and ``measurements`` holds only the rows of the
+    runs whose points the site shows (each gets a run file: the compare page offers
+    those only; ``newest_runs`` says how many per environment, for the page's words).
+    Without ``series`` every run's rows are in ``measurements`` and all of it is shown.
+    ``change_points`` maps (benchmark_id, environment_id) to the runs where the
+    regression detector found a change (the history pages mark them); without it,
+    ``build_site``'s ``changepoints`` callback finds them.
     """
 
     runs: pd.DataFrame = field(default_factory=lambda: _empty(RUN_COLUMNS))
@@ -99,3 +120,7 @@ class DashboardData:
     profiles: dict[str, dict] = field(default_factory=dict)
     repo_url: str | None = None
     annotations: pd.DataFrame = field(default_factory=lambda: _empty(ANNOTATION_COLUMNS))
+    series: SeriesRows | None = None
+    benchmarks: pd.DataFrame | None = None
+    change_points: Mapping[tuple[str, str], Sequence[str]] | None = None
+    newest_runs: int | None = None

@@ -1,39 +1,72 @@
-"""Reading a results store into :class:`DashboardData`, with the real fit and detector."""
+"""Reading a results store into :class:`DashboardData`, with the real fit and detector.
+
+History comes from the store's series (the columns its covering index holds), the
+full rows only of the runs whose points the pages show (:mod:`.shown_runs`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from benchbench.analysis.changepoint import analyze
 from benchbench.analysis.compare import instructions
 from benchbench.analysis.fit import fit_curve
+from benchbench.analysis.regressions import SeriesReport
 from benchbench.analysis.roofline import roofline_numbers
 from benchbench.analysis.verdict import estimate_counts
 from benchbench.core.errors import BenchbenchError
 from benchbench.dashboard.contract import (
     ALERT_COLUMNS,
     ANNOTATION_COLUMNS,
+    BENCHMARK_COLUMNS,
     ENVIRONMENT_COLUMNS,
     MEASUREMENT_COLUMNS,
     RUN_COLUMNS,
     DashboardData,
 )
+from benchbench.dashboard.shown_runs import NEWEST_RUNS, shown_runs
 from benchbench.machine.hardware import Profile
-from benchbench.measure.cuda_graph import timing_method
+from benchbench.measure.cuda_graph import TIMING_KEYS, timing_method
 from benchbench.store import Store
 from benchbench.store.history import list_alerts
 from benchbench.store.profiles import profile_documents, profile_of
+from benchbench.store.queries import DATAFRAME_COLUMNS
+from benchbench.store.series import SeriesRows, series_rows
 
 
 def _frame(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame.from_records(list(rows), columns=list(columns))
 
 
-def load(store: Store, repo_url: str | None = None) -> DashboardData:
-    """Everything the dashboard shows, read from ``store``."""
+#: The store's DataFrame columns the pages and the extras below read.
+_READ: tuple[str, ...] = (
+    *(c for c in MEASUREMENT_COLUMNS if c in DATAFRAME_COLUMNS),
+    "instruction_counts",
+)
+
+
+def load(
+    store: Store,
+    repo_url: str | None = None,
+    *,
+    series: SeriesRows | None = None,
+    reports: Sequence[SeriesReport] | None = None,
+) -> DashboardData:
+    """Everything the dashboard shows, read from ``store``.
+
+    History from the store's series (``series``, read by
+    :func:`~benchbench.store.series.series_rows` when not given: the columns
+    ``ix_measurement_series`` holds), full rows only for the runs
+    :func:`~benchbench.dashboard.shown_runs.shown_runs` picks. ``reports`` (the
+    regression detector's, over the same store) give the history pages their change
+    points; without them the pages mark none.
+    """
+    if series is None:
+        series = series_rows(store)
     runs = _frame(
         [
             {
@@ -42,7 +75,7 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
                 "suites": [s.get("name") for s in r.get("suites") or []],
                 "tags": list(r.get("tags") or []),
             }
-            for r in store.runs()
+            for r in store.runs(counts=False)
         ],
         RUN_COLUMNS,
     )
@@ -65,20 +98,29 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
         ],
         ANNOTATION_COLUMNS,
     )
-    frame = store.dataframe()
-    if frame.empty:
-        measurements = _frame([], MEASUREMENT_COLUMNS)
-    else:
-        frame["timing"] = pd.Series(_timings(store, frame), index=frame.index, dtype=object)
-        frame["instructions_noise"] = pd.Series(_noise(store, frame), index=frame.index)
-        percent, compile_s = _captured(store, frame)
-        frame["percent_of_peak"] = pd.Series(percent, index=frame.index, dtype=float)
-        frame["compile_s"] = pd.Series(compile_s, index=frame.index, dtype=float)
-        measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
+    benchmarks = _frame(
+        [{**b, "benchmark_id": b["id"]} for b in store.benchmarks()], BENCHMARK_COLUMNS
+    )
     alerts = _frame(
         [{**a, "alert_id": a["id"]} for a in list_alerts(store)],
         ALERT_COLUMNS,
     )
+    shown = shown_runs(runs, series, benchmarks, alerts)
+    frame = store.dataframe(run_ids=shown, columns=_READ) if shown else pd.DataFrame()
+    if frame.empty:
+        measurements = _frame([], MEASUREMENT_COLUMNS)
+    else:
+        frame["timing"] = pd.Series(_timings(store, frame, shown), index=frame.index, dtype=object)
+        frame["instructions_noise"] = pd.Series(_noise(store, frame, shown), index=frame.index)
+        percent, compile_s = _captured(store, frame, shown)
+        frame["percent_of_peak"] = pd.Series(percent, index=frame.index, dtype=float)
+        frame["compile_s"] = pd.Series(compile_s, index=frame.index, dtype=float)
+        measurements = frame.reindex(columns=list(MEASUREMENT_COLUMNS))
+    change_points = None
+    if reports is not None:
+        change_points = {
+            (r.benchmark_id, r.environment_id): r.change_runs for r in reports if r.change_runs
+        }
     return DashboardData(
         runs=runs,
         environments=environments,
@@ -87,26 +129,34 @@ def load(store: Store, repo_url: str | None = None) -> DashboardData:
         profiles=_profiles(store),
         repo_url=repo_url,
         annotations=annotations,
+        series=series,
+        benchmarks=benchmarks,
+        change_points=change_points,
+        newest_runs=NEWEST_RUNS,
     )
 
 
-def _timings(store: Store, frame: pd.DataFrame) -> list[str | None]:
-    """How each row of ``frame`` was timed: its CUDA points' ``extra`` read in one query
-    (the store's DataFrame leaves ``extra`` out); None for every other device."""
+def _timings(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[str | None]:
+    """How each row of ``frame`` (the runs ``run_ids``) was timed: its CUDA points'
+    ``extra`` read in one query (the store's DataFrame leaves ``extra`` out); None for
+    every other device."""
     cuda = frame["device"].astype(str).str.startswith("cuda")
     if not cuda.any():
         return [None] * len(frame)
     methods = {
         key: timing_method(device, extra)
-        for key, (device, extra) in store.device_extras("cuda").items()
+        for key, (device, extra) in store.device_extras("cuda", run_ids, TIMING_KEYS).items()
     }
-    return [
-        methods.get((str(r), str(bid))) if c else None
-        for r, bid, c in zip(frame["run_id"], frame["benchmark_id"], cuda, strict=True)
-    ]
+    out: list[str | None] = [None] * len(frame)
+    at = np.flatnonzero(cuda.to_numpy())
+    for k, r, bid in zip(
+        at.tolist(), frame["run_id"].iloc[at], frame["benchmark_id"].iloc[at], strict=True
+    ):
+        out[k] = methods.get((str(r), str(bid)))
+    return out
 
 
-def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
+def _noise(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[float | None]:
     """How much each counted row's instruction counts moved, as the instruction verdict
     reads one side (``estimate_counts`` of the side against itself: the larger of the
     within-process spread in ``extra`` and the spread between processes); None where
@@ -114,7 +164,7 @@ def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
     counted = frame["instructions_per_call"].notna()
     if not counted.any():
         return [None] * len(frame)
-    extras = store.counted_extras()
+    extras = store.counted_extras(run_ids)
     out: list[float | None] = []
     for r, bid, c, per_call, counts in zip(
         frame["run_id"],
@@ -140,7 +190,9 @@ def _noise(store: Store, frame: pd.DataFrame) -> list[float | None]:
     return out
 
 
-def _captured(store: Store, frame: pd.DataFrame) -> tuple[list[float], list[float]]:
+def _captured(
+    store: Store, frame: pd.DataFrame, run_ids: Sequence[str]
+) -> tuple[list[float], list[float]]:
     """``percent_of_peak`` and ``compile_s`` of the captured calls' rows (the breakdown
     page's), NaN elsewhere: % of the ceiling as ``benchbench breakdown`` computes it
     (:func:`~benchbench.analysis.roofline.roofline_numbers` against the newest CPU
@@ -157,9 +209,11 @@ def _captured(store: Store, frame: pd.DataFrame) -> tuple[list[float], list[floa
             profiles[env_id] = profile_of(data)
         except BenchbenchError:
             continue
-    extras = {key: extra for key, (_, extra) in store.device_extras("cpu").items()}
-    for i, row in enumerate(frame.to_dict("records")):
-        if not captured[i] or row["device"] != "cpu":
+    at = np.flatnonzero(captured)
+    runs = sorted({str(r) for r in frame["run_id"].iloc[at]})  # those holding captured calls
+    extras = {key: extra for key, (_, extra) in store.device_extras("cpu", runs).items()}
+    for i, row in zip(at.tolist(), frame.iloc[at].to_dict("records"), strict=True):
+        if row["device"] != "cpu":
             continue
         extra = extras.get((str(row["run_id"]), str(row["benchmark_id"]))) or {}
         if isinstance(extra, dict) and extra.get("compile_s") is not None:

@@ -1,5 +1,5 @@
-"""Per-page documents: overview sparklines, one workload, one history, one run, the
-breakdown of the latest captured run.
+"""Per-page documents: one workload, one run, the environments, the breakdown of the
+latest captured run (the pages drawn from every run are :mod:`.history_pages`).
 
 Each function takes the measurements already enriched by
 :func:`benchbench.dashboard.payload.add_throughput` and keyed (columns ``r``, ``e``,
@@ -19,46 +19,11 @@ from benchbench.analysis.breakdown import breakdowns
 from benchbench.analysis.crossover import model_crossover
 from benchbench.analysis.fit import Fit
 from benchbench.dashboard.payload import (
-    ChangepointFn,
     FitFn,
     Keys,
     compact,
     params_text,
-    to_ms,
 )
-
-
-def overview_payload(m: pd.DataFrame) -> dict[str, Any]:
-    """Sparklines per (workload, environment, device, dtype).
-
-    Each value is the mean over the workload's ok points of log(throughput / that
-    point's median over its whole history on that environment): 0 is "as usual",
-    -0.22 is 20 % slower. Normalising per point first keeps a missing or failed size
-    from moving the line, which a plain geometric mean of throughputs would (the
-    largest size of a sweep can be 1000x the smallest). The page averages rows
-    weighted by ``c`` (points counted) when a device or dtype filter merges them.
-    """
-    ok = m[(m["status"] == "ok") & np.isfinite(m["thr"]) & (m["thr"] > 0)]
-    if not len(ok):
-        return {"lines": []}
-    logthr = np.log(ok["thr"].to_numpy(dtype=float))
-    med = pd.Series(logthr, index=ok.index).groupby([ok["b"], ok["e"]]).transform("median")
-    ok = ok.assign(lr=logthr - med.to_numpy())
-    g = ok.groupby(["w", "e", "device", "dtype", "r"], sort=True)["lr"].agg(["mean", "count"])
-    lines = []
-    for (w, e, dev, dt), part in g.groupby(level=[0, 1, 2, 3], sort=True):
-        lines.append(
-            {
-                "w": int(w),
-                "e": int(e),
-                "device": str(dev),
-                "dtype": str(dt),
-                "r": [int(r) for r in part.index.get_level_values(4)],
-                "v": compact(part["mean"], 4),
-                "c": [int(c) for c in part["count"]],
-            }
-        )
-    return {"lines": lines}
 
 
 def _finite(value: float) -> float | None:
@@ -230,63 +195,6 @@ def ceilings(
                     }
                 )
     return out
-
-
-def history_payload(
-    rows: pd.DataFrame, annotations: pd.DataFrame, keys: Keys, changepoints: ChangepointFn | None
-) -> dict[str, Any]:
-    """Per benchmark and environment: the median time and its CI run after run, and
-    ``ins``, the instructions per call, on lines where some run counted them."""
-    lines = []
-    rows = rows.sort_values(["b", "e", "r"], kind="stable")
-    # Whole columns converted once, then sliced per line: a groupby here builds one
-    # DataFrame per (point, environment), 600 of them at scale, ~3 s in all.
-    b_col, e_col = rows["b"].to_numpy(), rows["e"].to_numpy()
-    runs, status = rows["r"].tolist(), rows["sc"].tolist()
-    raw = rows["median_s"].to_numpy(dtype=float)
-    median, lo_col, hi_col = (compact(rows[c]) for c in ("median_s", "ci_low_s", "ci_high_s"))
-    reasons = rows["reason"].to_numpy(dtype=object).tolist()
-    counted = pd.to_numeric(rows["instructions_per_call"], errors="coerce")
-    ins = compact(counted, 8) if counted.notna().any() else None
-    cut = np.flatnonzero((np.diff(b_col) != 0) | (np.diff(e_col) != 0)) + 1
-    for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), len(rows)], strict=True):
-        if lo == hi:
-            continue
-        st = status[lo:hi]
-        line: dict[str, Any] = {
-            "b": int(b_col[lo]),
-            "e": int(e_col[lo]),
-            "r": runs[lo:hi],
-            "m": [v if c == 0 else None for v, c in zip(median[lo:hi], st, strict=True)],
-            "lo": lo_col[lo:hi],
-            "hi": hi_col[lo:hi],
-            "s": st,
-            "reason": {
-                str(k - lo): str(reasons[k])
-                for k in range(lo, hi)
-                if status[k] != 0 and isinstance(reasons[k], str)
-            },
-            "cp": [],
-        }
-        if ins is not None and any(v is not None for v in ins[lo:hi]):
-            line["ins"] = ins[lo:hi]
-        if changepoints is not None:
-            ok_at = [k for k in range(hi - lo) if st[k] == 0 and median[lo + k] is not None]
-            values = [float(raw[lo + k]) for k in ok_at]
-            if len(values) >= 3:
-                line["cp"] = [ok_at[c] for c in changepoints(values) if 0 <= c < len(ok_at)]
-        lines.append(line)
-    benches = {int(b) for b in rows["b"]}
-    notes = []
-    for a in annotations.to_dict("records"):
-        bid, eid = a.get("benchmark_id"), a.get("environment_id")
-        b = keys.bench.get(str(bid), -2) if bid is not None else -1
-        if b == -2 or (b >= 0 and b not in benches):
-            continue
-        e = keys.env.get(str(eid), -2) if eid is not None else -1
-        if e != -2:
-            notes.append({"b": b, "e": e, "t": to_ms([a.get("at")])[0], "text": str(a.get("text"))})
-    return {"lines": lines, "annotations": notes}
 
 
 def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:

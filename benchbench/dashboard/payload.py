@@ -18,6 +18,7 @@ import pandas as pd
 
 from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.dashboard.contract import DashboardData
+from benchbench.dashboard.json_numbers import compact
 
 FitFn = Callable[[Sequence[float], Sequence[float]], "tuple[float, float] | None"]
 ChangepointFn = Callable[[Sequence[float]], list[int]]
@@ -32,20 +33,6 @@ CALLS_UNIT = "calls/s"
 STATUS_CODES: dict[str, int] = {"ok": 0, "skipped": 1, "error": 2}
 _SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _AXIS_PARAMS = frozenset({"size", "dtype", "device", "variant"})
-
-
-def compact(values: Any, digits: int = 5) -> list[float | None]:
-    """Round to ``digits`` significant digits; NaN and infinities become None (JSON null)."""
-    a = np.asarray(values, dtype=float)
-    out = np.full(a.shape, np.nan)
-    ok = np.isfinite(a) & (a != 0)
-    if ok.any():
-        x = a[ok]
-        e = (digits - 1 - np.floor(np.log10(np.abs(x)))).astype(int)
-        up = np.power(10.0, np.abs(e))
-        out[ok] = np.where(e >= 0, np.round(x * up) / up, np.round(x / up) * up)
-    out[a == 0] = 0.0
-    return [None if v != v else v for v in out.tolist()]
 
 
 def to_ms(values: Any) -> list[int | None]:
@@ -111,9 +98,15 @@ def add_throughput(m: pd.DataFrame) -> pd.DataFrame:
 
 
 class Keys:
-    """Stable small keys for runs, environments, workloads and benchmarks."""
+    """Stable small keys for runs, environments, workloads and benchmarks.
 
-    def __init__(self, data: DashboardData, m: pd.DataFrame) -> None:
+    ``benchmarks`` (columns :data:`~benchbench.dashboard.contract.BENCHMARK_COLUMNS`)
+    lists the benchmarks to key; by default those of ``m``'s rows.
+    """
+
+    def __init__(
+        self, data: DashboardData, m: pd.DataFrame, benchmarks: pd.DataFrame | None = None
+    ) -> None:
         runs = data.runs.copy()
         runs["_t"] = to_ms(runs["started_at"]) if len(runs) else []
         runs = runs.sort_values(["_t", "run_id"], na_position="first", kind="stable")
@@ -125,29 +118,48 @@ class Keys:
                 data.environments["environment_id"], data.environments["machine"], strict=True
             )
         }
+        series_envs = {e for _, e in data.series.keys if e is not None} if data.series else set()
         env_ids = sorted(
             {str(e) for e in data.environments["environment_id"]}
             | {str(e) for e in runs["environment_id"].dropna()}
-            | {str(e) for e in m["environment_id"].dropna().unique()},
+            | {str(e) for e in m["environment_id"].dropna().unique()}
+            | series_envs,
             key=lambda e: (machines.get(e, ""), e),
         )
         self.env: dict[str, int] = {e: i for i, e in enumerate(env_ids)}
-        firsts = m.drop_duplicates("benchmark_id").sort_values(
-            ["suite", "workload", "variant", "dtype", "device", "size"], kind="stable"
-        )
+        if benchmarks is None:
+            benchmarks = m.drop_duplicates("benchmark_id")
         pairs = sorted(
-            {(str(s), str(w)) for s, w in zip(firsts["suite"], firsts["workload"], strict=True)}
+            {
+                (str(s), str(w))
+                for s, w in zip(benchmarks["suite"], benchmarks["workload"], strict=True)
+            }
         )
         self.workload: dict[tuple[str, str], int] = {p: i for i, p in enumerate(pairs)}
+        # Benchmarks numbered workload by workload, so a workload's history rows (sorted
+        # by benchmark) are one stretch.
+        workload_of = [
+            self.workload[(str(s), str(w))]
+            for s, w in zip(benchmarks["suite"], benchmarks["workload"], strict=True)
+        ]
+        firsts = benchmarks.assign(_w=np.asarray(workload_of, dtype=np.int64)).sort_values(
+            ["_w", "variant", "dtype", "device", "size"], kind="stable"
+        )
         self.bench: dict[str, int] = {str(b): i for i, b in enumerate(firsts["benchmark_id"])}
-        self.bench_rows = firsts.reset_index(drop=True)
+        #: The workload of each benchmark key.
+        self.bench_workload = firsts["_w"].to_numpy(dtype=np.int64)
+        self.bench_rows = firsts.drop(columns="_w").reset_index(drop=True)
 
 
-def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str, Any]:
-    """What every page reads: runs, environments, workloads, benchmarks, open alerts."""
-    counts = (
-        m.groupby(["run_id", "status"]).size().unstack(fill_value=0) if len(m) else pd.DataFrame()
-    )
+def index_payload(
+    data: DashboardData, keys: Keys, counts: np.ndarray, files: set[int]
+) -> dict[str, Any]:
+    """What every page reads: runs, environments, workloads, benchmarks, open alerts.
+
+    ``counts[r]`` is run ``r``'s points by status code (ok, skipped, error); ``files``
+    the runs with a data file (``data``: the compare page offers only those), and
+    ``newest_runs`` how many of each environment's newest runs have one (None: all).
+    """
     machines = {
         str(e): _text(mach)
         for e, mach in zip(
@@ -156,12 +168,12 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
     }
     envs = [{"id": e, "machine": machines.get(e) or e[:12]} for e in keys.env]
     runs = []
-    for i, r in keys.runs.iterrows():
+    for i, r in enumerate(keys.runs.to_dict("records")):
         rid = str(r["run_id"])
-        c = counts.loc[rid] if rid in counts.index else {}
+        c = counts[i]
         runs.append(
             {
-                "i": int(i),
+                "i": i,
                 "id": rid,
                 "label": _text(r.get("label")) or rid[:8],
                 "kind": _text(r.get("kind")),
@@ -174,9 +186,10 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
                 "env": keys.env.get(str(r.get("environment_id")), -1),
                 "suites": _list(r.get("suites")),
                 "tags": _list(r.get("tags")),
-                "ok": int(c.get("ok", 0)),
-                "skipped": int(c.get("skipped", 0)),
-                "error": int(c.get("error", 0)),
+                "ok": int(c[0]),
+                "skipped": int(c[1]),
+                "error": int(c[2]),
+                "data": i in files,
             }
         )
     workloads = []
@@ -223,6 +236,7 @@ def index_payload(data: DashboardData, m: pd.DataFrame, keys: Keys) -> dict[str,
         "workloads": workloads,
         "benchmarks": benchmarks,
         "alerts": alerts_payload(data.alerts, keys),
+        "newest_runs": data.newest_runs,
         # The compare page marks points with the CLI's rules and minimum effects: times
         # by analysis.verdict.mark, instruction counts by mark_counts.
         "verdict": {"min_effect": MIN_EFFECT, "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT},
@@ -233,7 +247,11 @@ def alerts_payload(alerts: pd.DataFrame, keys: Keys) -> list[dict[str, Any]]:
     """Alerts, open ones first then by severity, with run and benchmark keys resolved."""
     rank = {"critical": 0, "major": 1, "minor": 2}
     out: list[dict[str, Any]] = []
-    for a in alerts.to_dict("records"):
+    # Whole columns at once: a fleet's year can hold ~20,000 alerts, and one parse of a
+    # time each took ~250 us (5 s).
+    times = to_ms(alerts["created_at"]) if len(alerts) else []
+    changes = compact(pd.to_numeric(alerts["rel_change"], errors="coerce")) if len(alerts) else []
+    for a, t, change in zip(alerts.to_dict("records"), times, changes, strict=True):
         out.append(
             {
                 "id": _text(a.get("alert_id")),
@@ -241,10 +259,10 @@ def alerts_payload(alerts: pd.DataFrame, keys: Keys) -> list[dict[str, Any]]:
                 "env": keys.env.get(str(a.get("environment_id")), -1),
                 "good": keys.run.get(str(a.get("last_good_run_id")), -1),
                 "bad": keys.run.get(str(a.get("first_bad_run_id")), -1),
-                "rel_change": compact([a.get("rel_change")])[0],
+                "rel_change": change,
                 "severity": _text(a.get("severity")),
                 "status": _text(a.get("status")),
-                "t": to_ms([a.get("created_at")])[0],
+                "t": t,
             }
         )
     out.sort(key=lambda a: (a["status"] != "open", rank.get(str(a["severity"]), 3), -(a["t"] or 0)))

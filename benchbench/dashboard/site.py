@@ -11,7 +11,10 @@ Layout of the output directory::
     data/history/w<N>.js     medians (and instruction counts) over time of one
                              workload's points
     data/runs/r<N>.js        every point of one run (compare, failures), with its
-                             instruction counts where the run counted any
+                             instruction counts where the run counted any: the runs
+                             of ``measurements`` only (from a store: the newest per
+                             environment and those alerts name); ``index.js`` marks
+                             them (``data``)
     data/breakdown.js        captured calls of the latest run holding any
 
 Data files are JavaScript, not JSON, because Chromium blocks ``fetch()`` from
@@ -22,8 +25,13 @@ script element, and the pages insert every string with ``textContent``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import multiprocessing
+import os
 import shutil
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -41,11 +49,16 @@ from benchbench.dashboard.contract import (
     RUN_COLUMNS,
     DashboardData,
 )
+from benchbench.dashboard.history_pages import (
+    HistoryRows,
+    change_marks,
+    history_text,
+    overview_payload,
+)
+from benchbench.dashboard.json_numbers import json_for_script
 from benchbench.dashboard.page_data import (
     breakdown_payload,
     environments_payload,
-    history_payload,
-    overview_payload,
     run_payloads,
     workload_payload,
 )
@@ -78,15 +91,14 @@ ASSETS: tuple[str, ...] = (
 )
 
 
-def json_for_script(doc: Any) -> str:
-    """JSON safe inside a ``<script>`` element: ``<``, ``>``, ``&`` and U+2028/9 escaped."""
-    text = json.dumps(doc, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def data_script(key: str, doc: Any) -> str:
     """A data file: ``window.BB_DATA[key] = <json>``; ``key`` is ours, never from the data."""
-    return f"(window.BB_DATA=window.BB_DATA||{{}})[{json.dumps(key)}]={json_for_script(doc)};\n"
+    return data_script_text(key, json_for_script(doc))
+
+
+def data_script_text(key: str, text: str) -> str:
+    """A data file of JSON ``text`` already escaped for a script (:func:`json_for_script`)."""
+    return f"(window.BB_DATA=window.BB_DATA||{{}})[{json.dumps(key)}]={text};\n"
 
 
 def _check(frame: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:
@@ -161,9 +173,15 @@ def build_site(
 
     ``fit(sizes, times) -> (t0_s, rate) | None`` adds model lines and crossovers to
     workload pages; ``changepoints(values) -> [index, ...]`` marks change points on
-    history pages; without them those overlays are left out. ``now`` stamps the
-    pages (default: the current UTC time). Only ``assets/`` and ``data/`` inside
-    ``out_dir`` are replaced; other files there are left alone.
+    history pages where ``data.change_points`` does not (the detector's, from the
+    store); without either those overlays are left out. ``now`` stamps the pages
+    (default: the current UTC time). Only ``assets/`` and ``data/`` inside ``out_dir``
+    are replaced; other files there are left alone.
+
+    History (history pages, sparklines, each run's point counts) comes from
+    ``data.series`` when given, else from ``data.measurements``; the workload, compare
+    and breakdown pages from ``data.measurements``, whose runs each get a run file (as
+    does a run that recorded nothing); the index says which runs have one.
     """
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -181,30 +199,34 @@ def build_site(
             **{c: float("nan") if c in numbers else None for c in absent}
         )
     measurements = _frame(measurements, MEASUREMENT_COLUMNS, "measurements")
-    data = DashboardData(
+    data = dataclasses.replace(
+        data,
         runs=runs,
         environments=environments,
         measurements=measurements,
         alerts=alerts,
         profiles=data.profiles or {},
-        repo_url=data.repo_url,
-        annotations=data.annotations,
     )
     # Measurements of runs the runs table does not list cannot be placed in time.
     listed = measurements["run_id"].astype(str).isin(set(runs["run_id"].astype(str)))
     m = add_throughput(measurements[listed])
-    keys = Keys(data, m)
+    keys = Keys(data, m, _benchmarks(data, m))
     m = m.assign(
         r=_codes(m["run_id"], keys.run),
         e=_codes(m["environment_id"], keys.env),
         b=_codes(m["benchmark_id"], keys.bench),
     )
-    # A benchmark belongs to one workload: look it up per benchmark, not per row.
-    bench_w = [
-        keys.workload[(str(s), str(w))]
-        for s, w in zip(keys.bench_rows["suite"], keys.bench_rows["workload"], strict=True)
-    ]
-    m = m.assign(w=np.asarray(bench_w, dtype=np.int64)[m["b"].to_numpy()])
+    m = m[m["b"] >= 0]
+    m = m.assign(w=keys.bench_workload[m["b"].to_numpy()])
+    history = (
+        HistoryRows.from_series(data.series, keys)
+        if data.series is not None
+        else HistoryRows.from_frame(m)
+    )
+    counts = history.counts(len(keys.runs))
+    # Run files: the runs of ``measurements``, and runs that recorded nothing (killed at
+    # start), which still open on the compare page.
+    files = set(np.unique(m["r"]).tolist()) | set(np.flatnonzero(counts.sum(axis=1) == 0).tolist())
     for sub in ("assets", "data"):
         shutil.rmtree(out_dir / sub, ignore_errors=True)
     (out_dir / "assets").mkdir(parents=True)
@@ -213,29 +235,130 @@ def build_site(
         (out_dir / "assets" / name).write_bytes((source / name).read_bytes())
 
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
-    index = index_payload(data, m, keys)
+    index = index_payload(data, keys, counts, files)
     index["generated"] = stamp
     _write(out_dir / "data" / "index.js", data_script("index", index))
-    _write(out_dir / "data" / "overview.js", data_script("overview", overview_payload(m)))
     envs = environments_payload(environments, data.profiles or {}, keys)
     _write(out_dir / "data" / "environments.js", data_script("environments", envs))
     _write(out_dir / "data" / "breakdown.js", data_script("breakdown", breakdown_payload(m)))
-    env_ids = list(keys.env)
-    for w, rows in m.groupby("w", sort=True):
-        wl = workload_payload(rows, data.profiles or {}, env_ids, fit)
-        _write(out_dir / "data" / "workload" / f"w{w}.js", data_script(f"workload/w{w}", wl))
-        hist = history_payload(rows, data.annotations, keys, changepoints)
-        _write(out_dir / "data" / "history" / f"w{w}.js", data_script(f"history/w{w}", hist))
-    written = set()
-    for r, doc in run_payloads(m):
-        _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", doc))
-        written.add(r)
-    # A run that recorded nothing (killed at start) still opens on the compare page.
+    job = _Pages(
+        out_dir=out_dir,
+        shown=m,
+        rows=dict(iter(m.groupby("w", sort=True))),
+        empty=m.iloc[:0],
+        history=history,
+        bounds=history.workload_bounds(keys.bench_workload, len(keys.workload)),
+        annotations=data.annotations,
+        keys=keys,
+        profiles=data.profiles or {},
+        fit=fit,
+        changepoints=changepoints,
+        marks=change_marks(data.change_points, keys) if data.change_points is not None else None,
+    )
+    _write_pages(job, parallel=history.r.size + len(m) >= PARALLEL_FROM_ROWS)
+    written = set(np.unique(m["r"]).tolist())  # by the "runs" task
     nothing: dict[str, Any] = {k: [] for k in ("b", "s", "unit", "m", "lo", "hi", "thr", "err")}
     nothing.update(reason={}, warn={})
-    for r in range(len(keys.runs)):
-        if r not in written:
-            _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", nothing))
+    for r in sorted(files - written):
+        _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", nothing))
     for page, title in PAGES.items():
         _write(out_dir / page, _page_html(page, title, stamp))
     return out_dir / "index.html"
+
+
+#: Rows (history and shown runs') from which the pages drawn from every run or many
+#: runs are written by one forked process per CPU: a fleet's year has 2,000 workload
+#: lines to fit (~5 ms each), 14 million history rows to write and sparklines to average
+#: over them, and ~200 runs' points, on a 2-core machine that has just run the detector
+#: on both cores. Below it (tests, a workstation's store) one process writes them.
+PARALLEL_FROM_ROWS = 1_000_000
+
+#: A task of :class:`_Pages`: a workload's pages (its number), the overview's
+#: sparklines, or the run files.
+Task = int | str
+
+
+@dataclass(frozen=True)
+class _Pages:
+    """What the workload, history, overview and run pages are written from (inherited
+    by forked workers, not pickled)."""
+
+    out_dir: Path
+    shown: pd.DataFrame
+    rows: dict[int, pd.DataFrame]
+    empty: pd.DataFrame
+    history: HistoryRows
+    bounds: np.ndarray
+    annotations: pd.DataFrame
+    keys: Keys
+    profiles: dict[str, dict]
+    fit: FitFn | None
+    changepoints: ChangepointFn | None
+    marks: dict[tuple[int, int], np.ndarray] | None
+
+    def tasks(self) -> list[Task]:
+        """Every task, the largest first (a fork pool then ends with the small ones)."""
+        workloads = sorted(range(len(self.keys.workload)), key=self.size, reverse=True)
+        return ["overview", "runs", *workloads]
+
+    def write(self, task: Task) -> None:
+        """Write a workload's workload and history pages, the overview's sparklines
+        (``"overview"``) or the run files of the shown runs (``"runs"``)."""
+        data = self.out_dir / "data"
+        if task == "overview":
+            overview = overview_payload(self.history, self.keys)
+            _write(data / "overview.js", data_script("overview", overview))
+            return
+        if task == "runs":
+            for r, doc in run_payloads(self.shown):
+                _write(data / "runs" / f"r{r}.js", data_script(f"runs/r{r}", doc))
+            return
+        w = int(task)
+        rows = self.rows.get(w, self.empty)
+        wl = workload_payload(rows, self.profiles, list(self.keys.env), self.fit)
+        _write(self.out_dir / "data" / "workload" / f"w{w}.js", data_script(f"workload/w{w}", wl))
+        lo, hi = int(self.bounds[w]), int(self.bounds[w + 1])
+        hist = history_text(
+            self.history, lo, hi, self.annotations, self.keys, self.changepoints, self.marks
+        )
+        path = self.out_dir / "data" / "history" / f"w{w}.js"
+        _write(path, data_script_text(f"history/w{w}", hist))
+
+    def size(self, w: int) -> int:
+        return int(self.bounds[w + 1] - self.bounds[w]) + len(self.rows.get(w, self.empty))
+
+
+_JOB: list[_Pages] = []  # what forked workers write from
+
+
+def _write_pages(job: _Pages, parallel: bool) -> None:
+    """Every task's pages, in one process per CPU this process may use when
+    ``parallel`` and the platform forks, else here."""
+    tasks = job.tasks()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    forks = "fork" in multiprocessing.get_all_start_methods()
+    if not parallel or cpus <= 1 or not forks:
+        for task in tasks:
+            job.write(task)
+        return
+    _JOB[:] = [job]
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(min(cpus, len(tasks)), mp_context=context) as pool:
+            list(pool.map(_write_one, tasks))
+    finally:
+        _JOB.clear()
+
+
+def _write_one(task: Task) -> None:
+    _JOB[0].write(task)
+
+
+def _benchmarks(data: DashboardData, m: pd.DataFrame) -> pd.DataFrame | None:
+    """The benchmarks to key: with ``series``, those it or ``m`` names, described by
+    ``data.benchmarks``; else (None) those of ``m``."""
+    if data.series is None or data.benchmarks is None:
+        return None
+    named = {b for b, _ in data.series.keys} | set(m["benchmark_id"].astype(str))
+    given = data.benchmarks
+    return given[given["benchmark_id"].astype(str).isin(named)]

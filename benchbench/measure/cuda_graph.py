@@ -38,6 +38,10 @@ WARMUP_CALLS = 3
 ESTIMATE_CALLS = 10
 
 
+#: The keys of ``extra`` that :func:`timing_method` reads.
+TIMING_KEYS: tuple[str, ...] = ("cuda_graph", "launch_bound")
+
+
 def timing_method(device: object, extra: Any) -> str | None:
     """How a stored point was timed: ``events``, ``graph x100``, with ``, launch-bound``
     when the host outran the kernels; None for other devices, whose host clock is the

@@ -18,15 +18,13 @@ import sqlalchemy as sa
 
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.store import schema as t
+from benchbench.store.scan import STATUS_CODES, Scan, scan
 from benchbench.store.store import Store, now
 
 #: Annotation kinds and the alert status each one sets.
 ANNOTATION_STATUS = {"acknowledge": "acknowledged", "ignore": "ignored", "expected": "expected"}
 
 SeriesKey = tuple[str, str]  # (benchmark_id, environment_id)
-
-#: Rows fetched at a time when every series is read (~15 MB of rows in memory at once).
-_BATCH = 100_000
 
 
 @dataclass(frozen=True)
@@ -97,120 +95,34 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
     ``metric``: ``time`` (the median per-call time, ``median_s``) or ``instructions``
     (``instructions_per_call``; a run that did not count the point leaves a gap).
 
-    Two reads: the runs (thousands of rows), then per measurement its benchmark's and
-    run's numbers (joined in the database) and its value (NaN unless ``ok``). The
-    measurement columns read are in ``ix_measurement_series``, so a fleet's year (15
-    million rows of ~2 KB) is read from that index. No Python object is made per
-    measurement: PostgreSQL packs each benchmark's (run number, value) pairs into one
-    ``bytea`` (``string_agg`` of ``int8send || float8send``) that NumPy reads as it
-    is; other databases stream tuples from the driver's cursor a batch at a time
-    (SQLAlchemy's rows would cost ~4 us each more). One sort of integer keys then puts
-    them in series and run order.
+    One :func:`~benchbench.store.scan.scan` of the ok and error rows' ``(benchmark, run,
+    status, value)``, which ``ix_measurement_series`` holds, so a fleet's year (15
+    million rows of ~2 KB) is read from its index and never sorted by the database; then
+    put in series and run order by one sort of integer keys. A run without an
+    environment belongs to no series.
     """
-    m, r, b = t.measurement.c, t.run.c, t.benchmark.c
-    order = (r.started_at, r.id)
-    runs_query = sa.select(r.id, r.started_at, r.git_sha, r.environment_id).where(
-        r.environment_id.is_not(None)
-    )
-    numbered_runs = runs_query.with_only_columns(
-        r.id, (sa.func.row_number().over(order_by=order) - 1).label("n")
-    ).cte("numbered_run")
-    numbered_benches = sa.select(
-        b.id, (sa.func.row_number().over(order_by=b.id) - 1).label("n")
-    ).cte("numbered_benchmark")
-    measured = m.instructions_per_call if metric == "instructions" else m.median_s
-    value = sa.case((m.status == "ok", sa.cast(measured, sa.Float(53))), else_=None)
-    joined = t.measurement.join(numbered_runs, numbered_runs.c.id == m.run_id).join(
-        numbered_benches, numbered_benches.c.id == m.benchmark_id
-    )
-    status = m.status.in_(("ok", "error"))
-    with store.engine.connect() as conn:
-        runs = conn.execute(runs_query.order_by(*order)).all()
-        benches = list(conn.execute(sa.select(b.id).order_by(b.id)).scalars())
-        if conn.dialect.name == "postgresql":
-            number = {bench: i for i, bench in enumerate(benches)}
-            columns = _packed(conn, number, numbered_runs, value, status)
-        else:
-            query = sa.select(numbered_benches.c.n, numbered_runs.c.n, value)
-            columns = _streamed(conn, query.select_from(joined).where(status))
-    bench_of, run_of, values = columns
-    envs, run_env = np.unique([row[3] for row in runs], return_inverse=True)
-    width = max(len(envs), 1)
-    key = bench_of * width + run_env.reshape(-1)[run_of] if run_of.size else run_of
-    # One key per measurement (series, then run): a stable sort of one int64 array is
-    # ~5x faster than numpy.lexsort of the two on 14 million values.
-    by_series = np.argsort(key * max(len(runs), 1) + run_of, kind="stable")
-    key, run_of, values = key[by_series], run_of[by_series], values[by_series]
-    starts = np.flatnonzero(np.diff(key)) + 1
-    ends = [key.size] if key.size else []
-    offsets = np.concatenate(([0], starts, ends)).astype(np.int64)
-    keys = [(benches[k // width], str(envs[k % width])) for k in key[offsets[:-1]].tolist()]
+    column = "instructions_per_call" if metric == "instructions" else "median_s"
+    rows = scan(store, [column], ("ok", "error"))
+    ok = rows.status == STATUS_CODES["ok"]
+    return table_of(rows, rows.values[column], ok, np.ones(ok.size, dtype=bool))
+
+
+def table_of(rows: Scan, values: np.ndarray, ok: np.ndarray, keep: np.ndarray) -> SeriesTable:
+    """The :class:`SeriesTable` of ``rows`` where ``keep`` (and the run has an
+    environment): ``values`` where ``ok``, NaN elsewhere."""
+    series = rows.series_order(keep & rows.with_environment())
     return SeriesTable(
-        run_ids=[row[0] for row in runs],
-        started_at=[row[1] for row in runs],
-        git_shas=[row[2] for row in runs],
-        keys=keys,
-        run_numbers=run_of,
-        all_values=values,
-        offsets=offsets,
+        run_ids=rows.run_ids,
+        started_at=rows.started_at,
+        git_shas=rows.git_shas,
+        keys=[
+            (rows.benchmarks[b], rows.environments[e])
+            for b, e in zip(series.bench.tolist(), series.environment.tolist(), strict=True)
+        ],
+        run_numbers=rows.run[series.order],
+        all_values=np.where(ok[series.order], values[series.order], np.nan),
+        offsets=series.offsets,
     )
-
-
-_PACKED = np.dtype([("run", ">i8"), ("value", ">f8")])
-#: ``work_mem`` of the packed series read (a limit, not an allocation).
-_PACKED_WORK_MEM = "1GB"
-
-
-def _packed(
-    conn: sa.Connection, number: dict[str, int], runs: Any, value: Any, where: Any
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """PostgreSQL: (benchmark number, run number, value) per measurement, read as one
-    row per benchmark whose (run number, value) pairs are one big-endian binary string.
-
-    The groups are held in memory at once (~16 bytes a measurement: ~230 MB for a
-    fleet's year), so the query gets a ``work_mem`` that holds them: with the default
-    4 MB the aggregate spills to disk in ~100 batches and takes twice as long."""
-    m = t.measurement.c
-    pair = sa.func.int8send(runs.c.n).op("||")(
-        sa.func.float8send(sa.func.coalesce(value, sa.literal_column("'NaN'::float8")))
-    )
-    query = (
-        sa.select(m.benchmark_id, sa.func.string_agg(pair, sa.literal_column("''::bytea")))
-        .select_from(t.measurement.join(runs, runs.c.id == m.run_id))
-        .where(where)
-        .group_by(m.benchmark_id)
-    )
-    conn.exec_driver_sql(f"SET LOCAL work_mem = '{_PACKED_WORK_MEM}'")
-    bench_parts, run_parts, value_parts = [], [], []
-    for bench, packed in conn.execute(query):
-        pairs = np.frombuffer(packed, dtype=_PACKED)
-        run_parts.append(pairs["run"].astype(np.int64))
-        value_parts.append(pairs["value"].astype(np.float64))
-        bench_parts.append(np.full(pairs.size, number[bench], dtype=np.int64))
-    if not run_parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    return np.concatenate(bench_parts), np.concatenate(run_parts), np.concatenate(value_parts)
-
-
-def _streamed(
-    conn: sa.Connection, query: sa.Select[Any]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Other databases: the same three columns from ``query``'s rows, a batch of the
-    driver's tuples at a time (None as NaN)."""
-    sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
-    driver = conn.connection.driver_connection
-    if driver is None:
-        raise RuntimeError("series_table: the store's connection has no driver connection")
-    cursor = driver.cursor()
-    try:
-        cursor.execute(sql)
-        parts = []
-        while rows := cursor.fetchmany(_BATCH):
-            parts.append(np.array(rows, dtype=np.float64))
-    finally:
-        cursor.close()
-    rows = np.concatenate(parts) if parts else np.zeros((0, 3))
-    return rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64), rows[:, 2]
 
 
 def load_series(store: Store, metric: str = "time") -> dict[SeriesKey, list[HistoryPoint]]:

@@ -12,6 +12,7 @@ measurement row: a fleet's year puts ~7,000 of them, ~2 KB each, behind one benc
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +71,10 @@ HISTORY_COLUMNS: tuple[str, ...] = (
 
 Filter = str | Sequence[str] | None
 
-#: The benchmark's JSON columns among :data:`DATAFRAME_COLUMNS`.
-_POINT_JSON: tuple[str, ...] = ("shape", "params")
+#: The measurement table's own columns among :data:`DATAFRAME_COLUMNS`, in its order.
+_MEASUREMENT_OWN: tuple[str, ...] = tuple(
+    name for name in DATAFRAME_COLUMNS if name not in (*_RUN_CONTEXT, "machine", *POINT_KEYS)
+)
 
 
 def _values(name: str, value: Filter) -> list[str] | None:
@@ -107,38 +110,29 @@ def measurement_query(
     device: Filter = None,
     dtype: Filter = None,
     run: Filter = None,
+    run_ids: Sequence[str] | None = None,
     environment: Filter = None,
     since: dt.datetime | str | None = None,
     until: dt.datetime | str | None = None,
     samples: bool = False,
-    point_json: bool = True,
+    columns: Sequence[str] | None = None,
 ) -> sa.Select[Any]:
-    """The SELECT behind :meth:`Store.dataframe` (references resolved in ``engine``'s store).
-
-    ``point_json=False`` selects NULL for the benchmark's JSON columns (``shape``,
-    ``params``), which the caller maps from the benchmark table, one row per benchmark.
-    """
+    """The SELECT behind :meth:`Store.dataframe` (references resolved in ``engine``'s store):
+    the measurement's own columns of :data:`DATAFRAME_COLUMNS` (of ``columns`` only, when
+    given; ``run_id`` and ``benchmark_id`` always), ``samples_s`` too with ``samples``,
+    filtered and in order; :func:`dataframe` maps the run's, environment's and
+    benchmark's columns onto them."""
     m, b, r, e = t.measurement.c, t.benchmark.c, t.run.c, t.environment.c
-    columns: list[Any] = []
-    for name in DATAFRAME_COLUMNS:
-        if name == "run_id":
-            columns.append(m.run_id)
-        elif name == "benchmark_id":
-            columns.append(m.benchmark_id)
-        elif name in _RUN_CONTEXT:
-            columns.append(r[name])
-        elif name == "machine":
-            columns.append(e.machine)
-        elif name in _POINT_JSON and not point_json:
-            columns.append(sa.null().label(name))
-        elif name in b:
-            columns.append(b[name])
-        else:
-            columns.append(m[name])
+    wanted = _wanted(columns)
+    selected: list[Any] = [
+        _as_read(m[name])
+        for name in _MEASUREMENT_OWN
+        if name in wanted or name in ("run_id", "benchmark_id")
+    ]
     if samples:
-        columns.append(m.samples_s)
+        selected.append(_as_read(m.samples_s))
     query = (
-        sa.select(*columns)
+        sa.select(*selected)
         .select_from(
             t.measurement.join(t.benchmark, b.id == m.benchmark_id)
             .join(t.run, r.id == m.run_id)
@@ -159,6 +153,8 @@ def measurement_query(
     runs = _values("run", run)
     if runs is not None:
         query = query.where(m.run_id.in_([lookup.resolve_run(engine, ref)["id"] for ref in runs]))
+    if run_ids is not None:
+        query = query.where(m.run_id.in_(_literal_list(run_ids)))
     environments = _values("environment", environment)
     if environments is not None:
         ids = [i for ref in environments for i in lookup.environment_ids(engine, ref)]
@@ -171,31 +167,97 @@ def measurement_query(
     return query
 
 
+def _wanted(columns: Sequence[str] | None) -> tuple[str, ...]:
+    """The columns of :data:`DATAFRAME_COLUMNS` to read, in its order."""
+    if columns is None:
+        return DATAFRAME_COLUMNS
+    unknown = sorted(set(columns) - set(DATAFRAME_COLUMNS))
+    if unknown:
+        raise UsageError(
+            f"dataframe columns= names {unknown}, which it does not have; "
+            f"it has {list(DATAFRAME_COLUMNS)}"
+        )
+    return tuple(name for name in DATAFRAME_COLUMNS if name in columns)
+
+
+def _as_read(column: sa.Column[Any]) -> Any:
+    """A JSON column as its text (:func:`_decoded` decodes it), others as they are."""
+    if isinstance(column.type, sa.JSON):
+        return sa.cast(column, sa.Text).label(column.name)
+    return column
+
+
+def _decoded(texts: Sequence[str | None]) -> list[Any]:
+    """JSON texts decoded once per distinct text: a measurement's ``warnings`` is ``[]``
+    on most rows, and decoding it per row (PostgreSQL's driver does for ``jsonb``) was
+    ~40 % of reading a run's rows. A list or dict is copied per row (its first level:
+    these columns hold lists of numbers or strings), so no two rows share one."""
+    cache = {text: json.loads(text) for text in set(texts) if text is not None}
+    return [None if text is None else _fresh(cache[text]) for text in texts]
+
+
+def _fresh(value: Any) -> Any:
+    if isinstance(value, list):
+        return list(value)
+    return dict(value) if isinstance(value, dict) else value
+
+
+def _literal_list(values: Sequence[str]) -> sa.BindParameter[Any]:
+    """An ``IN`` list written into the SQL, so that thousands of run ids stay one
+    statement (SQLite caps a statement's parameters; PostgreSQL at 65,535)."""
+    return sa.bindparam("ids", [str(v) for v in values], expanding=True, literal_execute=True)
+
+
 def dataframe(engine: Engine, **filters: Any) -> pd.DataFrame:
     """Measurements joined with benchmark, run and environment as a DataFrame.
 
-    The benchmark's JSON columns are read once per benchmark and mapped onto its rows
-    (rows of one benchmark share its ``shape`` list and ``params`` dict): decoding them
-    per row was two thirds of the JSON a dashboard build decoded, ~10 us a value, for
-    points that repeat every night.
+    Only the measurement's own columns are read per row; the run's (label, start,
+    commit, environment, machine) are read once per run and the benchmark's once per
+    benchmark, and mapped onto the rows (rows of one benchmark share its ``shape`` list
+    and ``params`` dict). Per row, SQLite's text timestamps cost ~10 us to parse and
+    the benchmark's JSON ~10 us to decode: a dashboard build read 183,554 timestamps for
+    runs that number 7,000.
     """
+    import numpy as np
     import pandas as pd
 
-    query = measurement_query(engine, point_json=False, **filters)
+    query = measurement_query(engine, **filters)
+    extra = ["samples_s"] if filters.get("samples") else []
+    order = [*_wanted(filters.get("columns")), *extra]
     with engine.connect() as conn:
         result = conn.execute(query)
-        frame = pd.DataFrame.from_records(
-            [tuple(row) for row in result.all()], columns=list(result.keys())
+        names = list(result.keys())
+        rows = result.all()
+        if not rows:
+            return pd.DataFrame(columns=order)
+        own = dict(zip(names, zip(*rows, strict=True), strict=True))
+        r, e, b = t.run.c, t.environment.c, t.benchmark.c
+        run_query = sa.select(r.id, *(r[n] for n in _RUN_CONTEXT), e.machine).select_from(
+            t.run.outerjoin(t.environment, e.id == r.environment_id)
         )
-        if not frame.empty:
-            # Every benchmark (thousands of rows), not an IN list of ids: SQLite caps the
-            # parameters of one statement.
-            b = t.benchmark.c
-            query = sa.select(b.id, *(b[name] for name in _POINT_JSON))
-            points = {row[0]: row[1:] for row in conn.execute(query)}
-            for k, name in enumerate(_POINT_JSON):
-                frame[name] = frame["benchmark_id"].map({i: p[k] for i, p in points.items()})
-    if not frame.empty:
+        if filters.get("run_ids") is not None:
+            run_query = run_query.where(r.id.in_(_literal_list(filters["run_ids"])))
+        # Every benchmark (thousands of rows), not an IN list of ids: SQLite caps the
+        # parameters of one statement.
+        context = {
+            "run_id": conn.execute(run_query).all(),
+            "benchmark_id": conn.execute(sa.select(b.id, *(b[n] for n in POINT_KEYS))).all(),
+        }
+    columns: dict[str, Any] = dict(own)
+    for name in names:
+        if isinstance(t.measurement.c[name].type, sa.JSON):
+            columns[name] = _decoded(own[name])
+    for key, table_rows in context.items():
+        at = pd.Index([row[0] for row in table_rows]).get_indexer(list(own[key]))
+        for k, name in enumerate((*_RUN_CONTEXT, "machine") if key == "run_id" else POINT_KEYS):
+            if name not in order:
+                continue
+            values = np.empty(len(table_rows) + 1, dtype=object)  # the last: not found
+            values[:-1] = [row[k + 1] for row in table_rows]
+            columns[name] = values[at].tolist()
+    # Columns as sequences of values: pandas infers each one's type as it does from rows.
+    frame = pd.DataFrame({name: columns[name] for name in order})
+    if "started_at" in frame.columns:
         frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
     return frame
 
@@ -249,27 +311,62 @@ def done_benchmark_ids(engine: Engine, run_id: str) -> set[str]:
         return {r[0] for r in conn.execute(query)}
 
 
-def device_extras(engine: Engine, prefix: str) -> dict[tuple[str, str], tuple[str, Any]]:
+def device_extras(
+    engine: Engine,
+    prefix: str,
+    run_ids: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+) -> dict[tuple[str, str], tuple[str, Any]]:
     """``(device, extra)`` of every measurement on a device named ``prefix...``
-    (``"cuda"``), by ``(run_id, benchmark_id)``: what the DataFrame leaves out."""
+    (``"cuda"``; of the runs ``run_ids`` only, when given), by ``(run_id,
+    benchmark_id)``: what the DataFrame leaves out. ``keys``: read only these keys of
+    ``extra`` (a dict of them, absent keys left out): a CUDA point's ``extra`` is ~500
+    bytes of JSON, decoded at ~10 us a row, of which the timing method needs two keys."""
     m, b = t.measurement.c, t.benchmark.c
+    parts: list[Any] = (
+        [m.extra]
+        if keys is None
+        else [sa.cast(m.extra[k], sa.Text).label(f"k{i}") for i, k in enumerate(keys)]
+    )
     query = (
-        sa.select(m.run_id, m.benchmark_id, b.device, m.extra)
+        sa.select(m.run_id, m.benchmark_id, b.device, *parts)
         .select_from(t.measurement.join(t.benchmark, b.id == m.benchmark_id))
         .where(b.device.like(f"{prefix}%"))
     )
+    if run_ids is not None:
+        query = query.where(m.run_id.in_(_literal_list(run_ids)))
     with engine.connect() as conn:
-        return {(str(r), str(bid)): (str(dev), extra) for r, bid, dev, extra in conn.execute(query)}
+        rows = conn.execute(query).all()
+    if keys is None:
+        return {(str(r), str(bid)): (str(dev), extra) for r, bid, dev, extra in rows}
+    values = [_decoded([row[3 + i] for row in rows]) for i in range(len(keys))]
+    return {
+        (str(row[0]), str(row[1])): (
+            str(row[2]),
+            {k: v[j] for k, v in zip(keys, values, strict=True) if v[j] is not None},
+        )
+        for j, row in enumerate(rows)
+    }
 
 
-def counted_extras(engine: Engine) -> dict[tuple[str, str], Any]:
-    """``extra`` of every measurement whose instructions were counted, by ``(run_id,
-    benchmark_id)``: the counts' within-process spread (``extra.instructions``) that the
-    DataFrame leaves out."""
+def counted_extras(
+    engine: Engine, run_ids: Sequence[str] | None = None
+) -> dict[tuple[str, str], Any]:
+    """``extra`` of every measurement whose instructions were counted (of the runs
+    ``run_ids`` only, when given), by ``(run_id, benchmark_id)``: the counts'
+    within-process spread (``extra.instructions``) that the DataFrame leaves out."""
     m = t.measurement.c
     query = sa.select(m.run_id, m.benchmark_id, m.extra).where(m.instructions_per_call.is_not(None))
+    if run_ids is not None:
+        query = query.where(m.run_id.in_(_literal_list(run_ids)))
     with engine.connect() as conn:
         return {(str(r), str(bid)): extra for r, bid, extra in conn.execute(query)}
+
+
+def benchmarks(engine: Engine) -> list[dict[str, Any]]:
+    """Every ``benchmark`` row (id, the point's keys, code version)."""
+    with engine.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(sa.select(t.benchmark))]
 
 
 def ok_durations(engine: Engine, run_ids: Sequence[str]) -> dict[str, list[float]]:

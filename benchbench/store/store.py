@@ -213,9 +213,10 @@ class Store:
 
     # -- reading (each method is a query of :mod:`.lookup` or :mod:`.queries`) --
 
-    def runs(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Runs, newest first, with their machine and point counts by status."""
-        return lookup.runs(self.engine, limit)
+    def runs(self, limit: int | None = None, *, counts: bool = True) -> list[dict[str, Any]]:
+        """Runs, newest first, with their machine and (unless ``counts=False``, which
+        spares a pass over every measurement) point counts by status."""
+        return lookup.runs(self.engine, limit, counts=counts)
 
     def resolve_run(self, ref: str, environment: str | None = None) -> dict[str, Any]:
         """A run by id, unique id prefix, label (newest with it), ``latest`` or ``latest~N``.
@@ -264,13 +265,23 @@ class Store:
         """Benchmark ids the run has stored a point of (``--resume`` skips them)."""
         return queries.done_benchmark_ids(self.engine, run_id)
 
-    def device_extras(self, prefix: str) -> dict[tuple[str, str], tuple[str, Any]]:
+    def device_extras(
+        self,
+        prefix: str,
+        run_ids: Sequence[str] | None = None,
+        keys: Sequence[str] | None = None,
+    ) -> dict[tuple[str, str], tuple[str, Any]]:
         """See :func:`benchbench.store.queries.device_extras`."""
-        return queries.device_extras(self.engine, prefix)
+        return queries.device_extras(self.engine, prefix, run_ids, keys)
 
-    def counted_extras(self) -> dict[tuple[str, str], Any]:
+    def counted_extras(self, run_ids: Sequence[str] | None = None) -> dict[tuple[str, str], Any]:
         """See :func:`benchbench.store.queries.counted_extras`."""
-        return queries.counted_extras(self.engine)
+        return queries.counted_extras(self.engine, run_ids)
+
+    def benchmarks(self) -> list[dict[str, Any]]:
+        """Every benchmark row: id, the point's keys (suite, workload, variant, device,
+        dtype, size, shape, params) and code version."""
+        return queries.benchmarks(self.engine)
 
     def ok_durations(self, run_ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored ``duration_s`` of the ok points of ``run_ids``, by benchmark id."""
@@ -289,18 +300,23 @@ class Store:
         device: Filter = None,
         dtype: Filter = None,
         run: Filter = None,
+        run_ids: Sequence[str] | None = None,
         environment: Filter = None,
         since: dt.datetime | str | None = None,
         until: dt.datetime | str | None = None,
         samples: bool = False,
+        columns: Sequence[str] | None = None,
     ) -> pd.DataFrame:
         """Measurements joined with their benchmark, run and environment, oldest first.
 
         Every filter takes one value or a list (``device=["cpu", "cuda"]``); ``run``
-        takes ids, prefixes, labels or ``latest``; ``environment`` ids, prefixes or
-        machine labels; ``since``/``until`` datetimes or ISO strings (UTC when naive)
+        takes ids, prefixes, labels or ``latest``; ``run_ids`` exact run ids, any number
+        of them, read through the ``(run_id, benchmark_id)`` index (the dashboard reads
+        the runs its pages show this way); ``environment`` ids, prefixes or machine
+        labels; ``since``/``until`` datetimes or ISO strings (UTC when naive)
         bound the run's start. Columns: :data:`benchbench.store.queries.DATAFRAME_COLUMNS`
-        (plus ``samples_s`` with ``samples=True``); times are per call, in seconds.
+        (plus ``samples_s`` with ``samples=True``), or those of them named in ``columns``
+        (each costs ~0.5 us a row to read); times are per call, in seconds.
         """
         return queries.dataframe(
             self.engine,
@@ -310,10 +326,12 @@ class Store:
             device=device,
             dtype=dtype,
             run=run,
+            run_ids=run_ids,
             environment=environment,
             since=since,
             until=until,
             samples=samples,
+            columns=columns,
         )
 
     def history(self, benchmark_id: str, environment_id: str) -> list[dict[str, Any]]:

@@ -1,8 +1,7 @@
 """The dashboard as a person sees it: headless Chromium on the built files (file://).
 
-Needs /usr/bin/chromium and the playwright package (its bundled browsers are not
-used). Skipped when either is missing, except under CI=true where that fails.
-Set BENCHBENCH_SCREENSHOTS=1 to refresh docs/screenshots/*.png.
+Needs /usr/bin/chromium and the playwright package (the ``browser`` fixture of
+``conftest.py``). Set BENCHBENCH_SCREENSHOTS=1 to refresh docs/screenshots/*.png.
 """
 
 from __future__ import annotations
@@ -28,41 +27,10 @@ from tests.synthetic import point, write_history
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 EVIL = "<img src=x onerror=alert(1)>"
 PAGES = ("index", "workload", "history", "compare", "environment", "breakdown")
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 NOW = datetime(2026, 1, 9, tzinfo=timezone.utc)
-
-
-def _missing(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed: pip install playwright")
-    if not CHROMIUM.exists():
-        _missing(f"{CHROMIUM} is missing: apt-get install -y chromium")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +192,9 @@ def test_failures_change_points_alerts_and_commit_links(site: Path, tab: Page) -
     assert "Change points" in main and "Alerts" in main and "torch upgraded </script>" in main
     links = page.locator("main a[href^='https://example.org/benchbench/commit/']")
     assert links.count() >= 2
+    # Both sides of the alert have their points here: a link compares them.
+    (compare,) = page.locator("main a[href^='compare.html']").all()
+    assert re.search(r"#a=[^&]+&b=", compare.get_attribute("href") or "")
     page.select_option("select[name=x]", "commit")
     page.wait_for_function("location.hash.includes('x=commit')")
     runs = page.evaluate("BB.index().runs.filter(r => r.env === 0).map(r => r.id)")

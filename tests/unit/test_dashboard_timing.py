@@ -1,9 +1,12 @@
-"""The dashboard reads each CUDA point's timing method from the store's ``extra``."""
+"""The dashboard reads each CUDA point's timing method from the store's ``extra`` (the
+two keys it needs, read by each engine's JSON path operators)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+
+import pytest
 
 from benchbench.core.values import Point, Result
 from benchbench.dashboard.from_store import load
@@ -18,8 +21,15 @@ def _ok(device: str, mode: str, extra: dict) -> Result:
     return Result(point=point, status="ok", samples_s=(1.0, 1.0), calls_per_sample=1, extra=extra)
 
 
-def test_load_gives_cuda_points_their_timing_and_others_none(tmp_path: Path) -> None:
-    store = open_store(str(tmp_path / "t.db"))
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "t.db")
+    return str(request.getfixturevalue("pg_database"))
+
+
+def test_load_gives_cuda_points_their_timing_and_others_none(store_url: str) -> None:
+    store = open_store(store_url)
     env = Environment(fields={"machine": "box"})
     store.save_environment(env)
     store.create_run(

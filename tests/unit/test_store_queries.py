@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from benchbench.core.errors import NotFoundError, UsageError
@@ -16,7 +17,7 @@ from benchbench.machine.environment import Environment
 from benchbench.store import Store, open_store
 from benchbench.store import schema as t
 from benchbench.store.profiles import profile_documents, save_profile
-from benchbench.store.queries import DATAFRAME_COLUMNS, HISTORY_COLUMNS
+from benchbench.store.queries import DATAFRAME_COLUMNS, HISTORY_COLUMNS, measurement_query
 
 UTC = dt.timezone.utc
 DAY1 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -199,6 +200,44 @@ def test_dataframe_filters(store: Store) -> None:
         store.dataframe(device=[""])
     with pytest.raises(NotFoundError):
         store.dataframe(run="nope")
+
+
+def test_dataframe_of_given_runs_is_exactly_their_rows_read_by_run(store: Store) -> None:
+    every = store.dataframe(samples=True)
+    chosen = every[every["run_id"].isin([A1, C1])].reset_index(drop=True)
+    got = store.dataframe(run_ids=[C1, A1, "no-such-run"], samples=True)
+    pd.testing.assert_frame_equal(got, chosen)
+    assert list(got["run_id"]) == [A1, A1, C1]
+    assert store.dataframe(run_ids=[]).empty and tuple(store.dataframe(run_ids=[]).columns) == (
+        DATAFRAME_COLUMNS
+    )
+    # Any number of ids: written into the statement, not one parameter each.
+    many = [f"{k:08x}-0000-4000-8000-000000000000" for k in range(40_000)]
+    assert set(store.dataframe(run_ids=[*many, B1])["run_id"]) == {B1}
+    # Read through the (run_id, benchmark_id) index, not a scan of every measurement.
+    query = measurement_query(store.engine, run_ids=[A1, C1])
+    sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
+    with store.engine.connect() as conn:
+        plan = " | ".join(r[-1] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}"))
+        # SQLite names the index of uq_measurement_run_benchmark itself.
+        unique = next(
+            name
+            for _, name, is_unique, *_ in conn.exec_driver_sql("PRAGMA index_list(measurement)")
+            if is_unique
+            and [c[2] for c in conn.exec_driver_sql(f"PRAGMA index_info({name})")]
+            == ["run_id", "benchmark_id"]
+        )
+    assert f"SEARCH measurement USING INDEX {unique} (run_id=?)" in plan, plan
+
+
+def test_dataframe_reads_only_the_columns_asked_for(store: Store) -> None:
+    every = store.dataframe(samples=True)
+    asked = ["warnings", "machine", "median_s", "run_id", "started_at", "params"]
+    got = store.dataframe(columns=asked, samples=True)
+    in_order = [c for c in DATAFRAME_COLUMNS if c in asked]
+    pd.testing.assert_frame_equal(got, every[[*in_order, "samples_s"]])
+    with pytest.raises(UsageError, match=r"columns= names \['colour'\]"):
+        store.dataframe(columns=["median_s", "colour"])
 
 
 def test_history_is_one_benchmark_in_one_environment_oldest_first(store: Store) -> None:

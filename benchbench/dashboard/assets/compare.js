@@ -12,7 +12,10 @@
  * significant" when either side's counts moved by more than m' / 2 (ins_noise), else
  * "slower" at ratio >= 1 + m', "faster" at ratio <= 1 / (1 + m'), "same" between. A
  * point both runs counted and neither timed has the time mark "untimed", as in the CLI.
- * With one run only, the page lists every point of it with its status and reason. */
+ * With one run only, the page lists every point of it with its status and reason.
+ * A site built from a store holds the points of some runs only (the newest per
+ * environment, those open alerts name: index runs with `data`); the pickers offer
+ * those, and a run without them is named with the command that compares it. */
 "use strict";
 (function () {
   const BB = window.BB, el = BB.el;
@@ -33,7 +36,7 @@
   function runPicker(name, current, st) {
     const ix = BB.index();
     const sel = el("select", { name, on: { change: (ev) => BB.setState({ [name]: ev.target.value }) } }, el("option", { value: "" }, "—"));
-    const runs = ix.runs.filter((r) => (BB.passEnv(r.env, st) || r.id === current) && (BB.passTime(r.t, st) || r.id === current)).slice(-400).reverse();
+    const runs = ix.runs.filter((r) => r.id === current || (r.data && BB.passEnv(r.env, st) && BB.passTime(r.t, st))).slice(-400).reverse();
     for (const r of runs) {
       sel.appendChild(el("option", { value: r.id, selected: r.id === current ? "selected" : null }, BB.date(r.t) + " · " + BB.envName(r.env) + " · " + r.label));
     }
@@ -43,13 +46,30 @@
     const ix = BB.index();
     const pick = (name) => {
       const sel = el("select", { name: "env-" + name, on: { change: (ev) => {
-        const e = Number(ev.target.value), runs = ix.runs.filter((r) => r.env === e);
+        const e = Number(ev.target.value), runs = ix.runs.filter((r) => r.env === e && r.data);
         if (runs.length) BB.setState({ [name]: runs[runs.length - 1].id });
       } } }, el("option", { value: "" }, "—"));
       ix.envs.forEach((env, e) => sel.appendChild(el("option", { value: e }, env.machine)));
       return sel;
     };
     return el("div", { class: "pickers" }, "or the latest runs of two environments: ", pick("a"), " vs ", pick("b"));
+  }
+  /* Which runs the pickers offer, and where the others are. */
+  function held() {
+    const ix = BB.index(), n = ix.runs.filter((r) => r.data).length;
+    if (n === ix.runs.length) return null;
+    const which = ix.newest_runs ? "the newest " + ix.newest_runs + " runs of each environment and runs open regressions name" : "some runs";
+    return el("p", { class: "muted held" }, "The pickers list the " + n + " of " + ix.runs.length + " runs whose points this site holds (" + which +
+      "); older runs are in the store: ", el("code", {}, "benchbench compare RUN_A RUN_B"), ".");
+  }
+  /* A run this site holds no points of: the command that shows them instead. */
+  function notHeld(main, runs) {
+    const ids = runs.map((r) => r.id);
+    const command = ids.length === 2 ? "benchbench compare " + ids.join(" ") : "benchbench show " + ids[0];
+    main.appendChild(BB.section("Not in this site", el("p", { class: "not-held" },
+      runs.filter((r) => !r.data).map((r) => r.label + " (" + BB.envName(r.env) + ", " + BB.date(r.t) + ")").join(", ") +
+      ": this site holds the points of recent runs only; the store has them all: ", el("code", {}, command), ".")));
+    window.BB_READY = performance.now();
   }
   const rows = (doc) => { const m = new Map(); doc.b.forEach((b, k) => m.set(b, k)); return m; };
   const status = (s) => ["ok", "skipped", "error"][s] || "error";
@@ -74,12 +94,16 @@
       const ix = BB.index();
       let a = BB.findRun(st.a), b = BB.findRun(st.b);
       if (!a && !b) {
-        const runs = ix.runs.filter((r) => BB.passEnv(r.env, st));
+        const runs = ix.runs.filter((r) => r.data && BB.passEnv(r.env, st));
         const env = runs.length ? runs[runs.length - 1].env : 0, same = runs.filter((r) => r.env === env);
         a = same[same.length - 2]; b = same[same.length - 1];
       }
       main.appendChild(el("div", { class: "pickers" }, runPicker("a", a && a.id, st), runPicker("b", b && b.id, st)));
       main.appendChild(envPicker(st));
+      const note = held();
+      if (note) main.appendChild(note);
+      const chosen = [a, b].filter((r, k, all) => r && all.indexOf(r) === k);
+      if (chosen.some((r) => !r.data)) { notHeld(main, chosen); return; }
       if (!a || !b || a === b) {
         const run = a || b;
         if (run) single(main, run, await BB.load("runs/r" + run.i), st);

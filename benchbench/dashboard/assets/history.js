@@ -94,9 +94,13 @@
           cps.map((c) => [BB.envName(c.e), ix.runs[c.r].label, BB.commit(ix.runs[c.r]), BB.seconds(c.before), BB.seconds(c.after)]))));
       }
       if (alerts.length) {
-        main.appendChild(BB.section("Alerts", BB.table(["severity", "status", "environment", "change", "last good → first bad"],
+        // Both runs' points in this site: a link to compare them; else the CLI does it.
+        const both = (a) => a.good >= 0 && ix.runs[a.good].data && ix.runs[a.bad].data;
+        main.appendChild(BB.section("Alerts", BB.table(["severity", "status", "environment", "change", "last good → first bad", "compare"],
           alerts.map((a) => [a.severity, a.status, BB.envName(a.env), BB.pct(a.rel_change),
-            el("span", {}, BB.commit(ix.runs[a.good]), " → ", BB.commit(ix.runs[a.bad]))]))));
+            el("span", {}, BB.commit(ix.runs[a.good]), " → ", BB.commit(ix.runs[a.bad])),
+            both(a) ? el("a", { href: BB.link("compare.html", { a: ix.runs[a.good].id, b: ix.runs[a.bad].id }) }, "compare")
+              : el("code", {}, "benchbench compare " + (a.good >= 0 ? ix.runs[a.good].id : "RUN") + " " + ix.runs[a.bad].id)]))));
       }
       if (notes.length) {
         main.appendChild(BB.section("Annotations", BB.table(["date", "environment", "note"],

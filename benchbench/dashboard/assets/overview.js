@@ -1,14 +1,20 @@
 /* Overview: open regressions first, the latest run per environment with its
- * failures, and a sparkline per workload and environment. */
+ * failures, and a sparkline per workload and environment. A run this site holds no
+ * points of (a date filter can pick one) says where they are instead. */
 "use strict";
 (function () {
   const BB = window.BB, el = BB.el;
+
+  /* Rows of the regressions table: a fleet's year can leave ~20,000 alerts open, and a
+   * table of them all took ~5 s to draw. The index lists them open first, then by
+   * severity, newest first: the first ones are the ones to read. */
+  const SHOWN_ALERTS = 200;
 
   function regressions(st) {
     const ix = BB.index();
     const open = ix.alerts.filter((a) => a.status === "open" && a.b >= 0 && BB.passBench(a.b, st) && BB.passEnv(a.env, st));
     if (!open.length) return BB.section("Open regressions", el("p", { class: "ok-note" }, "No open regressions."));
-    const rows = open.map((a) => {
+    const rows = open.slice(0, SHOWN_ALERTS).map((a) => {
       const bench = ix.benchmarks[a.b], w = ix.workloads[bench.w];
       const good = ix.runs[a.good], bad = ix.runs[a.bad];
       return { cls: "sev-" + (a.severity || ""), cells: [
@@ -20,8 +26,11 @@
         BB.date(a.t),
       ] };
     });
+    const more = open.length - rows.length;
     return BB.section("Open regressions (" + open.length + ")",
-      BB.table(["severity", "benchmark", "environment", "change", "commits", "detected"], rows, "alerts"));
+      BB.table(["severity", "benchmark", "environment", "change", "commits", "detected"], rows, "alerts"),
+      more > 0 ? el("p", { class: "muted more-alerts" }, "The " + rows.length + " most severe and newest are listed; " + more +
+        " more match the filters above (narrow them), and ", el("code", {}, "benchbench regressions"), " lists them all.") : null);
   }
 
   async function latestRuns(st) {
@@ -40,9 +49,10 @@
           el("span", { class: "badge ok" }, run.ok + " ok"), " ",
           el("span", { class: "badge skipped" }, run.skipped + " skipped"), " ",
           el("span", { class: "badge error" }, run.error + " failed")),
-        el("a", { href: BB.link("compare.html", { a: run.id }) }, "all points of this run"));
+        run.data ? el("a", { href: BB.link("compare.html", { a: run.id }) }, "all points of this run")
+          : el("div", { class: "muted" }, "its points are in the store: ", el("code", {}, "benchbench show " + run.id)));
       cards.appendChild(card);
-      if (run.error + run.skipped > 0) {
+      if (run.data && run.error + run.skipped > 0) {
         const doc = await BB.load("runs/r" + run.i);
         const items = [];
         doc.b.forEach((b, k) => {
