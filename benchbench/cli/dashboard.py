@@ -5,7 +5,8 @@ file:// and any static host, nothing fetched from a network) into
 dashboards/NAME (default dashboards/latest). `dashboard serve` serves one on
 127.0.0.1 and rebuilds it from the store on request (opening the overview rebuilds
 at most every 5 s; /__rebuild forces it). Regression detection runs first, so the
-pages show current alerts.
+pages show current alerts; `build --no-detect` shows the alerts already stored (a job
+that has just run `benchbench regressions`) and saves the detector's time.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"output folder (default {DEFAULT_DIR})",
     )
     build.add_argument("--repo-url", metavar="URL", help="link commits to URL/commit/SHA")
+    build.add_argument(
+        "--no-detect",
+        action="store_true",
+        help="show the alerts already in the store instead of detecting regressions (for a "
+        "job that has just run `benchbench regressions`); history pages then mark the "
+        "alerts' first bad runs, not every change point",
+    )
     flags.add_store(build)
     srv = sub.add_parser("serve", help="serve the site on 127.0.0.1, rebuilding on request")
     srv.add_argument(
@@ -51,27 +59,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_store(srv)
 
 
-def build(store: Store, output: Path, repo_url: str | None) -> Path:
+def build(store: Store, output: Path, repo_url: str | None, detect: bool = True) -> Path:
     """Detect regressions, read the store, write the site; returns index.html's path.
 
     The store's series are read once (the columns ``ix_measurement_series`` holds) for
     both the detector and the history pages, and the detector runs once: its change
-    points are the ones the history pages mark."""
-    from benchbench.analysis.regressions import detect
+    points are the ones the history pages mark. ``detect=False`` keeps the store's
+    alerts as they are and marks their first bad runs instead: on a fleet's year the
+    detector is ~35 of a build's ~90 s, and a nightly has just run it in `regressions`."""
+    from benchbench.analysis.regressions import detect as detect_regressions
     from benchbench.dashboard import build_site
     from benchbench.dashboard.from_store import fit, load
     from benchbench.store.series import series_rows
 
     series = series_rows(store)
-    reports, _ = detect(store, table=series.table())
-    data = load(store, repo_url, series=series, reports=reports)
+    reports = detect_regressions(store, table=series.table())[0] if detect else None
+    data = load(store, repo_url, series=series, reports=reports, marks_from_alerts=not detect)
     return build_site(data, output, fit=fit)
 
 
 def run(args: argparse.Namespace) -> int:
     store = flags.store_from(args)
     if args.action == "build":
-        index = build(store, args.output, args.repo_url)
+        index = build(store, args.output, args.repo_url, detect=not args.no_detect)
         flags.stderr().print(
             f"dashboard written to {index.parent}; open {index.resolve().as_uri()}"
         )

@@ -55,6 +55,7 @@ def load(
     *,
     series: SeriesRows | None = None,
     reports: Sequence[SeriesReport] | None = None,
+    marks_from_alerts: bool = False,
 ) -> DashboardData:
     """Everything the dashboard shows, read from ``store``.
 
@@ -63,7 +64,8 @@ def load(
     ``ix_measurement_series`` holds), full rows only for the runs
     :func:`~benchbench.dashboard.shown_runs.shown_runs` picks. ``reports`` (the
     regression detector's, over the same store) give the history pages their change
-    points; without them the pages mark none.
+    points; without them the pages mark none, or with ``marks_from_alerts`` the first bad
+    run of each stored alert.
     """
     if series is None:
         series = series_rows(store)
@@ -121,6 +123,14 @@ def load(
         change_points = {
             (r.benchmark_id, r.environment_id): r.change_runs for r in reports if r.change_runs
         }
+    elif marks_from_alerts:
+        marked: dict[tuple[str, str], list[str]] = {}
+        for bench, env, bad in zip(
+            alerts["benchmark_id"], alerts["environment_id"], alerts["first_bad_run_id"],
+            strict=True,
+        ):  # fmt: skip
+            marked.setdefault((str(bench), str(env)), []).append(str(bad))
+        change_points = {key: tuple(runs) for key, runs in marked.items()}
     return DashboardData(
         runs=runs,
         environments=environments,

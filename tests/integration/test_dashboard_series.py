@@ -25,6 +25,7 @@ from benchbench.dashboard.shown_runs import ALERT_RUNS, NEWEST_RUNS
 from benchbench.dashboard.synthetic import synthetic_data
 from benchbench.store import open_store
 from benchbench.store import series as store_series
+from benchbench.store.history import list_alerts
 from benchbench.store.series import series_rows
 from tests.integration.test_dashboard_browser import Page
 from tests.synthetic import environment, point, write_history
@@ -215,3 +216,21 @@ def test_overview_lists_the_first_open_regressions_of_many(browser: Any, tmp_pat
     assert "60 more match the filters" in page.locator("p.more-alerts").inner_text()
     assert tab.errors == [] and tab.dialogs == []
     tab.page.close()
+
+
+def test_a_build_without_detection_keeps_the_alerts_and_marks_their_first_bad_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(str(tmp_path / "s.db"))
+    rng = random.Random(6)
+    step = [1e-3 * (1 + rng.gauss(0, 0.005)) for _ in range(10)] + [1.3e-3] * 10
+    nightly = write_history(store, {point(): step})
+    _, new = detect(store)  # what a nightly's `benchbench regressions` has done
+    assert new == 1
+    stored = list_alerts(store)
+    monkeypatch.setattr(regressions, "analyze_all", lambda *a, **k: pytest.fail("detected"))
+    build(store, tmp_path / "site", None, detect=False)
+    assert list_alerts(store) == stored
+    index = read_data(tmp_path / "site" / "data" / "index.js")
+    (line,) = read_data(tmp_path / "site" / "data" / "history" / "w0.js")["lines"]
+    assert [index["runs"][line["r"][k]]["id"] for k in line["cp"]] == [nightly[10]]
