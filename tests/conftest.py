@@ -2,7 +2,8 @@
 
 ``postgres_url`` starts one server per test session (about 1 s) and gives the SQLAlchemy URL
 (``postgresql+psycopg://``) of its ``postgres`` database; ``pg_database`` gives each test a
-fresh empty database and drops it afterwards. Without the PostgreSQL binaries these fixtures
+fresh empty database and drops it afterwards; ``store_url`` runs a test on a SQLite file and
+on such a database. Without the PostgreSQL binaries these fixtures
 skip the test, except in CI (``CI=true``) where a missing PostgreSQL fails it.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +48,11 @@ def pg_database(pg_server: PgServer) -> Iterator[str]:
     url = pg_server.create_database()
     yield url
     pg_server.drop_database(url.rsplit("/", 1)[1])
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL on each engine: a SQLite file in ``tmp_path``, a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    return str(request.getfixturevalue("pg_database"))

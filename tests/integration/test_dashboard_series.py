@@ -38,13 +38,6 @@ def read_data(path: Path) -> Any:
     return json.loads(text[text.index("]=") + 2 : text.rindex(";")])
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "store.db")
-    return str(request.getfixturevalue("pg_database"))
-
-
 def _history(url: str) -> Any:
     """Two machines; a 20 % step, failures, a counted point, a skipped one."""
     store = open_store(url)

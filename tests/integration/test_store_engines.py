@@ -17,13 +17,6 @@ from benchbench.store import schema as t
 from tests.storedata import STORE_V1, STORE_V2, T0, add_run, environment, point, result
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "store.db")
-    return request.getfixturevalue("pg_database")
-
-
 def test_open_store_is_exported_from_the_package():
     assert top_level_open_store is open_store
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import shutil
 
-import pytest
 import sqlalchemy as sa
 
 from benchbench.store import open_store
@@ -14,13 +13,6 @@ from benchbench.store import schema as t
 from benchbench.store.history import load_series
 from benchbench.store.queries import HISTORY_COLUMNS
 from tests.storedata import STORE_V3, T0, add_run, environment, point, result
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "store.db")
-    return request.getfixturevalue("pg_database")
 
 
 def _indexes(store) -> set[str]:

@@ -4,9 +4,6 @@ two keys it needs, read by each engine's JSON path operators)."""
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
-
-import pytest
 
 from benchbench.core.values import Point, Result
 from benchbench.dashboard.from_store import load
@@ -19,13 +16,6 @@ RUN = "aaaa0000-0000-4000-8000-000000000001"
 def _ok(device: str, mode: str, extra: dict) -> Result:
     point = Point("s", "relu", "torch.relu", 1024, (1024,), "float32", device, (("mode", mode),))
     return Result(point=point, status="ok", samples_s=(1.0, 1.0), calls_per_sample=1, extra=extra)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "t.db")
-    return str(request.getfixturevalue("pg_database"))
 
 
 def test_load_gives_cuda_points_their_timing_and_others_none(store_url: str) -> None:
