@@ -21,18 +21,8 @@ import numpy as np
 
 from benchbench.dashboard import build_site
 from benchbench.dashboard.synthetic import synthetic_data
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.chromium import ARGS as CHROMIUM_ARGS
+from tests.chromium import CHROMIUM
 
 
 def least_squares_fit(sizes: list[float], times: list[float]) -> tuple[float, float] | None:
@@ -47,7 +37,7 @@ def page_load_ms(index_html: Path, repeats: int) -> list[float]:
 
     out = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         for _ in range(repeats):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(index_html.as_uri())
@@ -91,7 +81,7 @@ def main() -> int:
         for name in ("index.js", "overview.js", "workload/w0.js", "history/w0.js", "runs/r0.js")
     }
     total = sum(f.stat().st_size for f in (args.out / "data").rglob("*.js"))
-    loads = page_load_ms(index_html, args.repeats) if Path(CHROMIUM).exists() else []
+    loads = page_load_ms(index_html, args.repeats) if CHROMIUM.exists() else []
     print(
         json.dumps(
             {

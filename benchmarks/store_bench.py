@@ -348,7 +348,7 @@ def fleet_year(
     report["dashboard_build_no_detect"] = _cli(
         url, timeout, "dashboard", "build", "--no-detect", "-o", str(out_dir / "nightly")
     )
-    if (site / "index.html").exists() and Path(CHROMIUM).exists():
+    if (site / "index.html").exists() and CHROMIUM.exists():
         report["page_open_ms"] = {
             page: page_load_ms(site / page, 3) for page in ("index.html", "history.html")
         }

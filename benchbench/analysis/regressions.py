@@ -195,13 +195,11 @@ def detect(
         table = series_table(store, metric)
     starts = series_starts(table, baselines(store))
     todo = [i for i in range(len(table)) if metric == "time" or not np.isnan(table.values(i)).all()]
-    analyses = analyze_all(
-        [table.values(i)[starts[i] :] for i in todo], min_effect=min_effect, jobs=jobs
-    )
+    judged = [table.values(i)[starts[i] :] for i in todo]
+    analyses = analyze_all(judged, min_effect=min_effect, jobs=jobs)
     reports = []
-    for i, analysis in zip(todo, analyses, strict=True):
+    for i, values, analysis in zip(todo, judged, analyses, strict=True):
         bench, env = table.keys[i]
-        values = table.values(i)[starts[i] :]
         reports.append(
             _report(bench, env, analysis, _point_at(table, i, starts[i]), values, metric)
         )

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.store import schema as t
-from benchbench.store.scan import STATUS_CODES, Scan, scan
+from benchbench.store.scan import STATUS_CODES, scan
 from benchbench.store.store import Store, now
 
 #: Annotation kinds and the alert status each one sets.
@@ -103,14 +103,8 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
     """
     column = "instructions_per_call" if metric == "instructions" else "median_s"
     rows = scan(store, [column], ("ok", "error"))
-    ok = rows.status == STATUS_CODES["ok"]
-    return table_of(rows, rows.values[column], ok, np.ones(ok.size, dtype=bool))
-
-
-def table_of(rows: Scan, values: np.ndarray, ok: np.ndarray, keep: np.ndarray) -> SeriesTable:
-    """The :class:`SeriesTable` of ``rows`` where ``keep`` (and the run has an
-    environment): ``values`` where ``ok``, NaN elsewhere."""
-    series = rows.series_order(keep & rows.with_environment())
+    series = rows.series_order(rows.with_environment())
+    ok = rows.status[series.order] == STATUS_CODES["ok"]
     return SeriesTable(
         run_ids=rows.run_ids,
         started_at=rows.started_at,
@@ -120,7 +114,7 @@ def table_of(rows: Scan, values: np.ndarray, ok: np.ndarray, keep: np.ndarray) -
             for b, e in zip(series.bench.tolist(), series.environment.tolist(), strict=True)
         ],
         run_numbers=rows.run[series.order],
-        all_values=np.where(ok[series.order], values[series.order], np.nan),
+        all_values=np.where(ok, rows.values[column][series.order], np.nan),
         offsets=series.offsets,
     )
 
