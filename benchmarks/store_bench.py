@@ -24,13 +24,14 @@ do with it:
 
 one point's history (``Store.history``, median of 20; target <= 50 ms), ``benchbench
 regressions`` after the last night's runs (<= 60 s), ``benchbench compare`` of a
-machine's last two nightlies (<= 5 s), ``benchbench dashboard build`` (<= 60 s; also
-with ``--no-detect``, as a nightly runs it after ``regressions``), the
+machine's last two nightlies (<= 5 s), ``benchbench dashboard build`` right after it,
+reading the verdicts `regressions` stored (<= 60 s; also with ``--no-detect``), the
 overview and a history page opening in headless Chromium (<= 3 s) and the store's size
 on disk. ``--engine both`` (the default) runs PostgreSQL at ``--scale`` and SQLite at
 1/20 of it. ``--scale`` below 1 multiplies the points per run (default; every series
 keeps its 365 nights) or the nights. ``--keep DIR`` keeps the PostgreSQL cluster in DIR:
-a year is filled once (``--fill-only`` stops there) and timed by later uses.
+a year is filled once (``--fill-only`` stops there) and timed by later uses, each of
+which first forgets the detector's stored verdicts (a night gives every series a value).
 """
 
 from __future__ import annotations
@@ -337,12 +338,20 @@ def fleet_year(
         report["measurement_scan"] = {
             "history": _measurement_scan(store, lambda: store.history(bench, env.id)),
         }
+    if written:
+        # A kept store's verdicts are those of its last timing: forget them, so that
+        # `regressions` judges every series, as after a night that added a value to each.
+        with store.engine.begin() as conn:
+            report["judgements_forgotten"] = conn.execute(
+                sa.delete(sa.table("series_judgement"))
+            ).rowcount
     report["regressions"] = _cli(url, timeout, "regressions", "--format", "json")
     nightly_pair = ("latest~1", "latest", "--environment", env.machine)
     report["compare"] = _cli(
         url, timeout, "compare", *nightly_pair, "--format", "json", "--no-fail-on-regression"
     )
     site = out_dir / "dashboard"
+    # Right after `regressions`, as a nightly runs it: the verdicts it stored are read back.
     report["dashboard_build"] = _cli(url, timeout, "dashboard", "build", "-o", str(site))
     # What a nightly runs right after `regressions`: the stored alerts, no detection.
     report["dashboard_build_no_detect"] = _cli(

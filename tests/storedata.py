@@ -22,6 +22,9 @@ STORE_V2 = FIXTURES / "store_v2.db"
 #: A store of schema version 3 (before the covering series index), the same way: run
 #: "base" of the tiny suite with --rounds 2, run "contender" with --metric instructions.
 STORE_V3 = FIXTURES / "store_v3.db"
+#: A store of schema version 4 (before the detector's stored verdicts), the same way: six
+#: runs of the tiny suite (the first with --rounds 2), then `benchbench regressions`.
+STORE_V4 = FIXTURES / "store_v4.db"
 T0 = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
 
 

@@ -1,13 +1,14 @@
 """Regressions over history: change points per (benchmark, environment) series.
 
 :func:`analyze_series` is a pure function over :class:`HistoryPoint` sequences
-(oldest first); :func:`detect` runs it on every series of a store and saves the new
-alerts, through :mod:`benchbench.store.history` (which only reads and writes); the
-CLI lists. The detector is :mod:`benchbench.analysis.changepoint`
-(E-divisive means with a Student t-test, as in Hunter / Apache Otava). A series
-too noisy to judge (per-point relative noise above 10 %) is reported as
-``unstable`` and raises no alert. Each worsening change point becomes an alert with
-its commit range: the last run at the old level and the first at the new one.
+(oldest first); :func:`detect` runs it on every series of a store that changed since
+its last judgement and saves the new alerts and verdicts, through
+:mod:`benchbench.store.history` (which only reads and writes); the CLI lists. The
+detector is :mod:`benchbench.analysis.changepoint` (E-divisive means with a Student
+t-test, as in Hunter / Apache Otava). A series too noisy to judge (per-point relative
+noise above 10 %) is reported as ``unstable`` and raises no alert. Each worsening
+change point becomes an alert with its commit range: the last run at the old level and
+the first at the new one.
 An ``expected`` annotation on an alert resets the baseline: only runs from its
 first bad run on are judged afterwards.
 
@@ -30,15 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from benchbench.analysis import judgements
 from benchbench.analysis.changepoint import MIN_VALUES, SeriesAnalysis, analyze, regressions
-from benchbench.store.history import (
-    Alert,
-    HistoryPoint,
-    SeriesTable,
-    baselines,
-    save_alerts,
-    series_table,
-)
+from benchbench.store import history
+from benchbench.store.history import Alert, HistoryPoint, SeriesTable, baselines, series_table
 
 if TYPE_CHECKING:
     from benchbench.store import Store
@@ -190,20 +186,35 @@ def detect(
 
     The series are analysed in ``jobs`` processes (default: one per CPU this process may
     use) once there are :data:`PARALLEL_FROM` of them: a fleet's year is ~40,000 series
-    at ~2 ms each."""
+    at ~2 ms each.
+
+    A series whose judged values (and ``min_effect``) are those of its stored judgement
+    is not analysed again: its verdict is read back (:mod:`benchbench.analysis.judgements`),
+    and its report is the one a fresh analysis gives. The fresh verdicts are stored with
+    their alerts, in one transaction."""
     if table is None:
         table = series_table(store, metric)
     starts = series_starts(table, baselines(store))
     todo = [i for i in range(len(table)) if metric == "time" or not np.isnan(table.values(i)).all()]
     judged = [table.values(i)[starts[i] :] for i in todo]
-    analyses = analyze_all(judged, min_effect=min_effect, jobs=jobs)
+    digests = [judgements.digest(values, min_effect) for values in judged]
+    stored = history.judgements(store, metric)
+    fresh = [k for k, i in enumerate(todo) if stored.get(table.keys[i], ("",))[0] != digests[k]]
+    found = analyze_all([judged[k] for k in fresh], min_effect=min_effect, jobs=jobs)
+    by_position = dict(zip(fresh, found, strict=True))
     reports = []
-    for i, values, analysis in zip(todo, judged, analyses, strict=True):
+    for k, i in enumerate(todo):
         bench, env = table.keys[i]
-        reports.append(
-            _report(bench, env, analysis, _point_at(table, i, starts[i]), values, metric)
-        )
-    new = save_alerts(store, [alert for report in reports for alert in report.alerts])
+        analysis = by_position.get(k) or judgements.decode(stored[table.keys[i]][1])
+        point_at = _point_at(table, i, starts[i])
+        reports.append(_report(bench, env, analysis, point_at, judged[k], metric))
+    # A reused verdict's alerts were stored with it: only the fresh ones' are offered.
+    alerts = [alert for k in fresh for alert in reports[k].alerts]
+    verdicts = [
+        (table.keys[todo[k]], digests[k], judgements.encode(analysis))
+        for k, analysis in by_position.items()
+    ]
+    new = history.save_verdicts(store, alerts, metric, verdicts)
     return reports, new
 
 

@@ -5,8 +5,9 @@ file:// and any static host, nothing fetched from a network) into
 dashboards/NAME (default dashboards/latest). `dashboard serve` serves one on
 127.0.0.1 and rebuilds it from the store on request (opening the overview rebuilds
 at most every 5 s; /__rebuild forces it). Regression detection runs first, so the
-pages show current alerts; `build --no-detect` shows the alerts already stored (a job
-that has just run `benchbench regressions`) and saves the detector's time.
+pages show current alerts; it judges only the series whose values changed since their
+stored verdicts (right after `benchbench regressions`: none). `build --no-detect` shows
+the alerts already stored and marks their first bad runs, not every change point.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     build.add_argument(
         "--no-detect",
         action="store_true",
-        help="show the alerts already in the store instead of detecting regressions (for a "
-        "job that has just run `benchbench regressions`); history pages then mark the "
-        "alerts' first bad runs, not every change point",
+        help="show the alerts already in the store instead of detecting regressions "
+        "(detection judges only the series changed since their stored verdicts); history "
+        "pages then mark the alerts' first bad runs, not every change point",
     )
     flags.add_store(build)
     srv = sub.add_parser("serve", help="serve the site on 127.0.0.1, rebuilding on request")
@@ -64,9 +65,10 @@ def build(store: Store, output: Path, repo_url: str | None, detect: bool = True)
 
     The store's series are read once (the columns ``ix_measurement_series`` holds) for
     both the detector and the history pages, and the detector runs once: its change
-    points are the ones the history pages mark. ``detect=False`` keeps the store's
-    alerts as they are and marks their first bad runs instead: on a fleet's year the
-    detector is ~35 of a build's ~90 s, and a nightly has just run it in `regressions`."""
+    points are the ones the history pages mark; it judges only the series whose values
+    changed since their stored verdicts (on a fleet's year, judging all of them is ~36 s
+    of a build). ``detect=False`` keeps the store's alerts as they are and marks their
+    first bad runs instead."""
     from benchbench.analysis.regressions import detect as detect_regressions
     from benchbench.dashboard import build_site
     from benchbench.dashboard.from_store import fit, load

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.store import schema as t
+from benchbench.store.rows import bulk_insert
 from benchbench.store.scan import STATUS_CODES, scan
 from benchbench.store.store import Store, now
 
@@ -139,8 +141,25 @@ def baselines(store: Store) -> dict[SeriesKey, str]:
     return {key: run for key, (_, run) in out.items()}
 
 
-def save_alerts(store: Store, alerts: list[Alert]) -> int:
-    """Store new alerts (an alert already stored keeps its status); returns how many were new."""
+def judgements(store: Store, metric: str) -> dict[SeriesKey, tuple[str, str]]:
+    """The detector's stored verdicts on ``metric``: ``(digest, analysis)`` per series."""
+    j = t.series_judgement.c
+    query = sa.select(j.benchmark_id, j.environment_id, j.digest, j.analysis).where(
+        j.metric == metric
+    )
+    with store.engine.connect() as conn:
+        return {(b, e): (d, a) for b, e, d, a in conn.execute(query)}
+
+
+def save_verdicts(
+    store: Store,
+    alerts: list[Alert],
+    metric: str = "time",
+    verdicts: Sequence[tuple[SeriesKey, str, str]] = (),
+) -> int:
+    """Store new alerts (an alert already stored keeps its status) and, in the same
+    transaction, the ``(series, digest, analysis)`` judgements of ``metric`` they came
+    from; returns how many alerts were new."""
     rows = [
         {
             "benchmark_id": a.benchmark_id,
@@ -155,10 +174,25 @@ def save_alerts(store: Store, alerts: list[Alert]) -> int:
         }
         for a in alerts
     ]
-    if not rows:
+    judged_at = now()
+    judged = [
+        {
+            "benchmark_id": bench,
+            "environment_id": env,
+            "metric": metric,
+            "digest": digest,
+            "analysis": analysis,
+            "judged_at": judged_at,
+        }
+        for (bench, env), digest, analysis in verdicts
+    ]
+    if not rows and not judged:
         return 0
 
     def write(conn: sa.Connection) -> int:
+        bulk_insert(conn, t.series_judgement, judged, replace=True)
+        if not rows:
+            return 0
         before = conn.execute(sa.select(sa.func.count()).select_from(t.alert)).scalar_one()
         conn.execute(store._insert_ignore(t.alert), rows)
         after = conn.execute(sa.select(sa.func.count()).select_from(t.alert)).scalar_one()

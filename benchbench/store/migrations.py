@@ -39,10 +39,17 @@ def _series_index(conn: Connection) -> None:
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_measurement_benchmark_run")
 
 
+def _judgements(conn: Connection) -> None:
+    """Version 5: the detector's verdicts, ``series_judgement`` (empty: the next
+    `regressions` fills it)."""
+    t.series_judgement.create(conn, checkfirst=True)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _add_columns(t.measurement, ("max_abs_error", "process_samples", "process_medians_s")),
     2: _add_columns(t.measurement, ("instructions_per_call", "instruction_counts")),
     3: _series_index,
+    4: _judgements,
 }
 
 

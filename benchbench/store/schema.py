@@ -11,6 +11,9 @@
       history and the regression detector's scan of every series read the index alone
       (~195 bytes an entry on PostgreSQL, ~80 more than the index it replaces), not
       the ~2 KB rows with their samples and documents.
+  5 — ``series_judgement``: the regression detector's last verdict on each series and
+      metric, with the digest of the values it judged, so a series that has not changed
+      since is not judged again (a fleet's 40,000 series take ~36 s of detection).
 A store written by a newer benchbench is refused; an older one is migrated forward
 by the steps in :mod:`benchbench.store.migrations`.
 """
@@ -25,7 +28,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from benchbench.core import columns
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 
@@ -182,6 +185,21 @@ alert = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("detail", JSONType, nullable=False),
     sa.UniqueConstraint("benchmark_id", "environment_id", "first_bad_run_id", name="uq_alert"),
+)
+
+#: One row per (benchmark, environment, metric) the detector judged: ``digest`` is
+#: :func:`benchbench.analysis.judgements.digest` of the judged values, ``analysis`` the
+#: verdict as JSON text (NaN allowed, which PostgreSQL's JSON types refuse). A cache of
+#: derived data: no foreign keys to check on the 40,000 rows a fleet's night rewrites.
+series_judgement = sa.Table(
+    "series_judgement",
+    metadata,
+    sa.Column("benchmark_id", sa.String(32), primary_key=True),
+    sa.Column("environment_id", sa.String(32), primary_key=True),
+    sa.Column("metric", sa.String(16), primary_key=True),
+    sa.Column("digest", sa.String(32), nullable=False),
+    sa.Column("analysis", sa.Text, nullable=False),
+    sa.Column("judged_at", Timestamp, nullable=False),
 )
 
 annotation = sa.Table(

@@ -59,8 +59,8 @@ status=0
 if [ -n "$previous" ]; then
     bb compare "nightly-$previous" "nightly-$night" --format json >/dev/null || status=$?
 fi
-# regressions ran above: the site shows its alerts instead of detecting them again
-bb dashboard build --no-detect -o "$dashboard"
+# regressions ran above and stored its verdicts: the build reads them back, judges nothing again
+bb dashboard build -o "$dashboard"
 
 if [ "$status" -eq 3 ] && [ "${GATE:-0}" = 1 ]; then
     echo "merge.sh: nightly-$night regressed against nightly-$previous (see the summary)" >&2
