@@ -52,11 +52,17 @@ def decode(text: str) -> SeriesAnalysis:
     change_points, creeps, unstable, noise_rel, n_values = json.loads(text)
     return SeriesAnalysis(
         change_points=tuple(ChangePoint(*fields) for fields in change_points),
-        creeps=tuple(Creep(*fields[:-1], tuple(fields[-1])) for fields in creeps),
+        creeps=tuple(_creep(*fields) for fields in creeps),
         unstable=unstable,
         noise_rel=noise_rel,
         n_values=n_values,
     )
+
+
+def _creep(
+    start: int, end: int, before: float, after: float, rel: float, slope: float, points: list[int]
+) -> Creep:
+    return Creep(start, end, before, after, rel, slope, tuple(points))
 
 
 def _fields(value: ChangePoint | Creep) -> list[Any]:
