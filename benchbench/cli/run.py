@@ -73,6 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"--target (default {defaults.POLICY_MAX_TIME_S})",
     )
     flags.add_rounds(parser)
+    parser.add_argument(
+        "--points-per-process",
+        type=int,
+        metavar="K",
+        help="a worker process of the first rounds measures K points of its round, one after "
+        "another (never two processes of one point in one process); more processes a point "
+        "take one each (default 1: a fresh process per point)",
+    )
     flags.add_seed(parser)
     parser.add_argument(
         "--target",
@@ -234,7 +242,10 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         compile_timeout_s=args.timeout,  # None: COMPILE_TIMEOUT_S for compile variants
         memory_limit_bytes=_memory_limit(args.memory_limit),
         allocator=args.allocator or "system",
-        rounds=flags.rounds_from(args),
+        rounds=dataclasses.replace(
+            flags.rounds_from(args),
+            per_process=1 if args.points_per_process is None else args.points_per_process,
+        ),
         kind=args.kind or "adhoc",
         label=args.label,
         shard=shard,
@@ -283,6 +294,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--rounds", args.rounds, stored.rounds.count),
         ("--max-rounds", args.max_rounds, stored.rounds.max_count),
         ("--seed", args.seed, stored.rounds.seed),
+        ("--points-per-process", args.points_per_process, stored.rounds.per_process),
         ("--kind", args.kind, stored.kind),
         ("--label", args.label, stored.label),
         ("--shard", shard, stored.shard),

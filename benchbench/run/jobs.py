@@ -223,7 +223,11 @@ def measure_jobs(
             written at once, so a killed run keeps it."""
             return why_stopped(spread(index), target, plan.max_count) != BUDGET_SPENT
 
-        # The first rounds: every point in plan.count fresh processes, shuffled rounds.
+        # The first rounds: every point in plan.count fresh processes, shuffled rounds;
+        # a process measures plan.per_process points of its round, never two of a point.
+        sharing = plan.per_process > 1
+        if sharing:
+            pool.share(plan.per_process)
         for round_index in range(plan.count):
             if not open_jobs or stop.requested:
                 break
@@ -235,6 +239,8 @@ def measure_jobs(
             )
             if round_index > 0:
                 pool.renew()  # a fresh address layout a round (WorkerPool.renew)
+                if sharing:
+                    pool.retire()  # no process spans two rounds (a spawner is not renewed)
             for index in visit:
                 if index not in open_jobs:
                     continue
@@ -250,6 +256,8 @@ def measure_jobs(
                     open_jobs.discard(index)
                     write(index, _merged(jobs[index], taken[index], walls[index]))
         # Then the budget left, a process at a time, to the points furthest from target.
+        if sharing:
+            pool.share(1)  # the same point may be chosen twice in a row: a fresh process each
         since_renewal = 0
         while adaptive and open_jobs and not stop.requested:
             wide = {i: s for i in open_jobs if (s := spread(i)) is not None}

@@ -19,7 +19,8 @@ class WorkerPool:
     refuses to fork (CUDA initialised in it) gives way to its spawner, and ``on_note``
     is told why. With ``fresh``
     (the default) every request gets a worker that has done nothing else: its heap,
-    page mappings and caches owe nothing to the points before it.
+    page mappings and caches owe nothing to the points before it; :meth:`share` lets a
+    worker serve a few requests before a fresh one takes over.
     """
 
     def __init__(
@@ -30,7 +31,9 @@ class WorkerPool:
         relaunch: Callable[[], Zygote | Spawner] | None = None,
     ) -> None:
         self._launcher = launcher
-        self._fresh = fresh
+        #: Requests a worker serves before it is spent (None: until it fails or retires).
+        self._per_worker: int | None = 1 if fresh else None
+        self._served = 0
         #: Makes the next launcher when :meth:`renew` is called (None: never renewed).
         self._relaunch = relaunch
         self._fell_back = False
@@ -58,11 +61,22 @@ class WorkerPool:
             worker.close()
             self._worker = None
             raise
-        # A fresh pool's worker has served its one request: it stays (idle, so that the
+        # A spent worker (a fresh pool's, after its one request) stays (idle, so that the
         # runner can read its CPU time) until the next request asks for a worker. One
         # that retired (its CUDA context is poisoned) is exiting: never asked again.
-        self._spent = self._fresh or bool(answer.get("retire"))
+        self._served += 1
+        self._spent = self._used_up() or bool(answer.get("retire"))
         return answer
+
+    def share(self, requests: int | None) -> None:
+        """From now on a worker serves up to ``requests`` requests (1: a fresh worker for
+        every request; None: one worker until it fails). The current worker is spent at
+        once if it has served that many already."""
+        self._per_worker = requests
+        self._spent = self._spent or self._used_up()
+
+    def _used_up(self) -> bool:
+        return self._per_worker is not None and self._served >= self._per_worker
 
     def worker(self) -> Worker:
         """The current worker, started now if there is none or it has served its request
@@ -76,6 +90,7 @@ class WorkerPool:
                 self._worker = self._start()
             except WorkerFailure as failure:
                 raise MeasurementError(f"the worker process did not start: {failure}") from None
+            self._served = 0
         return self._worker
 
     def _start(self) -> Worker:

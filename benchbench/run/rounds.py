@@ -53,6 +53,9 @@ class Rounds:
     count: int = DEFAULT_ROUNDS
     max_count: int = 0  # 0: the larger of count and DEFAULT_MAX_ROUNDS
     seed: int = 0
+    #: Points one worker process measures in a first round, one after another in the
+    #: round's order (``run --points-per-process``); later processes measure one point.
+    per_process: int = 1
 
     def __post_init__(self) -> None:
         if self.max_count == 0:
@@ -63,6 +66,11 @@ class Rounds:
             raise UsageError(
                 f"--max-rounds must be >= --rounds ({self.count}), got {self.max_count}"
             )
+        if self.per_process < 1:
+            raise UsageError(
+                f"--points-per-process must be >= 1 (1: a fresh process per point), "
+                f"got {self.per_process}"
+            )
 
     @classmethod
     def fixed(cls, count: int, seed: int = 0) -> Rounds:
@@ -70,14 +78,20 @@ class Rounds:
         return cls(count, count, seed)
 
     def to_dict(self) -> dict[str, int]:
-        return {"count": self.count, "max_count": self.max_count, "seed": self.seed}
+        doc = {"count": self.count, "max_count": self.max_count, "seed": self.seed}
+        return doc if self.per_process == 1 else {**doc, "per_process": self.per_process}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Rounds:
         """The rounds a stored run used; a run stored before rounds existed had one."""
         if not data:
             return cls.fixed(1)
-        return cls(int(data["count"]), int(data["max_count"]), int(data.get("seed", 0)))
+        return cls(
+            int(data["count"]),
+            int(data["max_count"]),
+            int(data.get("seed", 0)),
+            int(data.get("per_process", 1)),
+        )
 
 
 def order(count: int, round_index: int, seed: int) -> list[int]:

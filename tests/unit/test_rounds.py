@@ -224,3 +224,11 @@ def test_the_default_rounds_come_from_the_environment_when_set(monkeypatch):
     monkeypatch.setenv("BENCHBENCH_ROUNDS", "three")
     with pytest.raises(UsageError, match=r"\$BENCHBENCH_ROUNDS must be a whole number.*'three'"):
         flags.default_rounds()
+
+
+def test_points_per_process_is_stored_with_the_rounds_and_checked():
+    shared = Rounds(3, 10, seed=2, per_process=4)
+    assert Rounds.from_dict(shared.to_dict()) == shared
+    assert "per_process" not in Rounds(3).to_dict()  # runs stored before it read the same
+    with pytest.raises(UsageError, match=r"--points-per-process must be >= 1 .* got 0"):
+        Rounds(3, per_process=0)
