@@ -1,0 +1,68 @@
+"""Three `benchbench run quick` in a row, as issue 22 measures a run: wall time, points
+converged to the target (the two-level interval), and the runs' agreement.
+
+Each run goes into one fresh store with the run flags given (e.g.
+``--points-per-process 4``). Printed as JSON: per run its wall time and how many points
+converged; over the runs, for the points whose median is at least 50 us, how many have
+medians within 1.03 (max / min over the runs), with the median and worst ratio.
+
+Usage: ``python benchmarks/quick_runs.py [--runs 3] [RUN FLAGS...]`` (numbers in
+BENCHMARKS.md, with the CPU and the load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchbench.store import open_store
+
+#: Agreement is judged on points at least this long: below it, timer and call overheads
+#: dominate what the run-to-run ratio says.
+MIN_MEDIAN_S = 50e-6
+AGREE = 1.03
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args, flags = parser.parse_known_args()
+    store_path = str(Path(tempfile.mkdtemp(prefix="quick-runs-")) / "q.db")
+    report: dict = {"flags": flags, "load_before": os.getloadavg()[0], "runs": []}
+    for _ in range(args.runs):
+        started = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-m", "benchbench", "run", "quick", "--store", store_path, *flags],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        report["runs"].append({"wall_s": round(time.monotonic() - started, 1)})
+    frame = open_store(store_path, create=False).dataframe(
+        columns=["run_id", "benchmark_id", "status", "median_s", "converged"]
+    )
+    for entry, (_, run) in zip(report["runs"], frame.groupby("run_id", sort=False), strict=True):
+        entry["points"] = len(run)
+        entry["converged"] = int((run["converged"] == True).sum())  # noqa: E712 (None: not asked)
+    ok = frame[frame["status"] == "ok"]
+    by_point = ok.groupby("benchmark_id")["median_s"]
+    spans = (by_point.max() / by_point.min())[
+        (by_point.min() >= MIN_MEDIAN_S) & (by_point.count() == args.runs)
+    ]
+    report["agreement"] = {
+        "points": len(spans),
+        "within": int((spans <= AGREE).sum()),
+        "median_ratio": round(float(spans.median()), 4) if len(spans) else None,
+        "worst_ratio": round(float(spans.max()), 4) if len(spans) else None,
+    }
+    report["load_after"] = os.getloadavg()[0]
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
