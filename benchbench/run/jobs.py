@@ -140,7 +140,8 @@ def measure_jobs(
 ) -> RunSummary:
     """Measure ``jobs`` in ``rounds``, writing each point's result to ``record``'s store.
 
-    Every request goes to a fresh worker (:class:`WorkerPool` with ``fresh``); a round
+    Every request goes to a fresh worker (:class:`WorkerPool` with ``fresh``; with
+    ``rounds.per_process`` = k, a worker of the first rounds serves k of its round); a round
     visits the jobs still open in a seeded shuffled order (:mod:`benchbench.run.rounds`;
     without ``rounds``, one round in the jobs' order), and a point is merged and written
     once its last round is in. ``timeout_s`` bounds each request (a job's own

@@ -79,8 +79,8 @@ class WorkerPool:
         return self._per_worker is not None and self._served >= self._per_worker
 
     def worker(self) -> Worker:
-        """The current worker, started now if there is none or it has served its request
-        in a fresh pool (MeasurementError if it cannot start)."""
+        """The current worker, started now if there is none or it is spent (it has served
+        its requests: one in a fresh pool) (MeasurementError if it cannot start)."""
         if self._worker is not None and self._spent:
             self._worker.close()
             self._worker = None
