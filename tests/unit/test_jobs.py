@@ -470,14 +470,11 @@ def test_the_budget_left_after_the_first_rounds_goes_to_the_widest_point(store):
     assert [p["wall_s"] for p in wide.extra["processes"]] == [1.0] * len(wide.process_samples)
 
 
-def test_shared_processes_serve_k_points_of_a_round_and_never_two_of_one_point(store):
-    def answer(payload: dict[str, Any]) -> dict[str, Any]:
-        return ENV if payload["op"] == "environment" else _ok(payload)
-
-    launcher = FakeLauncher(*[answer] * 40)
+def _shared_run(store, answer: Answer, jobs: list[Job], rounds: Rounds):
+    """``measure_jobs`` through a real pool of fake workers; returns the summary and the
+    sizes each measuring worker served, in order (the environment's worker left out)."""
     served: dict[int, list[int]] = {}
-    sizes = range(1, 8)
-    with WorkerPool(launcher) as pool:
+    with WorkerPool(FakeLauncher(*[answer] * 40)) as pool:
         request = pool.request
 
         def recording(payload, events, timeout_s, stop=None):
@@ -485,11 +482,19 @@ def test_shared_processes_serve_k_points_of_a_round_and_never_two_of_one_point(s
             return request(payload, events, timeout_s, stop)
 
         pool.request = recording  # type: ignore[method-assign]
-        plan = Rounds(3, 3, seed=5, per_process=3)
-        summary = measure_jobs([_job(s) for s in sizes], pool, _record(store), timeout_s=5,
-                               rounds=plan)  # fmt: skip
+        summary = measure_jobs(jobs, pool, _record(store), timeout_s=5, rounds=rounds)
+    return summary, [w for w in served.values() if w != [0]]
+
+
+def test_shared_processes_serve_k_points_of_a_round_and_never_two_of_one_point(store):
+    def answer(payload: dict[str, Any]) -> dict[str, Any]:
+        return ENV if payload["op"] == "environment" else _ok(payload)
+
+    sizes = range(1, 8)
+    summary, workers = _shared_run(
+        store, answer, [_job(s) for s in sizes], Rounds(3, 3, seed=5, per_process=3)
+    )
     assert summary.status == "finished" and len(summary.results) == 7
-    workers = [w for w in served.values() if w != [0]]  # the environment's own worker
     assert all(len(w) <= 3 and len(set(w)) == len(w) for w in workers)
     assert sorted(s for w in workers for s in w) == sorted(list(sizes) * 3)
     # 7 points in a round: processes of 3, 3 and 1; a fresh zygote each round.
@@ -520,20 +525,9 @@ def test_extra_processes_after_shared_rounds_are_fresh_ones(store):
         result = Result(_point(payload["size"]), "ok", samples_s=(1e-3 * r,) * 4)
         return {"event": "result", "result": result.to_dict()}
 
-    launcher = FakeLauncher(*[disagreeing] * 40)
-    served: dict[int, list[int]] = {}
-    with WorkerPool(launcher) as pool:
-        request = pool.request
-
-        def recording(payload, events, timeout_s, stop=None):
-            served.setdefault(id(pool.worker()), []).append(payload.get("size", 0))
-            return request(payload, events, timeout_s, stop)
-
-        pool.request = recording  # type: ignore[method-assign]
-        jobs = [Job({"op": "measure", "size": s, "policy": {"max_time_s": 1.0}}, (_point(s),),
-                    f"n={s}") for s in (1, 2)]  # fmt: skip
-        measure_jobs(jobs, pool, _record(store), timeout_s=5, rounds=Rounds(2, 4, per_process=2))
+    jobs = [Job({"op": "measure", "size": s, "policy": {"max_time_s": 1.0}}, (_point(s),),
+                f"n={s}") for s in (1, 2)]  # fmt: skip
+    _, workers = _shared_run(store, disagreeing, jobs, Rounds(2, 4, per_process=2))
     assert seen == {1: 4, 2: 4}  # they never agree: every point takes its 4 processes
-    workers = [w for w in served.values() if w != [0]]
     assert sorted(map(len, workers)) == [1, 1, 1, 1, 2, 2]  # 2 shared rounds, 4 fresh extras
     assert all(len(set(w)) == len(w) for w in workers)
