@@ -239,9 +239,7 @@ def measure_jobs(
                 else range(len(jobs))
             )
             if round_index > 0:
-                pool.renew()  # a fresh address layout a round (WorkerPool.renew)
-                if sharing:
-                    pool.retire()  # no process spans two rounds (a spawner is not renewed)
+                pool.renew()  # a fresh layout and a new worker a round (WorkerPool.renew)
             for index in visit:
                 if index not in open_jobs:
                     continue

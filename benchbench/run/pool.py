@@ -116,12 +116,13 @@ class WorkerPool:
         sides of ``ab``) differ by more than their intervals say. A fresh zygote per
         round draws a fresh layout, and the spread between rounds carries it. A spawner
         started in the zygote's place (it refused to fork) is kept: nothing is renewed
-        (False), as without ``relaunch``.
+        (False), as without ``relaunch``. Either way the current worker is closed: the
+        next request, a new round's, gets a new worker.
         """
+        self.retire()
         if self._relaunch is None or self._fell_back:
             return False
-        self.close()
-        self._spent = False
+        self._launcher.close()
         self._launcher = self._relaunch()
         return True
 
