@@ -7,7 +7,12 @@ dashboard's comparison page and any later command share one analysis.
 Per point (matched by benchmark id), on the per-call times (raw sample / calls), the
 ratio ``median(contender) / median(base)`` (above 1 the contender is slower), its CI,
 p-value and mark come from :mod:`benchbench.analysis.verdict` (the one verdict of
-benchbench; the samples of two runs are not paired). Marks beyond that verdict's
+benchbench; the samples of two runs are not paired, the two sides of an ``ab`` run
+are). The points of a comparison are one family (:func:`as_family`): a time mark is
+significant when the point's p-value, adjusted over the comparison's points
+(Benjamini-Hochberg), is below alpha, so that a gate over many points does not flag
+identical code in most comparisons; each point's interval stays its own 1 - alpha
+interval. Marks beyond that verdict's
 ``slower`` / ``faster`` / ``same`` / ``not significant``: ``new``, measured in the
 contender only (absent or not ok in the base); ``gone``, absent or skipped in the
 contender; ``failing``, an error in the contender.
@@ -29,7 +34,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchbench.analysis.verdict import (
@@ -45,10 +50,13 @@ from benchbench.analysis.verdict import (
     SAME,
     SEED,
     SLOWER,
+    VERDICTS,
+    adjusted_p,
     estimate,
     estimate_counts,
     mark,
     mark_counts,
+    mark_ratio,
 )
 from benchbench.core.values import Point
 
@@ -67,6 +75,7 @@ __all__ = [
     "Comparison",
     "PointComparison",
     "SampleComparison",
+    "as_family",
     "compare_point",
     "compare_rows",
     "compare_samples",
@@ -111,6 +120,9 @@ class PointComparison:
     ratio_ci_low: float | None = None
     ratio_ci_high: float | None = None
     p_value: float | None = None
+    #: ``p_value`` adjusted over the comparison's points (Benjamini-Hochberg): the time
+    #: mark is significant when it is below alpha.
+    q_value: float | None = None
     reason: str | None = None
     #: Instructions per call in each run and their verdict (both runs counted them).
     base_instructions: float | None = None
@@ -144,6 +156,7 @@ class PointComparison:
             "ratio_ci_low": self.ratio_ci_low,
             "ratio_ci_high": self.ratio_ci_high,
             "p_value": self.p_value,
+            "q_value": self.q_value,
             "reason": self.reason,
             "base_instructions": self.base_instructions,
             "contender_instructions": self.contender_instructions,
@@ -380,7 +393,7 @@ def compare_rows(
     base = {r["benchmark_id"]: r for r in base_rows}
     contender = {r["benchmark_id"]: r for r in contender_rows}
     order = list(base) + [b for b in contender if b not in base]
-    points = tuple(
+    points = [
         compare_point(
             base.get(b),
             contender.get(b),
@@ -391,15 +404,38 @@ def compare_rows(
             paired=paired,
         )
         for b in order
-    )
+    ]
     return Comparison(
-        points=points,
+        points=as_family(points, alpha, min_effect),
         min_effect=min_effect,
         alpha=alpha,
         instructions_min_effect=instructions_min_effect,
         paired=paired,
         environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
     )
+
+
+def as_family(
+    points: Sequence[PointComparison], alpha: float = ALPHA, min_effect: float = MIN_EFFECT
+) -> tuple[PointComparison, ...]:
+    """The points of one comparison, their time marks judged as one family: each timed
+    point's p-value adjusted over the others' (Benjamini-Hochberg,
+    :func:`~benchbench.analysis.verdict.adjusted_p`) and marked significant when that
+    q-value is below ``alpha``. A gate over 20 points at alpha each would flag identical
+    code in up to 64 % of comparisons; this keeps it near alpha, and the share of false
+    discoveries among the flagged points at alpha. Points without a time test (new,
+    gone, failing, untimed) are as they were."""
+    tested = [
+        (k, p.ratio, p.p_value)
+        for k, p in enumerate(points)
+        if p.mark in VERDICTS and p.ratio is not None and p.p_value is not None
+    ]
+    q_values = adjusted_p([p_value for _, _, p_value in tested])
+    out = list(points)
+    for (k, ratio, _), q in zip(tested, q_values, strict=True):
+        significant = math.isfinite(q) and q < alpha
+        out[k] = replace(out[k], q_value=q, mark=mark_ratio(ratio, significant, min_effect))
+    return tuple(out)
 
 
 def lockstep_pair(base_run: Mapping[str, Any], contender_run: Mapping[str, Any]) -> bool:

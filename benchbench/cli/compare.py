@@ -11,11 +11,15 @@ among that environment's runs only, e.g.
 Per point, on the per-call times of the raw samples: the ratio (contender / base,
 above 1 is slower; of the geometric means of the per-process medians when both runs
 have several processes, else of the medians) with its CI at 1 - --alpha (Welch's
-t-test on the per-process log medians, else a bootstrap), the p-value, and a mark by
-benchbench's one verdict (:mod:`benchbench.analysis.verdict`): slower (p < --alpha
-and ratio >= 1 + m), faster (p < --alpha and ratio <= 1 / (1 + m)), same (significant
-but inside those bounds), not significant; m is --min-effect. Points without a verdict are new, gone
-or failing. Geometric means of the ratios per workload and overall follow.
+t-test on the per-process log medians, else a bootstrap), the p-value, its q-value
+(the p-value adjusted over all the points compared, Benjamini-Hochberg: the points of
+a comparison are one family, so that a gate over 20 points does not flag identical code
+in most comparisons) and a mark by benchbench's one verdict
+(:mod:`benchbench.analysis.verdict`): slower (q < --alpha and ratio >= 1 + m), faster
+(q < --alpha and ratio <= 1 / (1 + m)), same (significant but inside those bounds), not
+significant; m is --min-effect. A point's CI is its own, so it can exclude 1 while the
+point is not significant in the family. Points without a verdict are new, gone or
+failing. Geometric means of the ratios per workload and overall follow.
 
 Where both runs counted a point's instructions (run --metric instructions), the
 table adds the instructions per call of each run, their ratio and a mark by the
@@ -104,7 +108,9 @@ def add_verdict(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=ALPHA,
         metavar="P",
-        help="significance level; the CI is at 1 - P (default %(default)s)",
+        help="significance level of the points compared as one family (their false "
+        "discovery rate, Benjamini-Hochberg); each point's CI is at 1 - P "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--fail-on-regression",
@@ -195,7 +201,7 @@ def _name(run: dict) -> str:
 
 
 def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
-    """Per point: both medians, the ratio with its CI, p and the mark; geometric means
+    """Per point: both medians, the ratio with its CI, q and the mark; geometric means
     as notes under it."""
     from rich.text import Text
 
@@ -208,12 +214,19 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             f"{p.ratio_ci_low:.3f}-{p.ratio_ci_high:.3f}"
             if p.ratio_ci_low is not None and p.ratio_ci_high is not None
             else "-",
-            f"{p.p_value:.2g}" if p.p_value is not None else "-",
+            f"{p.q_value:.2g}" if p.q_value is not None else "-",
             Text(p.mark + (f": {p.reason}" if p.reason else ""), style=_style(p.mark)),
         )
         for p in result.points
     ]
     notes = [f"geometric mean {w}: {v:.3f}" for w, v in result.geomean_by_workload().items()]
+    tested = sum(p.q_value is not None for p in result.points)
+    if tested:
+        notes.insert(
+            0,
+            f"q: a point's p-value adjusted over the {tested} points tested "
+            f"(Benjamini-Hochberg); significant when q < {result.alpha:g}",
+        )
     if result.paired:
         notes.insert(0, "measured in lockstep (benchbench ab): paired by round")
     if result.geomean is not None and math.isfinite(result.geomean):
@@ -224,7 +237,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         Column("contender", "right"),
         Column("ratio", "right"),
         Column(f"{1 - result.alpha:.0%} CI", "right"),
-        Column("p", "right"),
+        Column("q", "right"),
         Column("mark"),
     )
     if result.counted:

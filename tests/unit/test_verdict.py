@@ -12,9 +12,11 @@ from benchbench.analysis.verdict import (
     SAME,
     SLOWER,
     Estimate,
+    adjusted_p,
     decisive,
     estimate,
     mark,
+    mark_ratio,
 )
 
 
@@ -319,3 +321,23 @@ def test_one_process_on_either_side_falls_back_to_the_sample_level():
     assert found.level == "sample"
     with pytest.raises(ValueError, match="adding up"):
         estimate(base, con, base_processes=(1, 2), contender_processes=(30, 30))
+
+
+def test_adjusted_p_values_are_benjamini_hochberg_in_the_given_order():
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4/rank: 0.02, 0.02, 0.04, 0.04, then the
+    # running minimum from the largest down
+    assert adjusted_p([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    assert adjusted_p([0.2]) == [0.2]
+    out = adjusted_p([0.01, float("nan"), 0.02])
+    assert out[0] == pytest.approx(0.02) and out[2] == pytest.approx(0.02)
+    assert np.isnan(out[1])
+    assert adjusted_p([]) == []
+
+
+def test_mark_ratio_is_the_rule_of_mark():
+    assert mark_ratio(1.06, True) == SLOWER
+    assert mark_ratio(0.95, True) == FASTER
+    assert mark_ratio(1.02, True) == SAME
+    assert mark_ratio(1.5, False) == NOT_SIGNIFICANT
+    with pytest.raises(ValueError, match="min_effect"):
+        mark_ratio(1.0, True, min_effect=1.5)
