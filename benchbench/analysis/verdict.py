@@ -71,6 +71,13 @@ whose smallest two-sided p with 3 values a side is 0.1, it can reach p < 0.05 wi
 injected between-process noise in tests/unit/test_verdict.py and, on real runs,
 by ``benchmarks/gate_bench.py``).
 
+**Many points at once.** ``compare`` and ``ab`` judge every point of two runs; at
+alpha each, identical code would get a flagged point in most comparisons of 20 points.
+They adjust the points' p-values together (:func:`adjusted_p`, Benjamini-Hochberg) and
+mark each point with :func:`mark_ratio` on its q-value
+(:func:`benchbench.analysis.compare.as_family`). ``time``, ``compare_variants``, the
+pytest fixture and claims judge one point at a time with :func:`mark`.
+
 **Instruction counts** (``run --metric instructions``) have a verdict of their own,
 :func:`estimate_counts` and :func:`mark_counts`: a count is exact up to the small
 variation measured between repeats and between fresh processes, so there is no

@@ -13,8 +13,8 @@ above 1 is slower; of the geometric means of the per-process medians when both r
 have several processes, else of the medians) with its CI at 1 - --alpha (Welch's
 t-test on the per-process log medians, else a bootstrap), the p-value, its q-value
 (the p-value adjusted over all the points compared, Benjamini-Hochberg: the points of
-a comparison are one family, so that a gate over 20 points does not flag identical code
-in most comparisons) and a mark by benchbench's one verdict
+a comparison are one family; 20 points tested at --alpha each would flag identical code
+in up to 64 % of comparisons) and a mark by benchbench's one verdict
 (:mod:`benchbench.analysis.verdict`): slower (q < --alpha and ratio >= 1 + m), faster
 (q < --alpha and ratio <= 1 / (1 + m)), same (significant but inside those bounds), not
 significant; m is --min-effect. A point's CI is its own, so it can exclude 1 while the
