@@ -8,9 +8,13 @@ Real ``benchbench`` invocations into a throwaway store, as a nightly job runs th
 - ``instructions``: ``benchbench run --metric instructions`` (callgrind), then ``compare``.
 
 **A/A**: identical code. A false alarm is a pair where ``compare`` (or ``ab``) exits 3
-or marks any point ``slower`` or ``faster``. **A/B**: the head's every measured call
-makes 11 calls of the op instead of 10 on the same tensors (``GATE_EXTRA_CALLS=1``):
-exactly +10 % work, the known slowdown. Power is the share of points marked ``slower``.
+or marks any point ``slower`` or ``faster``. ``compare`` judges a comparison's points as
+one family (a point is significant when its Benjamini-Hochberg q-value is below alpha);
+for the time instruments the report also counts, from the same comparisons, what each
+point judged alone (its own p-value below alpha) would have flagged.
+**A/B**: the head's every measured call makes 11 calls of the op instead of 10 on the same
+tensors (``GATE_EXTRA_CALLS=1``): exactly +10 % work, the known slowdown. Power is the
+share of points marked ``slower``.
 
 ``--neighbour`` runs one noisy neighbour beside every measurement: a process busy and idle
 in seeded random phases of 0.1-1.5 s (a busy phase spins a core), as a shared CI runner
@@ -30,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
@@ -126,10 +131,26 @@ def _compare(store: str, base: str, contender: str) -> tuple[int, dict[str, int]
 
 
 def _marks(document: dict) -> dict[str, int]:
-    """Time marks, or the instruction marks where the runs were counted, not timed."""
+    """Time marks, or the instruction marks where the runs were counted, not timed; under
+    ``alone``, the time marks each point would get judged by its own p-value."""
     if document.get("instructions", {}).get("counts"):
         return dict(document["instructions"]["counts"])
-    return {k: v for k, v in document["counts"].items() if v}
+    marks = {k: v for k, v in document["counts"].items() if v}
+    alone = Counter(
+        _alone(p["ratio"], p["p_value"], document["alpha"], document["min_effect"])
+        for p in document["points"]
+        if p["p_value"] is not None and p["ratio"] is not None
+    )
+    return {**marks, "alone": dict(alone)}
+
+
+def _alone(ratio: float, p_value: float, alpha: float, min_effect: float) -> str:
+    """The verdict's mark of one point judged by itself (before the family's q-values)."""
+    if not p_value < alpha:
+        return "not significant"
+    if ratio >= 1 + min_effect:
+        return "slower"
+    return "faster" if ratio <= 1 / (1 + min_effect) else "same"
 
 
 def _ab(suite: str, store: str, head: str, rounds: int, k: int) -> tuple[float, int, dict]:
@@ -163,18 +184,29 @@ def _flagged(counts: dict[str, int]) -> int:
 
 
 def _report(name: str, seconds: list[float], aa: list, ab: list) -> None:
-    alarms = sum(1 for code, counts in aa if code == 3 or _flagged(counts))
-    total = [sum(counts.values()) for _, counts in ab]
-    slower = [counts.get("slower", 0) for _, counts in ab]
-    share = 100 * sum(slower) / max(1, sum(total))
     print(f"{name}: {len(seconds)} runs, {sum(seconds) / max(1, len(seconds)):.0f} s each")
-    print(f"  A/A pairs with any point flagged: {alarms} of {len(aa)}")
-    for code, counts in aa:
-        print(f"    exit {code}  {counts}")
-    print(f"  A/B (+10 % work): points slower {sum(slower)} of {sum(total)} ({share:.0f} %)")
-    for code, counts in ab:
-        print(f"    exit {code}  {counts}")
+    _tally("as one family (the verdict)", [(c, m) for c, m in aa], [(c, m) for c, m in ab])
+    if any("alone" in m for _, m in aa + ab):  # exit codes belong to the family verdict
+        alone = (
+            [(None, m.get("alone", {})) for _, m in aa],
+            [(None, m.get("alone", {})) for _, m in ab],
+        )
+        _tally("each point alone (p < alpha)", *alone)
+    for kind, pairs in (("A/A", aa), ("A/B", ab)):
+        for code, counts in pairs:
+            print(f"    {kind} exit {code}  {counts}")
     sys.stdout.flush()
+
+
+def _tally(how: str, aa: list, ab: list) -> None:
+    alarms = sum(1 for code, counts in aa if code == 3 or _flagged(counts))
+    points = sum(_flagged(counts) for _, counts in aa)
+    total = [sum(v for k, v in counts.items() if k != "alone") for _, counts in ab]
+    slower = sum(counts.get("slower", 0) for _, counts in ab)
+    share = 100 * slower / max(1, sum(total))
+    print(f"  {how}:")
+    print(f"    A/A pairs with any point flagged: {alarms} of {len(aa)} ({points} points)")
+    print(f"    A/B (+10 % work): points slower {slower} of {sum(total)} ({share:.0f} %)")
 
 
 def _head_python(work: Path) -> str:
