@@ -1,10 +1,13 @@
 """Three `benchbench run quick` in a row, as issue 22 measures a run: wall time, points
-converged to the target (the two-level interval), and the runs' agreement.
+converged to the target (the two-level interval), and the runs' agreement; with
+``--metric instructions`` (issue 21), the agreement of their instruction counts.
 
 Each run goes into one fresh store with the run flags given (e.g.
 ``--points-per-process 4``). Printed as JSON: per run its wall time and how many points
 converged; over the runs, for the points whose median is at least 50 us, how many have
-medians within 1.03 (max / min over the runs), with the median and worst ratio.
+medians within 1.03 (max / min over the runs), with the median and worst ratio. Where
+the runs counted instructions: for every point counted in each run, how many have
+counts within 1 % (max / min), the median and worst ratio, and the points outside.
 
 Usage: ``python benchmarks/quick_runs.py [--runs 3] [RUN FLAGS...]`` (numbers in
 BENCHMARKS.md, with the CPU and the load).
@@ -27,6 +30,9 @@ from benchbench.store import open_store
 #: dominate what the run-to-run ratio says.
 MIN_MEDIAN_S = 50e-6
 AGREE = 1.03
+#: Instruction counts of fresh runs should agree this closely (issue 21: at >= 95 % of
+#: the CPU points).
+COUNTS_AGREE = 1.01
 
 
 def main() -> None:
@@ -44,7 +50,10 @@ def main() -> None:
         )
         report["runs"].append({"wall_s": round(time.monotonic() - started, 1)})
     frame = open_store(store_path, create=False).dataframe(
-        columns=["run_id", "benchmark_id", "status", "median_s", "converged"]
+        columns=[
+            *("run_id", "benchmark_id", "workload", "variant", "dtype", "size"),
+            *("status", "median_s", "converged", "instructions_per_call"),
+        ]
     )
     for entry, (_, run) in zip(report["runs"], frame.groupby("run_id", sort=False), strict=True):
         entry["points"] = len(run)
@@ -60,6 +69,24 @@ def main() -> None:
         "median_ratio": round(float(spans.median()), 4) if len(spans) else None,
         "worst_ratio": round(float(spans.max()), 4) if len(spans) else None,
     }
+    counts = frame.dropna(subset=["instructions_per_call"]).groupby("benchmark_id")
+    count_spans = (counts["instructions_per_call"].max() / counts["instructions_per_call"].min())[
+        counts.size() == args.runs
+    ]
+    if len(count_spans):
+        first = counts.first()
+        labels = first["workload"] + ":" + first["variant"] + "[" + first["dtype"] + "]("
+        labels += first["size"].astype(str) + ")"
+        report["instructions"] = {
+            "points": len(count_spans),
+            "within_1pct": int((count_spans <= COUNTS_AGREE).sum()),
+            "median_ratio": round(float(count_spans.median()), 5),
+            "worst_ratio": round(float(count_spans.max()), 5),
+            "outside": {
+                labels[b]: round(float(r), 4)
+                for b, r in count_spans[count_spans > COUNTS_AGREE].items()
+            },
+        }
     report["load_after"] = os.getloadavg()[0]
     print(json.dumps(report, indent=2))
 

@@ -18,7 +18,14 @@ from benchbench.analysis.verdict import (
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result
 from benchbench.measure import instructions
-from benchbench.measure.instructions import Callgrind, CountError, count_subject, read_total
+from benchbench.measure.instructions import (
+    Callgrind,
+    Count,
+    CountError,
+    allocator_instructions,
+    count_subject,
+    read_total,
+)
 from benchbench.measure.policy import Subject
 from benchbench.run.instrumented import count_request, parse_metrics, with_counts
 
@@ -31,21 +38,24 @@ SWITCH = 4_000
 class FakeCounter:
     """Counts the instructions the fake loops report while 'collection' is on."""
 
-    def __init__(self) -> None:
+    def __init__(self, allocator_per_call: int = 0) -> None:
         self.executed = 0
         self.counts: list[int] = []
+        self.allocator_per_call = allocator_per_call
+        self.allocated = 0
 
-    def count(self, run) -> int:
-        before = self.executed
+    def count(self, run) -> Count:
+        before, allocated = self.executed, self.allocated
         run()
         counted = self.executed - before + SWITCH
         self.counts.append(counted)
-        return counted
+        return Count(counted, self.allocated - allocated)
 
 
 def loops(counter: FakeCounter, per_call: int = PER_CALL, pre=None) -> tuple[Subject, Subject]:
     def subject(n: int) -> None:
         counter.executed += n * (per_call + LOOP)
+        counter.allocated += n * counter.allocator_per_call
 
     def idle(n: int) -> None:
         counter.executed += n * LOOP
@@ -111,9 +121,91 @@ def test_callgrind_reads_the_one_dump_each_count_leaves_and_deletes_it(tmp_path)
         )
 
     counter = Callgrind(str(out), toggle=lambda: None, toggle_and_dump=dump)
-    assert counter.count(lambda: None) == 1_500
-    assert counter.count(lambda: None) == 2_500
+    assert counter.count(lambda: None) == Count(1_500, 0)
+    assert counter.count(lambda: None) == Count(2_500, 0)
     assert list(tmp_path.iterdir()) == []
+
+
+#: A callgrind dump as ``--dump-line=no --dump-instr=no`` writes it, names compressed:
+#: an op calling c10's allocation (which calls posix_memalign, which calls glibc's
+#: internals) and free; malloc called recursively from inside free; Python calling malloc.
+DUMP = """version: 1
+creator: callgrind-3.19.0
+positions: line
+events: Ir
+summary: 10000
+totals: 10000
+
+ob=(1) libtorch_cpu.so
+fl=(1) ???
+fn=(1) at::native::sqrt_out
+0 6000
+cob=(1)
+cfi=(1)
+cfn=(2) c10::alloc_cpu(unsigned long)
+calls=1 0
+0 1200
+cob=(2) libc.so.6
+cfi=(1)
+cfn=(3) free
+calls=1 0
+0 700
+
+fn=(2)
+0 100
+cob=(2)
+cfi=(1)
+cfn=(4) posix_memalign
+calls=1 0
+0 1100
+
+ob=(2)
+fn=(4)
+0 50
+cfn=(5) _int_memalign
+calls=1 0
+0 1050
+
+fn=(3)
+0 400
+cfn=(6) free'2
+calls=1 0
+0 300
+
+fn=(7) _PyEval_EvalFrameDefault
+0 1000
+cfn=(8) malloc
+calls=2 0
+0 250
+"""
+
+
+def test_the_allocator_share_is_the_calls_into_its_entry_points_from_outside():
+    # posix_memalign from c10 (1,100), free from the op (700: its recursive free'2 inside
+    # it is not counted again), malloc from Python (250); c10's own 100 is not the C
+    # allocator's.
+    assert allocator_instructions(DUMP) == 1_100 + 700 + 250
+    assert read_total(DUMP) == 10_000
+    assert allocator_instructions("events: Ir\ntotals: 5\n") == 0
+
+
+def test_callgrind_counts_leave_the_allocator_out(tmp_path):
+    out = tmp_path / "callgrind.9"
+
+    def dump() -> None:
+        (tmp_path / "callgrind.9.1").write_text(DUMP)
+
+    counter = Callgrind(str(out), toggle=lambda: None, toggle_and_dump=dump)
+    assert counter.count(lambda: None) == Count(10_000 - 2_050, 2_050)
+
+
+def test_the_allocator_per_call_is_recorded_apart_from_the_count():
+    counter = FakeCounter(allocator_per_call=300)
+    subject, idle = loops(counter)
+    counted = count_subject(subject, idle, counter)
+    assert counted.per_call == pytest.approx(PER_CALL)
+    assert counted.allocator_per_call == pytest.approx(300)
+    assert counted.extra("process")["allocator_per_call"] == pytest.approx(300)
 
 
 def test_callgrind_without_a_dump_is_a_count_error(tmp_path):
@@ -267,7 +359,7 @@ def test_a_device_sync_runs_after_each_count_outside_it():
     collecting = [False]
     original = counter.count
 
-    def count(run) -> int:
+    def count(run) -> Count:
         collecting[0] = True
         try:
             return original(run)
