@@ -21,8 +21,8 @@ in seeded random phases of 0.1-1.5 s (a busy phase spins a core), as a shared CI
 sees; it stops by itself after ``--neighbour-max-s`` and when the script ends.
 
 Usage: ``python benchmarks/gate_bench.py --instrument time,ab,instructions [--runs N]
-[--b-runs M] [--neighbour]`` (``--b-runs``: fewer A/B than A/A ``ab`` runs; numbers in
-BENCHMARKS.md, with the CPU and the load during the run).
+[--b-runs M] [--neighbour] [--filter REGEX]`` (``--b-runs``: fewer A/B than A/A ``ab``
+runs; numbers in BENCHMARKS.md, with the CPU and the load during the run).
 """
 
 from __future__ import annotations
@@ -230,6 +230,9 @@ def main() -> None:
     )
     parser.add_argument("--ab-rounds", type=int, default=20, help="--rounds of every ab run")
     parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
+    parser.add_argument(
+        "--filter", help="--filter of every run: fewer points (e.g. 'n=(65536|262144)')"
+    )
     parser.add_argument("--neighbour", action="store_true", help="a noisy neighbour beside")
     parser.add_argument("--neighbour-seed", type=int, default=0)
     parser.add_argument("--neighbour-max-s", type=float, default=7200.0)
@@ -239,6 +242,8 @@ def main() -> None:
         raise SystemExit(f"--instrument: unknown {bad}; choose from {INSTRUMENTS}")
     if args.threads is not None:
         RUN_FLAGS.extend(["--threads", str(args.threads)])
+    if args.filter is not None:
+        RUN_FLAGS.extend(["--filter", args.filter])
     work = Path(tempfile.mkdtemp(prefix="gate-bench-"))
     suite = str(work / "gate.py")
     Path(suite).write_text(GATE_SUITE)

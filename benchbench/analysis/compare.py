@@ -6,16 +6,13 @@ dashboard's comparison page and any later command share one analysis.
 
 Per point (matched by benchmark id), on the per-call times (raw sample / calls), the
 ratio ``median(contender) / median(base)`` (above 1 the contender is slower), its CI,
-p-value and mark come from :mod:`benchbench.analysis.verdict` (the one verdict of
-benchbench; the samples of two runs are not paired, the two sides of an ``ab`` run
-are). The points of a comparison are one family (:func:`as_family`): a time mark is
-significant when the point's p-value, adjusted over the comparison's points
-(Benjamini-Hochberg), is below alpha, so that a gate over many points does not flag
-identical code in most comparisons; each point's interval stays its own 1 - alpha
-interval. Marks beyond that verdict's
-``slower`` / ``faster`` / ``same`` / ``not significant``: ``new``, measured in the
-contender only (absent or not ok in the base); ``gone``, absent or skipped in the
-contender; ``failing``, an error in the contender.
+p-value and mark come from :mod:`benchbench.analysis.verdict` (the one verdict; two
+runs' samples are not paired, the two sides of an ``ab`` run are). The points are one
+family (:func:`as_family`): a mark is significant when the point's p-value adjusted
+over the comparison's points (Benjamini-Hochberg) is below alpha; each interval stays
+the point's own. Marks beyond the verdict's: ``new``, measured in the contender only
+(absent or not ok in the base); ``gone``, absent or skipped in the contender;
+``failing``, an error in the contender.
 
 A point **regressed** when it is ``slower``, or ``failing`` where the base measured
 it. The geometric mean of the ratios is given per workload and overall over the
@@ -419,18 +416,16 @@ def as_family(
     points: Sequence[PointComparison], alpha: float = ALPHA, min_effect: float = MIN_EFFECT
 ) -> tuple[PointComparison, ...]:
     """The points of one comparison, their time marks judged as one family: each timed
-    point's p-value adjusted over the others' (Benjamini-Hochberg,
-    :func:`~benchbench.analysis.verdict.adjusted_p`) and marked significant when that
-    q-value is below ``alpha``. A gate over 20 points at alpha each would flag identical
-    code in up to 64 % of comparisons; this keeps it near alpha, and the share of false
-    discoveries among the flagged points at alpha. Points without a time test (new,
-    gone, failing, untimed) are as they were."""
+    point significant when its p-value adjusted over the others' (its q-value,
+    :func:`~benchbench.analysis.verdict.adjusted_p`) is below ``alpha``, so that 20
+    points of identical code flag something in about alpha of comparisons, not up to
+    64 %. Points without a time test (new, gone, failing, untimed) are as they were."""
     tested = [
         (k, p.ratio, p.p_value)
         for k, p in enumerate(points)
         if p.mark in VERDICTS and p.ratio is not None and p.p_value is not None
     ]
-    q_values = adjusted_p([p_value for _, _, p_value in tested])
+    q_values = adjusted_p([p for _, _, p in tested])
     out = list(points)
     for (k, ratio, _), q in zip(tested, q_values, strict=True):
         significant = math.isfinite(q) and q < alpha

@@ -81,7 +81,7 @@ pytest fixture and claims judge one point at a time with :func:`mark`.
 **Instruction counts** (``run --metric instructions``) have a verdict of their own,
 :func:`estimate_counts` and :func:`mark_counts`: a count is exact up to the small
 variation measured between repeats and between fresh processes, so there is no
-sampling distribution to test; a change beyond :data:`INSTRUCTIONS_MIN_EFFECT` (5 %) is
+sampling distribution to test; a change beyond :data:`INSTRUCTIONS_MIN_EFFECT` (2 %) is
 a change, unless the counts themselves moved by half that much.
 """
 
