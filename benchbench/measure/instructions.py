@@ -25,13 +25,13 @@ How a count is made reproducible (PyTorch's ``instruction_counts`` benchmarks an
 - the C allocator's own instructions are left out (:func:`allocator_instructions`: the
   calls into :data:`ALLOCATOR_ENTRY_POINTS` and everything under them) and recorded
   apart. Their path depends on the heap that earlier allocations left, not on the code
-  under test: ``torch.sqrt`` of 1,024 float32 executed 10,335 or 10,565 instructions a
-  call in three fresh runs, and in one process after ten different heap states the
-  whole difference (~280 instructions a call) was in glibc's ``_int_free``,
-  ``malloc_consolidate``, ``_int_malloc`` and ``_int_memalign``; what is left moved by
-  ~19 a call (Python's own small-object allocator). An allocation the code makes still
-  counts (c10's ``allocate``, the tensor's construction); its page faults are for the
-  time metric.
+  under test: ``torch.sqrt`` of 1,024 float32 took 11,028-11,309 instructions a call
+  after ten heap states in one process (2.5 %); between two of those counts, 247 of the
+  266 a call were in glibc's ``_int_free``, ``malloc_consolidate``, ``_int_malloc`` and
+  ``_int_memalign``, 19 in Python's small-object allocator. Without the C allocator's
+  the counts took 9,836-9,872 (0.37 %), the same in two processes. An allocation the
+  code makes still counts (c10's ``allocate``, the tensor's construction); its page
+  faults are for the time metric.
 
 What counts cannot see: memory stalls and cache misses (a call that moves the same
 data through a slower path executes the same instructions), time spent waiting, other
@@ -73,8 +73,8 @@ MAX_TIMES = 100
 REPEATS = 3
 #: A point whose repeated counts differ by more than this (relative) gets a warning.
 UNSTABLE_SPREAD = 0.005
-#: The C allocator's entry points (glibc's, and jemalloc's and tcmalloc's under the same
-#: names when preloaded): a count leaves out the calls into them and everything they call.
+#: The C allocator's entry points (glibc's names, which jemalloc and tcmalloc export too
+#: when preloaded): a count leaves out the calls into them and everything they call.
 ALLOCATOR_ENTRY_POINTS = frozenset(
     {
         *("malloc", "free", "calloc", "realloc", "reallocarray", "cfree"),
