@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchbench.analysis.compare import compare_rows
+from benchbench.analysis.compare import INSTRUCTIONS_MIN_EFFECT, compare_rows
 from benchbench.dashboard import DashboardData, build_site
 from benchbench.dashboard.from_store import load
 from benchbench.dashboard.synthetic import synthetic_data
@@ -335,7 +335,8 @@ def test_compare_page_marks_instruction_counts_as_the_cli_does(
     first = page.locator("table.compare tbody tr").first
     assert "slower" in (first.get_attribute("class") or "") and "sqrt" in first.inner_text()
     summary = page.locator("p.summary.instructions").inner_text()
-    assert "1 slower, 0 faster, 1 same, 1 not significant (minimum effect 5.0 %)" in summary
+    effect = f"(minimum effect {100 * INSTRUCTIONS_MIN_EFFECT:.1f} %)"  # the CLI's default
+    assert f"1 slower, 0 faster, 1 same, 1 not significant {effect}" in summary
     _text_is_clean(page)
     assert tab.errors == [] and tab.dialogs == []
 
