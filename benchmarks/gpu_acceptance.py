@@ -1,38 +1,43 @@
 """GPU acceptance: benchbench's CUDA paths against plain measurements, on a real GPU.
 
-Run from the repository root on a CUDA machine:
+Run from the repository root on a CUDA machine (the wheels it lacks first, see
+benchmarks/gpu_wheels.sh):
 
-    PYTHONPATH=. python benchmarks/gpu_acceptance.py [--device cuda:0]
+    PYTHONPATH=. python benchmarks/gpu_acceptance.py [--device cuda:0] [--out DIR]
 
-It prints one table (row, pass / FAIL / n/a, the numbers behind it) and exits 1 when a
-row fails, else 0. On a machine without CUDA it prints "no CUDA device: ..." and exits 0:
-a skip, not a failure. A row that raises is a FAIL with the exception; the others still
-run. The rows, each a small function below, and what passes:
+It prints its plan (each row and its time limit) first, then each row as it finishes
+(row, pass / FAIL / n/a, the numbers behind it), and appends each row to
+``DIR/acceptance.jsonl`` as it goes (``DIR`` defaults to ``$OUT``, else nothing is
+written), so a run cut short still leaves what it did. A row that raises or runs past
+its limit is a FAIL with the reason; the others still run. Exit 1 when a row fails,
+else 0. On a machine without CUDA it prints "no CUDA device: ..." and exits 0: a skip,
+not a failure. It never changes the accelerator's settings (no ``--lock-clocks``).
 
-- ``quick suite``: ``run quick --device cuda``, one round: no point fails; a skip only
-  where a variant says it cannot run there (NumPy runs on the CPU only).
-- ``engine vs events`` / ``engine vs do_bench``: the engine's median per call of
-  ``torch.sqrt`` at 2^24 and 2^26 float32 elements (beyond any L2: 128 and 512 MiB
-  moved per call) within 5 % of a hand-written loop of one CUDA event pair per call,
-  and of ``triton.testing.do_bench`` (median) when triton imports; kernels under 20 µs
-  are listed, not judged (one event pair costs a few µs).
-- ``graphs vs eager``: at 2^10 elements a ``Variant(cuda_graph=True)`` is faster than
-  eager, and the eager point is flagged launch-bound (``extra["launch_bound"]`` or a
-  warning containing ``launch-bound``); "n/a" where this benchbench has no CUDA graphs.
-- ``probe bandwidth`` / ``probe bf16 peak``: ``benchbench probe`` figures within 15 % of
-  a plain 1 GiB device-to-device ``copy_`` (2 GiB moved) and of a plain 8192^3 bfloat16
-  ``torch.mm``, both best of 10 event-timed calls.
-- ``cold vs warm``: at a working set of L2/4 the cold-cache median is at least 10 %
-  above the warm one; at 16x L2 they agree within 10 %.
-- ``profile trace``: a point measured with a profile folder leaves a Chrome trace that
-  holds CUDA kernel rows.
-- ``device-side assert``: a suite whose middle variant indexes out of bounds: that
-  point is stored failed with torch's message, the points before and after it are ok.
-- ``collectives``: the collectives suite on one visible GPU: every nccl point skipped,
-  its reason naming the GPUs it needs.
+The rows, each a function below, in order:
 
-Not yet run on a GPU: the rows are written from the PyTorch and Triton documentation;
-their pass/fail logic is unit-tested with fake numbers (tests/unit/test_gpu_acceptance.py).
+- ``nvml``: the SM clock and its reference clock read through NVML, the clock-event
+  reasons read, and every visible CUDA device's UUID found in NVML.
+- ``suites``: one run (one zygote, forked workers) of a fault suite (ok, device-side
+  assert, out of memory, graph-capture failure, wrong result, ok), the ``quick`` suite and
+  the ``collectives`` suite: each fault costs its point only, quick has no failed point,
+  collectives skips nccl on one GPU with its reason.
+- ``sleep kernels``: ``torch.cuda._sleep`` kernels of ~10 µs, 200 µs and 2 ms: the
+  engine within 2 % of a hand-written loop of back-to-back calls between one event pair,
+  none flagged launch-bound, warm-up within 1.5 s.
+- ``sqrt large``: ``torch.sqrt`` at 2^24 and 2^26 float32: warm within 3 % of the hand
+  loop, cold within 5 % of ``triton.testing.do_bench`` (which flushes L2 per call), CUDA
+  graph within 5 % of ``do_bench_cudagraph``.
+- ``sqrt 2^10``: eager flagged launch-bound, graph faster than eager, rotate + graph
+  keeps rotating.
+- ``compile``: ``torch.compile`` with a fresh cache: ``compile_s`` recorded, the result
+  accurate.
+- ``profile trace``: a Chrome trace with CUDA kernel rows.
+- ``probe``: ``probe --quick`` bandwidth and bf16 peak beside a plain copy and matmul.
+- ``ab``: ``benchbench ab`` A/A on CUDA at 2^20: the lockstep median within 2 % of the
+  solo median of the same point.
+
+The pass/fail logic of every row is unit-tested on fake numbers
+(tests/unit/test_gpu_acceptance.py).
 """
 
 from __future__ import annotations
@@ -45,22 +50,27 @@ os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 import argparse
 import contextlib
 import json
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 PASS, FAIL, NOT_AVAILABLE = "pass", "FAIL", "n/a"
-ENGINE_TOLERANCE = 0.05  # engine vs a plain event loop or do_bench
-JUDGED_KERNEL_S = 20e-6  # shorter kernels: listed, not judged
+LOOP_TOLERANCE = 0.02  # the engine vs a hand loop of back-to-back calls (sleep kernels)
+WARM_TOLERANCE = 0.03  # warm sqrt vs the hand loop
+TRITON_TOLERANCE = 0.05  # cold vs do_bench, graph vs do_bench_cudagraph
+AB_TOLERANCE = 0.02  # the lockstep median vs the solo median
+WARMUP_LIMIT_S = 1.5  # the design's 0.1-1 s warm-up, with room for one sync
+JUDGED_KERNEL_S = 20e-6  # shorter kernels: listed, not judged against do_bench
 PROBE_TOLERANCE = 0.15
-CACHE_DIFFER = 1.10  # cold / warm at L2/4 at least this
-CACHE_AGREE = 0.10  # |cold / warm - 1| at 16x L2 at most this
 GIB = 2**30
 
 
@@ -81,6 +91,45 @@ def within(measured: float, plain: float, tolerance: float) -> bool:
     return plain > 0 and abs(measured / plain - 1.0) <= tolerance
 
 
+def nvml_row(
+    sm_mhz: int | None, reference_mhz: int | None, reasons: list[str] | None, uuids: dict[str, bool]
+) -> Row:
+    """NVML read-only: clocks and reasons readable, every CUDA UUID found in NVML."""
+    missing = [u for u, found in uuids.items() if not found]
+    passed = bool(sm_mhz) and bool(reference_mhz) and reasons is not None and not missing
+    numbers = (
+        f"SM {sm_mhz} MHz, reference {reference_mhz} MHz, reasons {reasons}; "
+        f"{len(uuids) - len(missing)}/{len(uuids)} CUDA UUIDs found in NVML"
+    )
+    if missing:
+        numbers += f" (missing: {', '.join(missing)})"
+    return Row("nvml", PASS if passed else FAIL, numbers)
+
+
+#: What each fault variant of the fault suite must end as: (status, words in its reason).
+FAULTS: dict[str, tuple[str, str]] = {
+    "ok_first": ("ok", ""),
+    "device_assert": ("error", "device-side assert"),
+    "out_of_memory": ("error", "out of memory"),
+    "capture_fails": ("skipped", "graph"),
+    "wrong_result": ("error", "wrong result"),
+    "ok_last": ("ok", ""),
+}
+
+
+def faults_row(outcomes: dict[str, tuple[str, str | None]]) -> Row:
+    """variant -> (status, reason) of the fault suite: each fault costs its point only."""
+    wrong = []
+    for variant, (status, words) in FAULTS.items():
+        got, reason = outcomes.get(variant, ("missing", None))
+        if got != status or words.lower() not in (reason or "").lower():
+            wrong.append(f"{variant}: {got}: {reason}")
+    numbers = ", ".join(f"{v}: {outcomes.get(v, ('missing',))[0]}" for v in FAULTS)
+    if wrong:
+        numbers += "; unexpected: " + "; ".join(wrong)
+    return Row("faults", FAIL if wrong else PASS, numbers)
+
+
 def quick_suite_row(outcomes: Sequence[tuple[str, str, str | None]]) -> Row:
     """(label, status, reason) of every point of the quick suite on CUDA."""
     errors = [(label, reason) for label, status, reason in outcomes if status == "error"]
@@ -96,38 +145,74 @@ def quick_suite_row(outcomes: Sequence[tuple[str, str, str | None]]) -> Row:
     return Row("quick suite", PASS if passed else FAIL, numbers)
 
 
-def timing_row(name: str, pairs: Sequence[tuple[str, float, float | None]]) -> Row:
-    """(what, engine_s, other_s or None) per kernel: the engine within 5 % of the other."""
+def collectives_row(outcomes: Sequence[tuple[str, str | None]]) -> Row:
+    """(status, reason) of every collectives point on one visible GPU."""
+    nccl = [(s, r) for s, r in outcomes if s == "skipped" and "nccl with" in (r or "")]
+    skipped = [r or "" for _s, r in nccl]
+    others_ok = all(s == "ok" for s, r in outcomes if (s, r) not in nccl)
+    passed = bool(skipped) and others_ok
+    first = skipped[0] if skipped else (outcomes[0][1] if outcomes else "no points")
+    numbers = f"{len(skipped)}/{len(outcomes)} skipped (nccl), the rest ok: {others_ok}: {first}"
+    return Row("collectives", PASS if passed else FAIL, numbers)
+
+
+def timing_row(
+    name: str,
+    pairs: Sequence[tuple[str, float, float | None]],
+    tolerance: float,
+    judged_from_s: float = 0.0,
+) -> Row:
+    """(what, engine_s, other_s or None) per kernel: the engine within ``tolerance`` of
+    the other for kernels of ``judged_from_s`` and more."""
     if all(other is None for _w, _e, other in pairs):
         return Row(name, NOT_AVAILABLE, "triton is not importable")
     parts, passed = [], True
     for what, engine_s, other_s in pairs:
         if other_s is None:
             continue
-        judged = other_s >= JUDGED_KERNEL_S
-        ok = within(engine_s, other_s, ENGINE_TOLERANCE)
+        judged = other_s >= judged_from_s
+        ok = within(engine_s, other_s, tolerance)
         passed = passed and (ok or not judged)
-        note = "" if judged else " (under 20 µs: not judged)"
+        note = "" if judged else " (not judged)"
         parts.append(
-            f"{what}: {engine_s * 1e6:.1f} vs {other_s * 1e6:.1f} µs "
+            f"{what}: {engine_s * 1e6:.2f} vs {other_s * 1e6:.2f} µs "
             f"({engine_s / other_s - 1:+.1%}){note}"
         )
-    return Row(name, PASS if passed else FAIL, "; ".join(parts))
+    return Row(f"{name} (±{tolerance:.0%})", PASS if passed else FAIL, "; ".join(parts))
 
 
-def graphs_row(
-    eager_s: float | None, graph_s: float | None, eager_launch_bound: bool | None
+def sleep_row(kernels: Sequence[tuple[str, float, float, bool, float]]) -> Row:
+    """(what, engine_s, loop_s, launch_bound, warmup_s) per sleep kernel: within 2 % of
+    the back-to-back loop, none launch-bound, warm-up within its limit."""
+    parts, passed = [], True
+    for what, engine_s, loop_s, bound, warmup_s in kernels:
+        ok = within(engine_s, loop_s, LOOP_TOLERANCE) and not bound and warmup_s <= WARMUP_LIMIT_S
+        passed = passed and ok
+        parts.append(
+            f"{what}: {engine_s * 1e6:.2f} vs {loop_s * 1e6:.2f} µs "
+            f"({engine_s / loop_s - 1:+.2%}), {'launch-bound' if bound else 'not launch-bound'}, "
+            f"warm-up {warmup_s:.2f} s"
+        )
+    return Row("sleep kernels", PASS if passed and kernels else FAIL, "; ".join(parts))
+
+
+def small_row(
+    eager_s: float, graph_s: float, eager_bound: bool, rotate_graph: dict[str, Any]
 ) -> Row:
-    """CUDA graphs faster than eager at the smallest size, eager flagged launch-bound;
-    None anywhere: the feature is missing in this benchbench."""
-    if eager_s is None or graph_s is None or eager_launch_bound is None:
-        return Row("graphs vs eager", NOT_AVAILABLE, "no Variant(cuda_graph=True) results")
-    passed = graph_s < eager_s and eager_launch_bound
+    """2^10: eager flagged launch-bound, graph faster, rotate + graph still rotating."""
+    rotating = bool(rotate_graph.get("rotating"))
+    passed = graph_s < eager_s and eager_bound and rotating
     numbers = (
-        f"eager {eager_s * 1e6:.2f} µs, graph {graph_s * 1e6:.2f} µs per call; "
-        f"eager {'flagged' if eager_launch_bound else 'NOT flagged'} launch-bound"
+        f"eager {eager_s * 1e6:.2f} µs ({'flagged' if eager_bound else 'NOT flagged'} "
+        f"launch-bound), graph {graph_s * 1e6:.2f} µs; rotate+graph: {rotate_graph}"
     )
-    return Row("graphs vs eager", PASS if passed else FAIL, numbers)
+    return Row("sqrt 2^10", PASS if passed else FAIL, numbers)
+
+
+def compile_row(compile_s: float | None, max_rel_error: float | None, status: str) -> Row:
+    passed = status == "ok" and compile_s is not None and compile_s > 0
+    numbers = f"status {status}, compile_s {compile_s}, max_rel_error {max_rel_error}"
+    return Row("compile", PASS if passed else FAIL, numbers)
 
 
 def probe_row(name: str, probe: float, plain: float, unit: str, scale: float) -> Row:
@@ -140,40 +225,19 @@ def probe_row(name: str, probe: float, plain: float, unit: str, scale: float) ->
     return Row(name, PASS if ok else FAIL, numbers)
 
 
-def cache_row(near: tuple[float, float], far: tuple[float, float]) -> Row:
-    """(warm_s, cold_s) at L2/4 and at 16x L2: they differ near, agree far."""
-    near_ratio, far_ratio = near[1] / near[0], far[1] / far[0]
-    passed = near_ratio >= CACHE_DIFFER and abs(far_ratio - 1.0) <= CACHE_AGREE
-    numbers = (
-        f"cold/warm at L2/4: {near_ratio:.2f} (>= 1.10); at 16x L2: {far_ratio:.2f} (1 ± 0.10)"
-    )
-    return Row("cold vs warm", PASS if passed else FAIL, numbers)
-
-
 def trace_row(kernel_rows: int, trace: str) -> Row:
     status = PASS if kernel_rows > 0 else FAIL
     return Row("profile trace", status, f"{kernel_rows} CUDA kernel rows in {Path(trace).name}")
 
 
-def assert_row(outcomes: dict[str, tuple[str, str | None]]) -> Row:
-    """variant -> (status, reason) of the before / assert / after points."""
-    status, reason = outcomes.get("assert", ("missing", None))
-    others_ok = all(outcomes.get(v, ("missing",))[0] == "ok" for v in ("before", "after"))
-    passed = status == "error" and "device-side assert" in (reason or "") and others_ok
-    numbers = f"assert: {status}: {reason}; " + ", ".join(
-        f"{v}: {outcomes.get(v, ('missing',))[0]}" for v in ("before", "after")
+def ab_row(lockstep_s: float, solo_s: float, flagged: int, exit_code: int) -> Row:
+    """ab A/A: nothing flagged, exit 0, the lockstep median within 2 % of the solo one."""
+    passed = within(lockstep_s, solo_s, AB_TOLERANCE) and flagged == 0 and exit_code == 0
+    numbers = (
+        f"lockstep {lockstep_s * 1e6:.2f} µs vs solo {solo_s * 1e6:.2f} µs "
+        f"({lockstep_s / solo_s - 1:+.2%}); {flagged} flagged, exit {exit_code}"
     )
-    return Row("device-side assert", PASS if passed else FAIL, numbers)
-
-
-def collectives_row(outcomes: Sequence[tuple[str, str | None]]) -> Row:
-    """(status, reason) of every collectives point on one visible GPU."""
-    skipped = [r for s, r in outcomes if s == "skipped" and "nccl with" in (r or "")]
-    passed = bool(outcomes) and len(skipped) == len(outcomes)
-    first = outcomes[0][1] if outcomes else "no points"
-    return Row(
-        "collectives", PASS if passed else FAIL, f"{len(skipped)}/{len(outcomes)} skipped: {first}"
-    )
+    return Row("ab A/A", PASS if passed else FAIL, numbers)
 
 
 # -- measurements (a GPU only) ----------------------------------------------------------
@@ -202,8 +266,35 @@ def event_seconds(fn: Callable[[], object], calls: int, best: bool = False) -> f
     return min(times) if best else statistics.median(times)
 
 
-def one_point(device: str, n: int, fn: Callable[..., Any] = torch.sqrt, **options: Any) -> Any:
-    """The engine's result for ``fn`` of ``n`` float32 values in [0.5, 1.5) on ``device``."""
+def loop_seconds(fn: Callable[[], object], target_s: float = 0.02, repeats: int = 11) -> float:
+    """Per call: the median over ``repeats`` of N back-to-back calls between one event
+    pair, N chosen so that one pair spans ~``target_s`` (the plainest device time)."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    one = event_seconds(fn, 5)
+    calls = max(1, int(target_s / max(one, 1e-7)))
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3 / calls)
+    return statistics.median(times)
+
+
+def one_point(
+    device: str,
+    n: int,
+    fn: Callable[..., Any] = torch.sqrt,
+    budget_s: float = 2.0,
+    **options: Any,
+) -> Any:
+    """The engine's result for ``fn`` of ``n`` float32 values in [0.5, 1.5) on ``device``,
+    measured in this process."""
     from benchbench.measure.point import Options, measure_point
     from benchbench.measure.policy import Policy
     from benchbench.suite.declare import Suite, Variant
@@ -217,73 +308,269 @@ def one_point(device: str, n: int, fn: Callable[..., Any] = torch.sqrt, **option
         devices=(device,),
     )
     return measure_point(
-        workload, workload.points()[0], Options(policy=Policy(max_time_s=2.0), **options)
+        workload, workload.points()[0], Options(policy=Policy(max_time_s=budget_s), **options)
     )
 
 
-def run_suite(suite: Path, device: str) -> list[Any]:
-    """Every result of ``benchbench run SUITE --device DEVICE --rounds 1`` (real workers)."""
+def run_suites(suites: Sequence[Path], device: str, folder: str) -> list[Any]:
+    """Every result of one ``benchbench run SUITES --device DEVICE --rounds 1``: one
+    zygote, a forked worker per point."""
     from benchbench.measure.policy import Policy
     from benchbench.run.rounds import Rounds
     from benchbench.run.runner import RunConfig, run
     from benchbench.store import open_store
     from benchbench.suite.load import Selection
 
-    with tempfile.TemporaryDirectory() as folder:
-        config = RunConfig(
-            suites=(suite,),
-            selection=Selection(devices=(device,)),
-            policy=Policy(max_time_s=0.5),
-            rounds=Rounds.fixed(1),
-        )
-        return list(run(config, open_store(str(Path(folder) / "acceptance.db"))).results)
+    config = RunConfig(
+        suites=tuple(suites),
+        selection=Selection(devices=(device,)),
+        policy=Policy(max_time_s=0.3),
+        rounds=Rounds.fixed(1),
+    )
+    store = open_store(str(Path(folder) / "acceptance.db"))
+    return list(run(config, store, progress=log_progress).results)
 
 
-def row_quick(device: str) -> list[Row]:
+def log_progress(event: str, info: dict[str, Any]) -> None:
+    """The runner's events on stderr, one short line each (what a cut-off run did)."""
+    brief = {k: v for k, v in info.items() if isinstance(v, (str, int, float)) and k != "error"}
+    print(f"  {time.strftime('%H:%M:%S')} {event} {json.dumps(brief)[:200]}", file=sys.stderr)
+
+
+def measure_nvml(device: str) -> list[Row]:
+    from benchbench.machine.nvml import load_nvml, read, sm_clock_reader
+    from benchbench.machine.sensors import decode_throttle_reasons
+
+    nvml, why = load_nvml()
+    if nvml is None:
+        return [Row("nvml", FAIL, why)]
+    index = torch.device(device).index or 0
+    uuid = str(torch.cuda.get_device_properties(index).uuid)
+    handle = read(nvml.nvmlDeviceGetHandleByUUID, f"GPU-{uuid}")
+    nvml_index = read(nvml.nvmlDeviceGetIndex, handle) if handle is not None else None
+    reader = sm_clock_reader(nvml, nvml_index if nvml_index is not None else index)
+    reading = reader() if reader else None
+    uuids = {}
+    for i in range(torch.cuda.device_count()):
+        u = f"GPU-{torch.cuda.get_device_properties(i).uuid}"
+        uuids[u] = read(nvml.nvmlDeviceGetHandleByUUID, u) is not None
+    reasons = (
+        decode_throttle_reasons(reading.reasons_mask)
+        if reading and reading.reasons_mask is not None
+        else None
+    )
+    row = nvml_row(
+        reading.sm_mhz if reading else None,
+        reading.reference_mhz if reading else None,
+        reasons,
+        uuids,
+    )
+    graphics = read(nvml.nvmlDeviceGetClockInfo, handle, getattr(nvml, "NVML_CLOCK_GRAPHICS", 0))
+    app = read(nvml.nvmlDeviceGetApplicationsClock, handle, getattr(nvml, "NVML_CLOCK_SM", 1))
+    default = read(
+        nvml.nvmlDeviceGetDefaultApplicationsClock, handle, getattr(nvml, "NVML_CLOCK_SM", 1)
+    )
+    top = read(nvml.nvmlDeviceGetMaxClockInfo, handle, getattr(nvml, "NVML_CLOCK_SM", 1))
+    info = (
+        f"; torch index {index} is NVML index {nvml_index}; graphics {graphics} MHz, "
+        f"app {app}, default app {default}, max {top} MHz"
+    )
+    return [Row(row.name, row.status, row.numbers + info)]
+
+
+FAULT_SUITE = """
+import torch
+from benchbench import Suite, Variant
+
+def device_assert(x):
+    return x[torch.tensor([x.numel() + 7], device=x.device)]  # out of bounds: device assert
+
+def out_of_memory(x):
+    return torch.empty(1 << 50, dtype=torch.uint8, device=x.device)  # a petabyte
+
+def capture_fails(x):
+    torch.cuda.synchronize()  # a synchronize cannot be captured in a graph
+    return torch.sqrt(x)
+
+def wrong_result(x):
+    return torch.sqrt(x) + 1.0
+
+suite = Suite("acceptance_faults")
+suite.workload(
+    "faults",
+    setup=lambda ctx: ctx.uniform(0.5, 1.5),
+    variants=[
+        Variant("ok_first", torch.sqrt),
+        Variant("device_assert", device_assert),
+        Variant("out_of_memory", out_of_memory),
+        Variant("capture_fails", capture_fails, cuda_graph=True),
+        Variant("wrong_result", wrong_result),
+        Variant("ok_last", torch.sqrt),
+    ],
+    reference=torch.sqrt,
+    sizes=[1024],
+)
+"""
+
+
+@contextlib.contextmanager
+def one_visible_gpu(device: str) -> Iterator[None]:
+    """The runner's workers see only ``device`` (its index), whatever the machine has."""
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(torch.device(device).index or 0)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["CUDA_VISIBLE_DEVICES"]
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
+
+
+def measure_faults(device: str) -> list[Row]:
+    """The fault suite and the collectives suite in one run (one zygote)."""
     from benchbench.suite.load import resolve_suite
 
-    results = run_suite(resolve_suite("quick"), device)
+    with tempfile.TemporaryDirectory() as folder, one_visible_gpu(device):
+        faults = Path(folder) / "acceptance_faults.py"
+        faults.write_text(FAULT_SUITE)
+        results = run_suites([faults, resolve_suite("collectives")], "cuda", folder)
+    return [
+        faults_row(
+            {
+                r.point.variant: (r.status, r.reason)
+                for r in results
+                if r.point.suite != "collectives"
+            }
+        ),
+        collectives_row([(r.status, r.reason) for r in results if r.point.suite == "collectives"]),
+    ]
+
+
+def measure_quick(device: str) -> list[Row]:
+    from benchbench.suite.load import resolve_suite
+
+    with tempfile.TemporaryDirectory() as folder, one_visible_gpu(device):
+        results = run_suites([resolve_suite("quick")], "cuda", folder)
     return [quick_suite_row([(r.point.label, r.status, r.reason) for r in results])]
 
 
-def row_engine(device: str) -> list[Row]:
-    plain: list[tuple[str, float, float | None]] = []
-    triton: list[tuple[str, float, float | None]] = []
+def sleep_cycles_per_s() -> float:
+    """The clock ``torch.cuda._sleep`` counts, in cycles per second (events around a
+    long sleep)."""
+    torch.cuda._sleep(1000)
+    torch.cuda.synchronize()
+    cycles = 50_000_000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / (start.elapsed_time(end) * 1e-3)
+
+
+def measure_sleep(device: str) -> list[Row]:
+    rate = sleep_cycles_per_s()
+    kernels = []
+    for what, seconds in (("10 µs", 10e-6), ("200 µs", 200e-6), ("2 ms", 2e-3)):
+        cycles = int(seconds * rate)
+
+        def sleep(x: torch.Tensor, cycles: int = cycles) -> torch.Tensor:
+            torch.cuda._sleep(cycles)
+            return x
+
+        result = one_point(device, 1024, sleep, budget_s=1.0, variant={"check": False})
+        engine_s = per_call_s(result)
+        loop_s = loop_seconds(lambda cycles=cycles: torch.cuda._sleep(cycles))
+        guard = {k: result.extra.get(k) for k in ("throttle_reasons", "discarded_samples")}
+        print(f"  sleep {what}: warm-up {dict(result.warmup)}, {guard}", file=sys.stderr)
+        kernels.append(
+            (
+                what,
+                engine_s,
+                loop_s,
+                bool(result.extra.get("launch_bound")),
+                float(result.warmup.get("time_s", 0.0)),
+            )
+        )
+    return [sleep_row(kernels)]
+
+
+def measure_sqrt_large(device: str) -> list[Row]:
+    try:
+        from triton.testing import do_bench, do_bench_cudagraph
+    except ImportError:
+        do_bench = do_bench_cudagraph = None
+    warm, cold, graph = [], [], []
     for n in (2**24, 2**26):
-        engine_s = per_call_s(one_point(device, n))
+        what = f"2^{n.bit_length() - 1}"
         x = torch.rand(n, device=device) + 0.5
 
         def sqrt(x: torch.Tensor = x) -> torch.Tensor:
             return torch.sqrt(x)
 
-        what = f"sqrt 2^{n.bit_length() - 1}"
-        plain.append((what, engine_s, event_seconds(sqrt, 200)))
-        try:
-            from triton.testing import do_bench
-        except ImportError:
-            triton.append((what, engine_s, None))
+        warm.append((what, per_call_s(one_point(device, n)), loop_seconds(sqrt)))
+        cold_s = per_call_s(one_point(device, n, cache="cold"))
+        graph_s = per_call_s(one_point(device, n, variant={"cuda_graph": True}))
+        if do_bench is None:
+            cold.append((what, cold_s, None))
+            graph.append((what, graph_s, None))
             continue
-        triton.append((what, engine_s, float(do_bench(sqrt, return_mode="median")) * 1e-3))
-    return [timing_row("engine vs events", plain), timing_row("engine vs do_bench", triton)]
+        cold.append((what, cold_s, float(do_bench(sqrt, return_mode="median")) * 1e-3))
+        with torch.cuda.stream(torch.cuda.Stream()):
+            reference = float(do_bench_cudagraph(sqrt, return_mode="median")) * 1e-3
+        graph.append((what, graph_s, reference))
+    return [
+        timing_row("warm vs loop", warm, WARM_TOLERANCE),
+        timing_row("cold vs do_bench", cold, TRITON_TOLERANCE, JUDGED_KERNEL_S),
+        timing_row("graph vs do_bench_cudagraph", graph, TRITON_TOLERANCE, JUDGED_KERNEL_S),
+    ]
 
 
-def row_graphs(device: str) -> list[Row]:
-    from benchbench.suite.declare import Variant
-
-    if "cuda_graph" not in {f.name for f in fields(Variant)}:
-        return [graphs_row(None, None, None)]
+def measure_small(device: str) -> list[Row]:
     eager = one_point(device, 2**10)
     graph = one_point(device, 2**10, variant={"cuda_graph": True})
-    if "cuda_graph" not in graph.extra or "launch_bound" not in eager.extra:
-        return [graphs_row(None, None, None)]
-    flagged = bool(eager.extra["launch_bound"]) or any("launch-bound" in w for w in eager.warnings)
-    return [graphs_row(per_call_s(eager), per_call_s(graph), flagged)]
+    rotating = one_point(device, 2**10, cache="rotate", variant={"cuda_graph": True})
+    bound = bool(eager.extra.get("launch_bound")) or any(
+        "launch-bound" in w for w in eager.warnings
+    )
+    extra = rotating.extra
+    rotate_graph = {
+        "status": rotating.status,
+        "cache_mode": rotating.cache_mode,
+        "cuda_graph": extra.get("cuda_graph"),
+        "rotate_copies": extra.get("rotate_copies"),
+        "warnings": list(rotating.warnings),
+    }
+    rotate_graph["rotating"] = rotating.cache_mode == "rotate" and bool(extra.get("cuda_graph"))
+    return [small_row(per_call_s(eager), per_call_s(graph), bound, rotate_graph)]
 
 
-def row_probe(device: str) -> list[Row]:
+def measure_compile(device: str) -> list[Row]:
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        os.environ["TRITON_CACHE_DIR"] = str(Path(cache) / "triton")
+        try:
+            result = one_point(device, 2**20, variant={"compile": True}, budget_s=1.0)
+        finally:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            os.environ.pop("TRITON_CACHE_DIR", None)
+    return [compile_row(result.extra.get("compile_s"), result.max_rel_error, result.status)]
+
+
+def measure_trace(device: str) -> list[Row]:
+    with tempfile.TemporaryDirectory() as folder:
+        result = one_point(device, 2**20, profile_dir=folder, budget_s=0.5)
+        trace = result.extra["profile"]["trace"]
+        events = json.loads(Path(trace).read_text()).get("traceEvents", [])
+        kernels = sum(1 for e in events if str(e.get("cat", "")).lower() == "kernel")
+        return [trace_row(kernels, trace)]
+
+
+def measure_probe(device: str) -> list[Row]:
     from benchbench.machine.probe import run_probe
 
-    profile = run_probe(device)
+    profile = run_probe(device, quick=True)
     src = torch.empty(GIB, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
     copy_bytes_per_s = 2 * GIB / event_seconds(lambda: dst.copy_(src), 10, best=True)
@@ -301,85 +588,74 @@ def row_probe(device: str) -> list[Row]:
     ]
 
 
-def row_cache(device: str) -> list[Row]:
-    l2 = int(torch.cuda.get_device_properties(torch.device(device)).L2_cache_size)
-    pairs = []
-    for working_set in (l2 // 4, 16 * l2):
-        n = working_set // 8  # float32 in, float32 out
-        warm = per_call_s(one_point(device, n, cache="warm"))
-        cold = per_call_s(one_point(device, n, cache="cold"))
-        pairs.append((warm, cold))
-    return [cache_row(pairs[0], pairs[1])]
-
-
-def row_trace(device: str) -> list[Row]:
-    with tempfile.TemporaryDirectory() as folder:
-        result = one_point(device, 2**20, profile_dir=folder)
-        trace = result.extra["profile"]["trace"]
-        events = json.loads(Path(trace).read_text()).get("traceEvents", [])
-        kernels = sum(1 for e in events if str(e.get("cat", "")).lower() == "kernel")
-        return [trace_row(kernels, trace)]
-
-
-ASSERT_SUITE = """
+AB_SUITE = """
 import torch
 from benchbench import Suite, Variant
 
-def out_of_bounds(x):
-    return x[torch.tensor([x.numel() + 7], device=x.device)]  # device-side assert
-
-suite = Suite("acceptance_assert")
+suite = Suite("acceptance_ab")
 suite.workload(
-    "assert",
+    "sqrt",
     setup=lambda ctx: ctx.uniform(0.5, 1.5),
-    variants=[Variant("before", torch.sqrt), Variant("assert", out_of_bounds),
-              Variant("after", torch.sqrt)],
-    reference=torch.sqrt,
-    sizes=[1024],
+    variants=[Variant("torch.sqrt", torch.sqrt)],
+    sizes=[2**20],
+    devices=("cuda",),
 )
 """
 
 
-def row_assert(device: str) -> list[Row]:
-    with tempfile.TemporaryDirectory() as folder:
-        suite = Path(folder) / "acceptance_assert.py"
-        suite.write_text(ASSERT_SUITE)
-        results = run_suite(suite, device)
-    return [assert_row({r.point.variant: (r.status, r.reason) for r in results})]
+def measure_ab(device: str) -> list[Row]:
+    with tempfile.TemporaryDirectory() as folder, one_visible_gpu(device):
+        suite = Path(folder) / "acceptance_ab.py"
+        suite.write_text(AB_SUITE)
+        store = str(Path(folder) / "ab.db")
+        command = [sys.executable, "-m", "benchbench", "ab", str(suite), "--device", "cuda"]
+        command += ["--base", sys.executable, "--head", sys.executable, "--rounds", "4"]
+        command += ["--store", store, "--format", "json"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=150)
+        if done.returncode not in (0, 3):
+            raise RuntimeError(f"ab exit {done.returncode}: {done.stderr.strip()[-600:]}")
+        points = json.loads(done.stdout)["points"]
+    flagged = sum(1 for p in points if p["mark"] in ("slower", "faster"))
+    lockstep_s = statistics.median(
+        m for p in points for m in (p["base_median_s"], p["contender_median_s"]) if m
+    )
+    solo_s = per_call_s(one_point(device, 2**20, budget_s=1.0))
+    return [ab_row(lockstep_s, solo_s, flagged, done.returncode)]
+
+
+#: name -> (measure, time limit in seconds); in order.
+ROWS: dict[str, tuple[Callable[[str], list[Row]], int]] = {
+    "nvml": (measure_nvml, 20),
+    "faults": (measure_faults, 60),
+    "sleep kernels": (measure_sleep, 40),
+    "sqrt large": (measure_sqrt_large, 60),
+    "sqrt 2^10": (measure_small, 30),
+    "compile": (measure_compile, 60),
+    "profile trace": (measure_trace, 30),
+    "probe": (measure_probe, 40),
+    "ab": (measure_ab, 120),
+    "quick": (measure_quick, 150),
+}
+
+
+class RowTimeout(Exception):
+    """A row ran past its time limit."""
 
 
 @contextlib.contextmanager
-def one_visible_gpu(device: str) -> Iterator[None]:
-    """The runner's workers see only ``device`` (its index), whatever the machine has."""
-    before = os.environ.get("CUDA_VISIBLE_DEVICES")
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(torch.device(device).index or 0)
+def time_limit(seconds: int) -> Iterator[None]:
+    """RowTimeout in this (main) thread after ``seconds``."""
+
+    def expire(_signum: int, _frame: Any) -> None:
+        raise RowTimeout(f"ran past its {seconds} s limit")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["CUDA_VISIBLE_DEVICES"]
-        else:
-            os.environ["CUDA_VISIBLE_DEVICES"] = before
-
-
-def row_collectives(device: str) -> list[Row]:
-    from benchbench.suite.load import resolve_suite
-
-    with one_visible_gpu(device):
-        results = run_suite(resolve_suite("collectives"), "cuda")
-    return [collectives_row([(r.status, r.reason) for r in results])]
-
-
-ROWS: dict[str, Callable[[str], list[Row]]] = {
-    "quick suite": row_quick,
-    "engine": row_engine,
-    "graphs vs eager": row_graphs,
-    "probe": row_probe,
-    "cold vs warm": row_cache,
-    "profile trace": row_trace,
-    "device-side assert": row_assert,
-    "collectives": row_collectives,
-}
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def no_cuda_message() -> str | None:
@@ -393,32 +669,55 @@ def no_cuda_message() -> str | None:
     )
 
 
-def table(rows: Sequence[Row]) -> str:
-    width = max(len(r.name) for r in rows)
-    return "\n".join(f"{r.name:<{width}}  {r.status:<4}  {r.numbers}" for r in rows)
+def plan(rows: dict[str, tuple[Callable[[str], list[Row]], int]]) -> str:
+    total = sum(limit for _m, limit in rows.values())
+    lines = [f"plan: {len(rows)} rows, at most {total} s"]
+    lines += [f"  {name}: at most {limit} s" for name, (_m, limit) in rows.items()]
+    return "\n".join(lines)
+
+
+def line(row: Row, width: int = 28) -> str:
+    return f"{row.name:<{width}}  {row.status:<4}  {row.numbers}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda or cuda:N (default cuda)")
+    parser.add_argument(
+        "--out", default=os.environ.get("OUT"), help="folder for acceptance.jsonl (default $OUT)"
+    )
+    parser.add_argument("--only", help="comma-separated row names to run (default all)")
     args = parser.parse_args(argv)
     reason = no_cuda_message()
     if reason is not None:
         print(reason)
         return 0
-    rows: list[Row] = []
-    for name, measure in ROWS.items():
-        print(f"measuring: {name}", file=sys.stderr, flush=True)
-        try:
-            rows.extend(measure(args.device))
-        except Exception as exc:  # one row's crash is that row's FAIL
-            rows.append(Row(name, FAIL, f"{type(exc).__name__}: {exc}"))
+    rows = dict(ROWS)
+    if args.only:
+        rows = {k: v for k, v in rows.items() if k in args.only.split(",")}
+    jsonl = Path(args.out) / "acceptance.jsonl" if args.out else None
     print(
         f"GPU acceptance on {torch.cuda.get_device_name(torch.device(args.device))}, "
-        f"torch {torch.__version__}, CUDA {torch.version.cuda}"
+        f"torch {torch.__version__}, CUDA {torch.version.cuda}",
+        flush=True,
     )
-    print(table(rows))
-    return 1 if any(r.status == FAIL for r in rows) else 0
+    print(plan(rows), flush=True)
+    done: list[Row] = []
+    for name, (measure, limit) in rows.items():
+        started = time.perf_counter()
+        try:
+            with time_limit(limit):
+                got = measure(args.device)
+        except Exception as exc:  # one row's crash is that row's FAIL
+            got = [Row(name, FAIL, f"{type(exc).__name__}: {exc}")]
+        seconds = time.perf_counter() - started
+        for row in got:
+            print(line(row), flush=True)
+            if jsonl is not None:
+                with jsonl.open("a") as f:
+                    f.write(json.dumps({**asdict(row), "row_s": round(seconds, 2)}) + "\n")
+        done.extend(got)
+    return 1 if any(r.status == FAIL for r in done) else 0
 
 
 if __name__ == "__main__":
