@@ -16,7 +16,7 @@ On CUDA the host time each sample took to launch is stored beside the event time
 a point whose host needs about as long as its GPU is marked launch-bound; the SM clock
 is read through NVML between batches and a batch on a throttled clock (< 75 % of the
 application clock) is retaken. --cuda-graph times CUDA points as replays of a captured
-CUDA graph (launch overhead excluded); --lock-clocks locks the GPUs to their default
+CUDA graph (launch overhead excluded); --lock-clocks locks the GPUs to their base
 clock for the run (root needed). None of the GPU paths has run on a real GPU yet.
 
 Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
@@ -123,8 +123,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lock-clocks",
         action="store_true",
-        help="lock the run's NVIDIA GPUs to their default application SM clock "
-        "(nvmlDeviceSetGpuLockedClocks; needs root and NVML) and reset them after",
+        help="lock the run's NVIDIA GPUs (matched to NVML by UUID) to their base clock, "
+        "the one power-cap dips do not undercut (nvmlDeviceSetGpuLockedClocks at the TDP "
+        "limit, as nvbench's 'base'; needs root and NVML), and reset them after",
     )
     parser.add_argument(
         "--timeout",
@@ -324,9 +325,9 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
 
 @contextlib.contextmanager
 def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any) -> Iterator[None]:
-    """``--lock-clocks``: the run's GPUs (``cuda`` is 0; GPU 0 when none is named)
-    locked to their default clock while the run lasts; a UsageError before measuring
-    when NVML or permissions do not allow it."""
+    """``--lock-clocks``: the run's GPUs (``cuda`` is 0; cuda:0 when none is named),
+    matched to NVML by UUID, locked to their base clock while the run lasts; a
+    UsageError before measuring when NVML, the UUIDs or permissions do not allow it."""
     if not args.lock_clocks:
         yield
         return
@@ -334,8 +335,15 @@ def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any)
 
     named = config.selection.devices or ()
     indices = sorted({int(d.partition(":")[2] or 0) for d in named if d.startswith("cuda")})
-    with nvml.locked_clocks(*nvml.load_nvml(), indices or [0]) as mhz:
-        locked = ", ".join(f"GPU {i} at {m} MHz" for i, m in mhz.items())
+    loaded, why_not = nvml.load_nvml()
+    # The workers' CUDA indices, read in a child: the runner starts no CUDA context.
+    uuids = (nvml.visible_cuda_uuids() or {}) if loaded is not None else {}
+    wanted = {i: uuids.get(i) for i in indices or [0]}
+    with nvml.locked_clocks(loaded, why_not, wanted) as mhz:
+        locked = ", ".join(
+            f"cuda:{i} at its base clock" + (f" (SM {m} MHz now)" if m else "")
+            for i, m in mhz.items()
+        )
         err.print(f"clocks locked for this run: {locked}")
         yield
 

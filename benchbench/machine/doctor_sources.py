@@ -18,7 +18,7 @@ from typing import Any, Literal
 import psutil
 
 from benchbench.machine.cpus import usable_cpus
-from benchbench.machine.nvml import load_nvml
+from benchbench.machine.nvml import load_nvml, visible_cuda_uuids
 from benchbench.machine.telemetry import ProcessUsage, Telemetry, TelemetrySampler
 
 Status = Literal["ok", "warn", "info", "unknown"]
@@ -113,7 +113,8 @@ class SystemSources:
     ``read_text`` raises OSError for a missing or unreadable file; ``busy_cores`` (the
     CPU use of every process now, in cores) raises OSError where it cannot be read;
     ``torch_info`` raises ImportError without torch; ``nvml`` returns
-    ``(initialised pynvml, "")`` or ``(None, reason)``.
+    ``(initialised pynvml, "")`` or ``(None, reason)``; ``cuda_uuids`` returns
+    ``{CUDA index: torch UUID}`` (None where it cannot be read).
     """
 
     read_text: Callable[[str], str] = _read_text
@@ -128,4 +129,5 @@ class SystemSources:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     torch_info: Callable[[], TorchInfo] = _torch_info
     nvml: Callable[[], tuple[Any, str]] = load_nvml
+    cuda_uuids: Callable[[], Mapping[int, str] | None] = visible_cuda_uuids
     own_pid: int = field(default_factory=os.getpid)

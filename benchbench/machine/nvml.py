@@ -2,20 +2,31 @@
 
     nvml, why_not = load_nvml()            # (initialised pynvml, "") or (None, reason)
     if nvml is not None:
-        handle = read(nvml.nvmlDeviceGetHandleByIndex, 0)   # None when it fails
-        clocks = call(nvml.nvmlDeviceGetApplicationsClock, handle, 0)  # raises
+        handle = nvml_handle(nvml, cuda_uuid(torch, 0))     # cuda:0's NVML handle, or None
+        clocks = call(nvml.nvmlDeviceGetApplicationsClock, handle, 1)  # raises
 
 The telemetry sampler, the doctor, the environment fingerprint, the CUDA timer's
 clock guard (:func:`sm_clock_reader`) and ``run --lock-clocks`` (:func:`locked_clocks`)
 all reach NVML through this module. Every function takes the module as an argument, so tests pass
 a fake; none of them assumes a GPU (the normal case on a CPU machine is no NVML).
+
+**CUDA index is not NVML index.** NVML numbers every GPU of the machine in PCI order;
+CUDA numbers the GPUs ``CUDA_VISIBLE_DEVICES`` lets the process see (every Slurm
+``--gres`` job sets it), fastest first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``. So a
+CUDA device is matched to its NVML handle by UUID, in :func:`nvml_handle` and nowhere
+else: ``torch.cuda.get_device_properties(i).uuid`` prefixed with ``GPU-`` is the UUID
+NVML knows (checked on an H100). A process that must not start CUDA (the runner, the
+doctor) learns the CUDA UUIDs from a child process (:func:`visible_cuda_uuids`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator, Sequence
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -109,11 +120,83 @@ def driver_version(nvml: Any) -> str | None:
     return version.decode() if isinstance(version, bytes) else str(version)
 
 
+def cuda_uuid(torch: Any, index: int) -> str | None:
+    """The UUID torch gives CUDA device ``index`` (``str(props.uuid)``), or None.
+
+    Starts CUDA in the calling process: a worker's, never the runner's or the zygote's
+    (they use :func:`visible_cuda_uuids`).
+    """
+    try:
+        return str(torch.cuda.get_device_properties(index).uuid)
+    except Exception:
+        return None
+
+
+def nvml_handle(nvml: Any, uuid: str | None) -> Any:
+    """The NVML handle of the CUDA device whose torch UUID is ``uuid``; None when NVML
+    does not know it (or this pynvml lacks ``nvmlDeviceGetHandleByUUID``).
+
+    The one mapping from CUDA devices to NVML devices. NVML names a GPU ``GPU-<uuid>``
+    and a MIG instance ``MIG-<uuid>``; torch's UUID has no prefix (ROCm's may), so each
+    form is tried.
+    """
+    if nvml is None or not uuid:
+        return None
+    by_uuid = getattr(nvml, "nvmlDeviceGetHandleByUUID", None)
+    names = (uuid,) if uuid.startswith(("GPU-", "MIG-")) else (f"GPU-{uuid}", f"MIG-{uuid}")
+    for name in names:
+        handle = read(by_uuid, name)
+        if handle is not None:
+            return handle
+    return None
+
+
+#: What the child of :func:`visible_cuda_uuids` runs: CUDA index -> torch UUID.
+_UUIDS_CHILD = (
+    "import json, torch\n"
+    "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
+    "print(json.dumps([str(torch.cuda.get_device_properties(i).uuid) for i in range(n)]))\n"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def visible_cuda_uuids(timeout_s: float = 120.0) -> dict[int, str] | None:
+    """``{CUDA index: torch UUID}`` as this process's workers see the GPUs, or None.
+
+    Read in a child process with this process's environment (``CUDA_VISIBLE_DEVICES``,
+    ``CUDA_DEVICE_ORDER``), so that the caller starts no CUDA context: a context in the
+    runner would hold ~500 MiB of every GPU and show as a process on it. Costs one
+    ``import torch`` (~1-3 s), once per process. None when the child fails.
+    """
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _UUIDS_CHILD],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=True,
+        )
+        uuids = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+    return {i: str(u) for i, u in enumerate(uuids)}
+
+
+def cuda_handles(nvml: Any, uuids: Mapping[int, str]) -> dict[int, Any]:
+    """``{CUDA index: NVML handle}`` of the devices in ``uuids`` NVML knows."""
+    handles = {i: nvml_handle(nvml, u) for i, u in uuids.items()}
+    return {i: h for i, h in handles.items() if h is not None}
+
+
 def _reasons_function(nvml: Any) -> Callable[..., Any] | None:
     # Newer drivers call them "clock event reasons"; older pynvml only has "throttle".
     return getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
         nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
     )
+
+
+#: The ``gpu_idle`` bit of NVML's clock event reasons (nvmlClocksEventReasonGpuIdle).
+GPU_IDLE = 0x1
 
 
 @dataclass(frozen=True)
@@ -128,17 +211,28 @@ class ClockReading:
     reference_mhz: int | None
     reasons_mask: int | None
 
+    @property
+    def idle(self) -> bool:
+        """NVML says the GPU had no work: its clock then says nothing about a kernel's
+        (an H100 read 345 MHz idle against 1980 under load)."""
+        return bool(self.reasons_mask and self.reasons_mask & GPU_IDLE)
 
-def sm_clock_reader(nvml: Any, index: int) -> Callable[[], ClockReading | None] | None:
-    """A function that reads GPU ``index``'s SM clock now, or None without NVML or GPU.
 
-    The reference clock is read once here (it changes only when someone sets it); the
-    returned function costs two NVML calls (~10-50 µs, not measured here) and returns
-    None when the clock is unreadable (MIG instances, some boards).
+def sm_clock_reader(nvml: Any, gpu: int | str | None) -> Callable[[], ClockReading | None] | None:
+    """A function that reads a GPU's SM clock now, or None without NVML or GPU.
+
+    ``gpu`` is a CUDA device's torch UUID (:func:`cuda_uuid`; matched by
+    :func:`nvml_handle`), or an NVML index for callers that hold one. The reference clock
+    is read once here (it changes only when someone sets it); the returned function
+    costs two NVML calls (~10-50 µs, not measured here) and returns None when the clock is
+    unreadable (MIG instances, some boards).
     """
-    if nvml is None:
+    if nvml is None or gpu is None:
         return None
-    handle = read(nvml.nvmlDeviceGetHandleByIndex, index)
+    if isinstance(gpu, str):
+        handle = nvml_handle(nvml, gpu)
+    else:
+        handle = read(getattr(nvml, "nvmlDeviceGetHandleByIndex", None), gpu)
     if handle is None:
         return None
     sm = getattr(nvml, "NVML_CLOCK_SM", 1)
@@ -146,9 +240,10 @@ def sm_clock_reader(nvml: Any, index: int) -> Callable[[], ClockReading | None] 
         getattr(nvml, "nvmlDeviceGetDefaultApplicationsClock", None), handle, sm
     )
     reasons = _reasons_function(nvml)
+    clock_info = getattr(nvml, "nvmlDeviceGetClockInfo", None)
 
     def read_clock() -> ClockReading | None:
-        mhz = read(nvml.nvmlDeviceGetClockInfo, handle, sm)
+        mhz = read(clock_info, handle, sm)
         if mhz is None:
             return None
         return ClockReading(int(mhz), int(reference) if reference else None, read(reasons, handle))
@@ -156,45 +251,67 @@ def sm_clock_reader(nvml: Any, index: int) -> Callable[[], ClockReading | None] 
     return read_clock
 
 
-def _lock_error(index: int, exc: BaseException) -> UsageError:
+def _lock_error(name: str, exc: BaseException | str) -> UsageError:
     text = str(exc) or type(exc).__name__
     if "permission" in text.lower() or "NoPermission" in type(exc).__name__:
         fix = (
-            "run as root, or lock them beforehand with `sudo nvidia-smi -i "
-            f"{index} -lgc <MHz>` and run without --lock-clocks"
+            "run as root, or lock them beforehand with `sudo nvidia-smi -i <GPU UUID> "
+            "-lgc base` and run without --lock-clocks"
         )
     else:
         fix = "this GPU or driver does not allow it: run without --lock-clocks"
-    return UsageError(f"--lock-clocks: cannot lock the clocks of GPU {index} ({text}); {fix}")
+    return UsageError(f"--lock-clocks: cannot lock the clocks of {name} ({text}); {fix}")
+
+
+#: ``nvmlDeviceSetGpuLockedClocks``' symbolic "base clock" (nvml.h ``nvmlClockLimitId_t``
+#: ``NVML_CLOCK_LIMIT_ID_TDP``): the clock the board sustains at its TDP, which power-cap
+#: dips do not undercut. nvbench's ``--lock-gpu-clocks base`` passes it as min and max.
+CLOCK_LIMIT_ID_TDP = 0xFFFFFF01
 
 
 @contextlib.contextmanager
-def locked_clocks(nvml: Any, why_not: str, indices: Sequence[int]) -> Iterator[dict[int, int]]:
-    """GPUs ``indices`` locked to their default application SM clock; reset after.
+def locked_clocks(
+    nvml: Any, why_not: str, devices: Mapping[int, str | None]
+) -> Iterator[dict[int, int | None]]:
+    """CUDA devices ``devices`` (``{CUDA index: torch UUID}``) locked to their base
+    clock; reset after.
 
-    Yields ``{index: MHz}``. Raises :class:`UsageError` before anything is locked when
-    NVML is missing (``why_not`` says why) and, with every lock made so far reset, when
-    a GPU's default clock is unreadable or locking is refused (not root, unsupported
-    board). ``nvmlDeviceSetGpuLockedClocks`` needs root and a Volta or newer GPU.
+    The base clock, not the default application clock: on an H100 SXM the default
+    application clock is the maximum boost (1980 MHz), which a power-cap dip undercuts
+    under load. Yields ``{index: SM MHz read just after locking, or None}``. Raises
+    :class:`UsageError` before anything is locked when NVML is missing (``why_not``
+    says why) or a device has no NVML handle (its UUID unknown: never lock a GPU
+    chosen by index, it may be someone else's), and, with every lock made so far
+    reset, when locking is refused (not root, unsupported board).
+    ``nvmlDeviceSetGpuLockedClocks`` needs root and a Volta or newer GPU.
     """
     if nvml is None:
         raise UsageError(
             f"--lock-clocks needs NVML: {why_not}; install nvidia-ml-py on a machine with "
             "an NVIDIA driver, or run without --lock-clocks"
         )
+    handles = {}
+    for index, uuid in devices.items():
+        handle = nvml_handle(nvml, uuid)
+        if handle is None:
+            raise _lock_error(
+                f"cuda:{index}",
+                f"NVML knows no GPU with its UUID {uuid!r}" if uuid else "its UUID is unknown",
+            )
+        handles[index] = handle
+    tdp = getattr(nvml, "NVML_CLOCK_LIMIT_ID_TDP", CLOCK_LIMIT_ID_TDP)
     sm = getattr(nvml, "NVML_CLOCK_SM", 1)
     locked: dict[int, Any] = {}
-    mhz: dict[int, int] = {}
+    mhz: dict[int, int | None] = {}
     try:
-        for index in indices:
+        for index, handle in handles.items():
             try:
-                handle = call(nvml.nvmlDeviceGetHandleByIndex, index)
-                default = int(call(getattr(nvml, "nvmlDeviceGetDefaultApplicationsClock", None),
-                                   handle, sm))  # fmt: skip
-                call(getattr(nvml, "nvmlDeviceSetGpuLockedClocks", None), handle, default, default)
+                call(getattr(nvml, "nvmlDeviceSetGpuLockedClocks", None), handle, tdp, tdp)
             except Exception as exc:
-                raise _lock_error(index, exc) from exc
-            locked[index], mhz[index] = handle, default
+                raise _lock_error(f"cuda:{index}", exc) from exc
+            locked[index] = handle
+            now = read(getattr(nvml, "nvmlDeviceGetClockInfo", None), handle, sm)
+            mhz[index] = int(now) if now is not None else None
         yield mhz
     finally:
         for handle in locked.values():

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from benchbench.machine.nvml import process_name, read, running_processes
+from benchbench.machine.nvml import cuda_handles, process_name, read, running_processes
 
 # Chips whose sensors are the CPU package/cores (Intel, AMD, Raspberry Pi-style SoCs).
 CPU_TEMPERATURE_CHIPS = ("coretemp", "k10temp", "zenpower", "cpu_thermal", "cpu-thermal")
@@ -243,20 +243,28 @@ class ProcessScanner:
 
 
 class NvmlReader:
-    """Reads one sample of every selected GPU through an (initialised) ``pynvml`` module."""
+    """Reads one sample of every selected GPU through an (initialised) ``pynvml`` module.
+
+    ``gpus`` (``{CUDA index: torch UUID}``) selects the GPUs the run's workers see,
+    matched to NVML by UUID and named by CUDA index (``gpu1_...`` is ``cuda:1``); None
+    reads every GPU NVML sees, named by NVML index.
+    """
 
     def __init__(
         self,
         nvml: Any,
-        gpu_indices: Iterable[int] | None,
+        gpus: Mapping[int, str] | None,
         exclude_pids: Iterable[int],
         ours: Callable[[int], bool] | None = None,
     ) -> None:
         self._nvml = nvml
-        count = read(nvml.nvmlDeviceGetCount) or 0
-        wanted = range(count) if gpu_indices is None else [i for i in gpu_indices if i < count]
-        handles = {i: read(nvml.nvmlDeviceGetHandleByIndex, i) for i in wanted}
-        self._handles = {i: h for i, h in handles.items() if h is not None}
+        if gpus is not None:
+            self._handles = cuda_handles(nvml, gpus)
+        else:
+            count = read(getattr(nvml, "nvmlDeviceGetCount", None)) or 0
+            by_index = getattr(nvml, "nvmlDeviceGetHandleByIndex", None)
+            handles = {i: read(by_index, i) for i in range(count)}
+            self._handles = {i: h for i, h in handles.items() if h is not None}
         self._exclude = frozenset(exclude_pids)
         # ``ab``'s two workers share a GPU: the other side's is the runner's, not another's.
         self._ours = ours or (lambda pid: False)

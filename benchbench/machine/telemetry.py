@@ -212,7 +212,8 @@ class TelemetrySampler:
 
     ``nvml`` is an initialised ``pynvml`` module; ``"auto"`` (the default) imports and
     initialises it once per process, None disables GPU telemetry, tests pass a fake.
-    ``gpu_indices`` limits the GPUs read (default all). :meth:`sample` takes one sample
+    ``gpu_uuids`` (``{CUDA index: torch UUID}``) selects the GPUs read, matched to
+    NVML by UUID (default: every GPU NVML sees, by NVML index). :meth:`sample` takes one sample
     synchronously, for tests and for callers that want one without the thread.
     ``slow_in_thread=False`` reads the slow sources (process scan, temperatures, GPU
     processes) only in :meth:`start` and :meth:`stop`, in the caller's thread: a
@@ -236,7 +237,7 @@ class TelemetrySampler:
         slow_interval_s: float = 0.5,
         *,
         nvml: Any = "auto",
-        gpu_indices: Iterable[int] | None = None,
+        gpu_uuids: Mapping[int, str] | None = None,
         top_processes: int = 5,
         exclude_pids: Iterable[int] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -259,7 +260,7 @@ class TelemetrySampler:
         own = {os.getpid()} if exclude_pids is None else set(exclude_pids)
         self._processes = ProcessScanner(frozenset(own), own_root=own_root, table=processes)
         module = load_nvml()[0] if isinstance(nvml, str) and nvml == "auto" else nvml
-        self._gpu = NvmlReader(module, gpu_indices, own, self._processes.ours) if module else None
+        self._gpu = NvmlReader(module, gpu_uuids, own, self._processes.ours) if module else None
         self._values: dict[str, list[float]] = {}
         self._n_samples = 0
         self._last_slow: float | None = None

@@ -7,10 +7,17 @@
   at least :data:`LAUNCH_BOUND_RATIO` of the device's time per call: the GPU then
   waits on Python and the dispatcher between kernels, so the event times measure
   launches, not the kernel (a CUDA graph, ``run --cuda-graph``, removes them).
-- **Clocks.** :class:`ClockGuard` reads the GPU's SM clock through NVML after every
-  batch (outside the timed region): a batch read below :data:`CLOCK_FLOOR` of the
-  application clock is discarded and retaken after a back-off, a bounded number of
-  times; then kept, with a warning. The throttle reasons seen are recorded.
+- **Clocks.** :class:`ClockGuard` reads the GPU's SM clock through NVML once a batch
+  is queued, before its synchronize (:meth:`ClockGuard.note`, called by the timer):
+  after the synchronize the GPU is idle and reads its idle clock (an H100: 345 MHz
+  idle, 1980 under load, ``gpu_idle`` in every read). A read NVML marks ``gpu_idle``
+  (the queue drained first: a launch-bound point) is ignored. A batch read below
+  :data:`CLOCK_FLOOR` of the application clock is discarded and retaken after a
+  back-off, a bounded number of times; then kept, with a warning. A low clock whose
+  reasons name no throttle (application clocks, ``run --lock-clocks``' base clock) is
+  held there on purpose and kept. The reasons
+  seen and the median SM clock under load (``sm_clock_mhz``) are recorded; the clock
+  times the event time gives ``cycles_per_call`` (:func:`cycles_per_call`).
 
 None of this has run on a real GPU yet: it is written from the PyTorch and NVML
 documentation and its logic is unit-tested with fakes (tests/unit/test_gpu_measure.py).
@@ -71,18 +78,32 @@ class ClockGuard:
         self._backoff_s = backoff_s
         self._tries = 0
         self._gave_up = False
-        self.reasons: dict[str, None] = {}  # every reason seen, in first-seen order
+        self._noted: tuple[ClockReading | None] | None = None
+        self.reasons: dict[str, None] = {}  # every reason seen under load, first-seen order
         self.kept_low: list[ClockReading] = []
+        self.load_mhz: list[int] = []  # the SM clock of every read under load
+
+    def note(self) -> None:
+        """Read the clock now, for the next :meth:`retake`: the timer calls this once a
+        batch is queued and before it synchronizes, while the GPU runs the batch."""
+        self._noted = (self._read(),)
 
     def retake(self) -> bool:
         """True: the batch just measured ran on a low clock and must be retaken."""
-        reading = self._read()
-        if reading is None:
-            return False
-        if reading.reasons_mask:
-            self.reasons.update(dict.fromkeys(decode_throttle_reasons(reading.reasons_mask)))
+        reading = self._noted[0] if self._noted is not None else self._read()
+        self._noted = None
+        if reading is None or reading.idle:
+            return False  # unreadable, or read from an idle GPU: nothing to judge
+        names = decode_throttle_reasons(reading.reasons_mask) if reading.reasons_mask else ()
+        self.reasons.update(dict.fromkeys(names))
+        self.load_mhz.append(reading.sm_mhz)
         reference = reading.reference_mhz
-        if not reference or reading.sm_mhz >= self._floor * reference:
+        low = bool(reference) and reading.sm_mhz < self._floor * (reference or 0)
+        if low and names and not throttling_reasons(names):
+            # Reasons given, none a throttle (application clocks, a lock, sync boost): the
+            # clock is held there on purpose, not dipping. No reason at all is judged.
+            low = False
+        if not low:
             self._tries = 0
             return False
         if not self._gave_up and self._tries < self._max_retakes:
@@ -94,8 +115,15 @@ class ClockGuard:
         return False
 
     def extra(self, discarded_samples: int) -> dict[str, Any]:
-        """``discarded_samples`` and ``throttle_reasons`` for ``Result.extra``."""
-        return {"discarded_samples": discarded_samples, "throttle_reasons": list(self.reasons)}
+        """``discarded_samples``, ``throttle_reasons`` and, when the clock was read under
+        load, its median ``sm_clock_mhz``, for ``Result.extra``."""
+        out: dict[str, Any] = {
+            "discarded_samples": discarded_samples,
+            "throttle_reasons": list(self.reasons),
+        }
+        if self.load_mhz:
+            out["sm_clock_mhz"] = statistics.median(self.load_mhz)
+        return out
 
     def warnings(self) -> list[str]:
         """One warning when samples were kept on a throttled clock, else none."""
@@ -108,6 +136,18 @@ class ClockGuard:
             f"{low.sm_mhz} MHz, below {self._floor:.0%} of the {low.reference_mhz} MHz "
             f"application clock after {self._max_retakes} retakes ({why})"
         ]
+
+
+def cycles_per_call(sm_clock_mhz: float | None, device_s_per_call: float) -> float | None:
+    """SM cycles one call spans: its event time times the SM clock NVML read while the
+    batch ran; None without a clock. A GPU figure that a clock change does not move
+    (as instruction counts are on the CPU) for work the SM clock paces; memory-bound
+    work takes the memory's time whatever the SM clock, so its cycles move with the
+    clock. The clock is read once per batch, not per kernel: a clock that moves inside
+    a batch blurs the figure by that much."""
+    if not sm_clock_mhz or device_s_per_call <= 0:
+        return None
+    return device_s_per_call * float(sm_clock_mhz) * 1e6
 
 
 def host_extra(
@@ -155,13 +195,18 @@ def merge_extra(
     """(``extra``, warnings) of a point merged from its processes' ``extra`` s (in
     sample order): host samples concatenated and judged again (the processes'
     launch-bound warnings give way to the merged one), discarded samples summed,
-    throttle reasons united. Keys no process recorded stay as they were."""
+    throttle reasons united, the SM clock the median of the processes' and the cycles
+    per call that clock times the merged time. Keys no process recorded stay as they were."""
     out, kept = dict(extra), list(warnings)
     host = [h for e in per_process for h in e.get("host_samples_s") or ()]
     if host and all(e.get("host_samples_s") for e in per_process):
         facts, launch = launch_facts(host, device_s_per_call)
         out.update(facts)
         kept = [w for w in kept if not w.startswith(LAUNCH_BOUND)] + launch
+    clocks = [float(e["sm_clock_mhz"]) for e in per_process if e.get("sm_clock_mhz")]
+    if clocks:
+        out["sm_clock_mhz"] = statistics.median(clocks)
+        out["cycles_per_call"] = cycles_per_call(out["sm_clock_mhz"], device_s_per_call)
     if any("discarded_samples" in e for e in per_process):
         out["discarded_samples"] = sum(int(e.get("discarded_samples") or 0) for e in per_process)
         reasons = (r for e in per_process for r in e.get("throttle_reasons") or ())

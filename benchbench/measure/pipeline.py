@@ -25,10 +25,10 @@ from typing import Any
 import torch
 
 from benchbench.core.values import Point, Result
-from benchbench.machine.nvml import load_nvml, sm_clock_reader
+from benchbench.machine.nvml import cuda_uuid, load_nvml, sm_clock_reader
 from benchbench.measure import timers
 from benchbench.measure.accuracy import Accuracy, Tolerance, as_float64, compare
-from benchbench.measure.gpu import ClockGuard, host_extra
+from benchbench.measure.gpu import ClockGuard, cycles_per_call, host_extra
 from benchbench.measure.policy import Measured, Policy, Subject, warnings_for
 from benchbench.measure.policy import measure as engine_measure
 
@@ -98,6 +98,8 @@ def time_subjects(
     policy = policy_for_device(policy, point)
     timer = timers.timer_for(point.device, torch)
     guard = clock_guard(point.device)
+    if guard is not None and hasattr(timer, "before_sync"):
+        timer.before_sync = guard.note  # the clock read while the GPU runs the batch
     measured = engine_measure(
         subjects, timer, policy, should_stop=should_stop or _never, guard=guard
     )
@@ -113,16 +115,20 @@ def time_subjects(
     return policy, measured
 
 
-def clock_guard(device: str, nvml: Any = None) -> ClockGuard | None:
+def clock_guard(device: str, nvml: Any = None, uuid: str | None = None) -> ClockGuard | None:
     """The SM clock guard of a CUDA ``device``; None elsewhere or without NVML.
 
-    The NVML index is the CUDA index (``cuda`` is 0): they agree unless
-    ``CUDA_VISIBLE_DEVICES`` reorders the GPUs, when the guard reads another GPU.
+    The GPU is found by its UUID (``uuid``, else torch's for the device), never by
+    index: NVML's index is not CUDA's under ``CUDA_VISIBLE_DEVICES`` or CUDA's
+    fastest-first order.
     """
     kind, _, index = device.partition(":")
     if kind != "cuda":
         return None
-    read = sm_clock_reader(nvml if nvml is not None else load_nvml()[0], int(index or 0))
+    nvml = nvml if nvml is not None else load_nvml()[0]
+    if nvml is None:
+        return None
+    read = sm_clock_reader(nvml, uuid if uuid is not None else cuda_uuid(torch, int(index or 0)))
     return ClockGuard(read) if read is not None else None
 
 
@@ -145,7 +151,8 @@ def ok_result(
     ``extra`` gains what the engine held and counted: ``gc`` (how the garbage
     collector was handled) and ``minor_faults_per_call``; on CUDA the host time beside
     the event time (``host_samples_s``, ``host_s_per_call``, ``launch_bound``) and
-    the clock guard's ``discarded_samples`` and ``throttle_reasons``.
+    the clock guard's ``discarded_samples``, ``throttle_reasons`` and, when it read
+    the SM clock under load, ``sm_clock_mhz`` and ``cycles_per_call``.
     """
     host, host_warnings = host_extra(
         measured.samples_s, measured.host_samples_s, measured.calls_per_sample
@@ -158,6 +165,10 @@ def ok_result(
         **measured.device_extra,
         **fields.pop("extra", {}),
     }
+    if measured.device_extra.get("sm_clock_mhz"):
+        extra["cycles_per_call"] = cycles_per_call(
+            measured.device_extra["sm_clock_mhz"], measured.stats.median_s
+        )
     return Result(
         point=point,
         status="ok",

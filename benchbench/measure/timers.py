@@ -97,6 +97,8 @@ class CudaTimer:
     ``host_block_s`` keeps, per block of the last batch, the host seconds from just
     before its start event to just after its end event: what the host spent
     launching the block's calls. The engine stores it beside the event times.
+    ``before_sync`` (None, or the clock guard's ``note``) runs once the batch is queued
+    and before its synchronize, while the GPU still runs it.
     """
 
     name = "cuda-events"
@@ -106,6 +108,7 @@ class CudaTimer:
         self._clock = clock
         self._device = device
         self.host_block_s: list[float] = []
+        self.before_sync: Any = None
 
     def sync(self) -> None:
         self._cuda.synchronize(self._device)
@@ -125,6 +128,8 @@ class CudaTimer:
             end.record()
             host.append((clock() - t0) * 1e-9)
             pairs.append((start, end))
+        if self.before_sync is not None:
+            self.before_sync()
         self._cuda.synchronize(self._device)
         self.host_block_s = host
         # elapsed_time is in milliseconds.

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from benchbench.machine.nvml import load_nvml, visible_cuda_uuids
 from benchbench.machine.telemetry import (
     Telemetry,
     TelemetrySampler,
@@ -51,10 +52,13 @@ def runner_sampler(worker_pid: int | None) -> TelemetrySampler:
     """The runner's sampler for a request to ``worker_pid``: the runner and every process
     it started (zygote, workers, the callgrind worker: its descendants) and the kernel's
     threads are not "other processes"; the slow sources are read before and after the
-    point only."""
+    point only. With NVML, the GPUs read are the ones the workers see, matched by UUID
+    and named by CUDA index (read once per runner, in a child: the runner starts no
+    CUDA context)."""
     ours = {os.getpid()} | ({worker_pid} if worker_pid is not None else set())
     return TelemetrySampler(
         interval_s=INTERVAL_S,
+        gpu_uuids=visible_cuda_uuids() if load_nvml()[0] is not None else None,
         exclude_pids=ours,
         slow_in_thread=False,
         measured_pid=worker_pid,

@@ -3,6 +3,8 @@
 import contextlib
 from types import SimpleNamespace
 
+from pytest import approx, raises
+
 from benchbench.machine.caches import cpu_cache_sizes, parse_size
 from benchbench.measure.policy import Block
 from benchbench.measure.timers import CudaTimer, MpsTimer, device_scope, unavailable_reason
@@ -144,3 +146,30 @@ def test_cache_sizes_from_sysfs(tmp_path):
     assert cpu_cache_sizes(tmp_path) == {"L1d": 32 * 1024, "L2": 1024 * 1024, "L3": 36608 * 1024}
     assert parse_size("2M") == 2 * 2**20
     assert cpu_cache_sizes(tmp_path / "missing") == {}
+
+
+def test_cuda_timer_reads_events_only_after_the_device_ran_them():
+    """On a device that runs queued work only when waited for (as CUDA does), the event
+    times are read after the batch's synchronize, and ``before_sync`` runs while the
+    batch is still queued."""
+    from tests.unit.fakes import AsyncCuda
+
+    cuda = AsyncCuda()
+    busy_at_note: list[bool] = []
+
+    def loop(n: int) -> None:
+        for _ in range(n):
+            cuda.launch(2e-6)
+
+    timer = CudaTimer(cuda)
+    timer.before_sync = lambda: busy_at_note.append(cuda.busy)
+    times = timer.measure([Block(loop, 3), Block(loop, 5)])
+    assert times == [approx(6e-6), approx(1e-5)]
+    assert busy_at_note == [True] and cuda.synchronizes == 1 and not cuda.busy
+    early = cuda.Event(enable_timing=True)
+    late = cuda.Event(enable_timing=True)
+    early.record()
+    cuda.launch(1e-3)
+    late.record()
+    with raises(RuntimeError, match="not ready"):  # read before the device ran them
+        early.elapsed_time(late)

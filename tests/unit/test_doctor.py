@@ -74,6 +74,7 @@ def _sources(files: dict[str, Any] | None = None, **overrides: Any) -> SystemSou
         "environ": {},
         "torch_info": lambda: TorchInfo("2.13.0", 4, False),
         "nvml": lambda: (None, "fake: no GPU"),
+        "cuda_uuids": lambda: None,  # CUDA's view unknown: every NVML GPU by index
         "own_pid": 4242,
     }
     defaults.update(overrides)
@@ -337,6 +338,7 @@ class FakeNvml:
     """A stand-in for an initialised ``pynvml`` module; never reported as real data."""
 
     NVML_CLOCK_GRAPHICS = 0
+    NVML_CLOCK_SM = 1
     NVML_CLOCK_MEM = 2
 
     def __init__(self, gpus: list[FakeGpu]) -> None:
@@ -348,15 +350,22 @@ class FakeNvml:
     def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeGpu:
         return self.gpus[index]
 
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> FakeGpu:
+        index = int(uuid.removeprefix("GPU-nvml"))  # NVML's GPU i is "GPU-nvml<i>"
+        return self.gpus[index]
+
     def nvmlDeviceGetPersistenceMode(self, gpu: FakeGpu) -> int:
         if gpu.persistence is None:
             raise FakeNvmlError("Not Supported")
         return gpu.persistence
 
     def nvmlDeviceGetApplicationsClock(self, gpu: FakeGpu, clock: int) -> int:
-        return gpu.app_mhz if clock == self.NVML_CLOCK_GRAPHICS else 1215
+        # The SM clock, as the clock guard and --lock-clocks read it; graphics is refused.
+        assert clock != self.NVML_CLOCK_GRAPHICS
+        return gpu.app_mhz if clock == self.NVML_CLOCK_SM else 1215
 
     def nvmlDeviceGetDefaultApplicationsClock(self, gpu: FakeGpu, clock: int) -> int:
+        assert clock == self.NVML_CLOCK_SM
         return gpu.default_app_mhz
 
     def nvmlDeviceGetComputeRunningProcesses(self, gpu: FakeGpu) -> list[FakeProcessInfo]:
@@ -389,7 +398,7 @@ def test_gpu_persistence_off_warns_with_the_nvidia_smi_fix() -> None:
 def test_gpu_lowered_application_clocks_warn_and_default_ones_inform() -> None:
     checks = _gpu_checks(FakeGpu(1, 1410, 1410, []), FakeGpu(1, 900, 1410, []))
     assert checks["GPU 0 application clocks"].status == "info"
-    assert checks["GPU 0 application clocks"].value.startswith("1410 MHz graphics, 1215 MHz")
+    assert checks["GPU 0 application clocks"].value.startswith("1410 MHz SM, 1215 MHz")
     assert checks["GPU 1 application clocks"].status == "warn"
     assert checks["GPU 1 application clocks"].advice == "sudo nvidia-smi -i 1 -rac"
 
@@ -400,6 +409,24 @@ def test_other_gpu_processes_warn_and_ours_does_not() -> None:
     assert checks["GPU 0 other processes"].value == f"? (pid {NO_SUCH_PID})"
     assert checks["GPU 0 other processes"].advice == f"stop them if you can: kill {NO_SUCH_PID}"
     assert checks["GPU 1 other processes"].status == "ok"
+
+
+def test_the_gpus_checked_are_cudas_matched_by_uuid_with_fixes_naming_the_uuid() -> None:
+    # CUDA_VISIBLE_DEVICES=1: cuda:0 is NVML's GPU 1 (persistence off); NVML's GPU 0 is
+    # not this machine's user's to check.
+    nvml = FakeNvml([FakeGpu(1, 1410, 1410, [NO_SUCH_PID]), FakeGpu(0, 900, 1410, [])])
+    checks = {
+        c.name: c
+        for c in check_gpus(_sources(nvml=lambda: (nvml, ""), cuda_uuids=lambda: {0: "nvml1"}))
+    }
+    assert sorted(checks) == [
+        "cuda:0 application clocks", "cuda:0 other processes", "cuda:0 persistence mode",
+    ]  # fmt: skip
+    assert checks["cuda:0 persistence mode"].advice == "sudo nvidia-smi -i GPU-nvml1 -pm 1"
+    assert checks["cuda:0 application clocks"].advice == "sudo nvidia-smi -i GPU-nvml1 -rac"
+    assert checks["cuda:0 other processes"].status == "ok"
+    none = check_gpus(_sources(nvml=lambda: (nvml, ""), cuda_uuids=lambda: {}))
+    assert [(c.name, c.value) for c in none] == [("GPU", "NVML sees 2 GPU(s), CUDA none from here")]
 
 
 def test_unreadable_gpu_values_are_unknown() -> None:

@@ -99,7 +99,7 @@ def test_clock_guard_retakes_a_low_clock_after_a_growing_back_off() -> None:
 def test_clock_guard_keeps_the_batch_and_warns_after_the_last_retake() -> None:
     slept: list[float] = []
     guard = ClockGuard(
-        _readings(900, 900, 900, 900, 900, mask=0x20 | 0x1),
+        _readings(900, 900, 900, 900, 900, mask=0x20),
         sleep=slept.append,
         max_retakes=3,
     )
@@ -110,7 +110,8 @@ def test_clock_guard_keeps_the_batch_and_warns_after_the_last_retake() -> None:
     assert "1980 MHz application clock" in warning and "sw_thermal_slowdown" in warning
     assert guard.extra(30) == {
         "discarded_samples": 30,
-        "throttle_reasons": ["gpu_idle", "sw_thermal_slowdown"],
+        "throttle_reasons": ["sw_thermal_slowdown"],
+        "sm_clock_mhz": 900,
     }
 
 
@@ -146,12 +147,15 @@ def test_the_engine_drops_discarded_batches_and_counts_them() -> None:
     assert guard.asked >= 3
 
 
-def test_clock_guard_for_a_cuda_device_reads_its_nvml_index() -> None:
+def test_clock_guard_for_a_cuda_device_reads_the_gpu_with_its_uuid() -> None:
     class Nvml:
         NVML_CLOCK_SM = 1
 
         def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
-            return f"gpu{index}"
+            raise AssertionError("an NVML index is not a CUDA index")
+
+        def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:
+            return {"GPU-1111": "gpu1", "GPU-0000": "gpu0"}[uuid]
 
         def nvmlDeviceGetApplicationsClock(self, handle: str, kind: int) -> int:
             return 1755
@@ -162,7 +166,8 @@ def test_clock_guard_for_a_cuda_device_reads_its_nvml_index() -> None:
         def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: str) -> int:
             return 0x4
 
-    guard = clock_guard("cuda:1", Nvml())
+    # cuda:1 is NVML's GPU 1 here only because its torch UUID says so.
+    guard = clock_guard("cuda:1", Nvml(), uuid="1111")
     assert guard is not None
     assert guard.retake() is True  # GPU 1 is read, and it is low
     assert guard.reasons == {"sw_power_cap": None}
@@ -306,3 +311,72 @@ def test_run_cuda_graph_gives_cuda_points_their_own_history() -> None:
         else:
             assert after.params == (*before.params, ("cuda_graph", True)) and not same
             assert after.label.endswith("cuda_graph=True)")
+
+
+def _busy_gpu_point(monkeypatch):  # type: ignore[no-untyped-def]
+    """A CUDA point timed through the pipeline on the asynchronous fake device, its
+    clock guard on a fake NVML whose SM clock is 1980 MHz under load and 345 idle."""
+    from benchbench.measure import pipeline
+    from tests.unit.fakes import AsyncCuda, BusyClockNvml
+
+    cuda = AsyncCuda()
+    nvml = BusyClockNvml(cuda, uuids=("GPU-0000",))
+    guard = clock_guard("cuda:0", nvml, uuid="0000")
+    timer = CudaTimer(cuda)
+    monkeypatch.setattr(pipeline.timers, "timer_for", lambda device, torch: timer)
+    monkeypatch.setattr(pipeline, "clock_guard", lambda device: guard)
+
+    def loop(n: int) -> None:
+        for _ in range(n):
+            cuda.launch(1e-4)  # 100 µs kernels, queued: the launch returns at once
+
+    policy = Policy(min_samples=10, min_time_s=0.0, max_time_s=0.05, warmup_min_s=0.0)
+    used, (measured,) = pipeline.time_subjects(CUDA, [Subject("k", loop)], policy)
+    return nvml, guard, used, measured
+
+
+def test_the_clock_guard_reads_the_clock_while_the_gpu_runs_the_batch(monkeypatch) -> None:
+    nvml, guard, policy, measured = _busy_gpu_point(monkeypatch)
+    # Every read came while the batch was queued: the load clock, never gpu_idle. Read
+    # after the synchronize (as before), every read was 345 MHz with gpu_idle.
+    assert nvml.reads and set(nvml.reads) == {"busy"}
+    assert guard.reasons == {} and measured.discarded_samples == 0
+    assert measured.device_extra["sm_clock_mhz"] == 1980
+    assert measured.samples_s[0] == pytest.approx(1e-4 * measured.calls_per_sample)
+    # Cycles per call: 100 µs of event time at 1980 MHz.
+    result = ok_result(CUDA, measured, policy)
+    assert result.extra["cycles_per_call"] == pytest.approx(1e-4 * 1980e6)
+
+
+def test_a_clock_read_from_an_idle_gpu_is_ignored_not_judged() -> None:
+    from tests.unit.fakes import AsyncCuda, BusyClockNvml
+
+    cuda = AsyncCuda()
+    guard = clock_guard("cuda:0", BusyClockNvml(cuda), uuid="0000")
+    assert guard is not None
+    cuda.launch(1e-3)
+    cuda.synchronize()  # read after the synchronize: idle, 345 MHz, gpu_idle
+    assert guard.retake() is False  # not retaken as "throttled" ...
+    assert guard.reasons == {} and guard.extra(0) == {  # ... nor recorded
+        "discarded_samples": 0,
+        "throttle_reasons": [],
+    }
+    cuda.launch(1e-3)
+    guard.note()  # read while the kernel is queued
+    cuda.synchronize()
+    assert guard.retake() is False and guard.extra(0)["sm_clock_mhz"] == 1980
+
+
+def test_a_clock_held_low_on_purpose_is_kept_and_a_power_cap_dip_retaken() -> None:
+    # Locked to a 1125 MHz base clock (57 % of 1980): NVML names no throttle, kept.
+    held = ClockGuard(_readings(1125, mask=0x2), sleep=lambda s: None)
+    assert held.retake() is False
+    dipped = ClockGuard(_readings(1125, mask=0x4), sleep=lambda s: None)
+    assert dipped.retake() is True  # sw_power_cap: a dip, retaken
+
+
+def test_the_merged_point_keeps_the_median_clock_and_its_cycles() -> None:
+    extra, _ = merge_extra({}, [], [{"sm_clock_mhz": 1980}, {"sm_clock_mhz": 1900}], 1e-5)
+    assert extra["sm_clock_mhz"] == 1940
+    assert extra["cycles_per_call"] == pytest.approx(1e-5 * 1940e6)
+    assert "cycles_per_call" not in merge_extra({}, [], [{}], 1e-5)[0]

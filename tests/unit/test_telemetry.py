@@ -86,6 +86,12 @@ class FakeNvml:
     def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
         return index
 
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> int:
+        # NVML's GPU i is "GPU-nvml<i>"; anything else is unknown to NVML.
+        if not uuid.startswith("GPU-nvml") or int(uuid[8:]) >= len(self.gpus):
+            raise FakeNvmlError("Not Found")
+        return int(uuid[8:])
+
     def nvmlDeviceGetClockInfo(self, handle: int, clock: int) -> int:
         gpu = self.gpus[handle]
         if clock == self.NVML_CLOCK_SM:
@@ -194,11 +200,18 @@ def test_other_gpu_processes_are_reported_and_ours_is_not() -> None:
     assert telemetry.gpu_processes == (GpuProcess(0, NO_SUCH_PID, None, 512 << 20),)
 
 
-def test_gpu_indices_select_the_gpus_read() -> None:
-    telemetry = _sampled(_two_fake_gpus(), gpu_indices=[1])
-    assert not any(name.startswith("gpu0_") for name in telemetry.metrics)
-    assert "gpu1_sm_clock_mhz" in telemetry.metrics
+def test_the_gpus_read_are_the_workers_matched_by_uuid_and_named_by_cuda_index() -> None:
+    # CUDA_VISIBLE_DEVICES=1: the workers' cuda:0 is NVML's GPU 1. Only it is read, and
+    # its metrics are cuda:0's; NVML's GPU 0 (with another process on it) is not the run's.
+    telemetry = _sampled(_two_fake_gpus(), gpu_uuids={0: "nvml1"})
+    assert sorted(n for n in telemetry.metrics if n.startswith("gpu")) == [
+        "gpu0_mem_clock_mhz", "gpu0_sm_clock_mhz", "gpu0_temp_c",
+    ]  # fmt: skip
+    assert telemetry.metrics["gpu0_sm_clock_mhz"].mean == 1200  # GPU 1's clock
     assert telemetry.gpu_processes == ()
+    assert not _sampled(_two_fake_gpus(), gpu_uuids={0: "elsewhere"}).metrics.get(
+        "gpu0_sm_clock_mhz"
+    )
 
 
 class BrokenNvml(FakeNvml):
