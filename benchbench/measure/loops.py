@@ -14,6 +14,9 @@ Output lifetime is a recorded choice (``outputs``, one of
   ``keep`` here, one thread (``benchmarks/outputs_bench.py``, BENCHMARKS.md); at
   8 MiB tensors both stream from memory alike.
 
+A ``keep`` loop's last output is readable (:func:`held_output`): the point checks the
+timed path's own result against its reference after sampling.
+
 Both loops are compiled like ``timeit``'s: the callable and its arguments bound as
 locals, no ``*args`` unpacking and no attribute look-ups per call. ``keep`` costs one
 local store per call (the output is bound to a name instead of popped) and two list
@@ -71,7 +74,17 @@ def make_loop(
     }
     exec(compile(source, "<benchbench loop>", "exec"), namespace)
     loop = namespace["_loop"]
+    if outputs == "keep":
+        loop.held = namespace["_held"]  # type: ignore[attr-defined]  # see held_output
     return loop  # type: ignore[return-value]
+
+
+def held_output(loop: Callable[[int], object]) -> tuple[object] | None:
+    """``(the last output a keep loop returned,)``, or None for a loop that holds none
+    (``drop``, a graph replay, an in-place plan): the timed path's own result, which the
+    point checks against its reference after sampling."""
+    held = getattr(loop, "held", None)
+    return (held[0],) if held is not None and held[0] is not None else None
 
 
 def make_rotating_loop(
@@ -98,4 +111,5 @@ def make_rotating_loop(
             out = fn(*args)
         held[0] = out
 
+    _keep.held = held  # type: ignore[attr-defined]
     return _keep

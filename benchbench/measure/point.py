@@ -18,10 +18,10 @@ import torch
 from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
 from benchbench.measure import backward, inplace, instructions, workmodel
 from benchbench.measure import timers as devices
-from benchbench.measure.accuracy import Tolerance, tolerance_for
+from benchbench.measure.accuracy import Tolerance, as_float64, tolerance_for
 from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_subject, per_call
 from benchbench.measure.inplace import fresh as _fresh
-from benchbench.measure.loops import make_loop, make_rotating_loop
+from benchbench.measure.loops import held_output, make_loop, make_rotating_loop
 from benchbench.measure.memory import peak_memory
 from benchbench.measure.pipeline import check_output, gated, ok_result, sync, time_subjects
 from benchbench.measure.policy import Policy, Subject
@@ -201,16 +201,19 @@ def _measure_inputs(
             at_least=_rotate_copies(call_inputs, point) if cache == "rotate" else 1,
         )
     check = workload.check_mode(variant) if options.check else False
+    #: The reference, kept (float64, on the CPU) to check the timed output after sampling.
+    recheck: Any = None
     if check:
         if planned_bwd is None:
             output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
             sync(point.device)
+            reference = _reference_output(workload, inputs, point.device)
             wrong, accuracy = check_output(
-                output,
-                _reference_output(workload, inputs),
-                point.dtype,
-                _tolerance(workload, variant, point),
+                output, reference, point.dtype, _tolerance(workload, variant, point)
             )
+            if check != "record" and wrong is None and accuracy is not None and not variant.inplace:
+                recheck = as_float64(reference)
+            del output, reference  # the device's float64 copy goes now, before timing
         else:
             sync(point.device)
             wrong, accuracy = backward.check_gradients(
@@ -306,6 +309,10 @@ def _measure_inputs(
     timing_from = time.perf_counter()
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main
+    if recheck is not None and (timed := held_output(subjects[0].loop)) is not None:
+        wrong = _timed_output_wrong(timed[0], recheck, workload, variant, point)
+        if wrong is not None:
+            return _error(point, wrong, max_rel_error=max_rel_error, extra=extra, **base)
     after_from = time.perf_counter()
     extra["cost"] = {
         "before_timing_s": timing_from - options.started,
@@ -388,24 +395,55 @@ def _tolerance(workload: Workload, variant: Variant, point: Point) -> Tolerance:
     )
 
 
-def _float64_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
-    """CPU copies of the inputs, the floating ones in float64."""
+def _float64_inputs(inputs: Sequence[Any], device: str = "cpu") -> tuple[Any, ...]:
+    """Copies of the inputs on ``device``, the floating ones in float64.
+
+    A CUDA point's reference runs on its GPU: an 8192² matmul is ~1 TFLOP of float64,
+    tens of seconds on a CPU. MPS has no float64: its points' references run on the CPU.
+    """
+    where = device if device.startswith("cuda") else "cpu"
     return tuple(
-        x.detach().to("cpu").to(torch.float64)
+        x.detach().to(where).to(torch.float64)
         if isinstance(x, torch.Tensor) and x.is_floating_point()
-        else (x.detach().to("cpu") if isinstance(x, torch.Tensor) else x)
+        else (x.detach().to(where) if isinstance(x, torch.Tensor) else x)
         for x in inputs
     )
 
 
-def _reference_output(workload: Workload, inputs: Sequence[Any]) -> Any:
-    """The reference computation on float64 CPU copies of the inputs."""
-    ref_inputs = _float64_inputs(inputs)
+def _reference_output(workload: Workload, inputs: Sequence[Any], device: str = "cpu") -> Any:
+    """The reference computation on float64 copies of the inputs: on a CUDA point's
+    device, else on the CPU. A reference the device cannot run (a float64 kernel it
+    lacks, a NumPy call inside) runs on the CPU instead."""
+    if device.startswith("cuda"):
+        try:
+            return _reference_on(workload, _float64_inputs(inputs, device))
+        except Exception:
+            pass  # the same reference on the CPU: it raises there if it is wrong
+    return _reference_on(workload, _float64_inputs(inputs))
+
+
+def _reference_on(workload: Workload, ref_inputs: tuple[Any, ...]) -> Any:
     if workload.reference is not None:
         return workload.reference(*ref_inputs)
     first = workload.variants[0]
     args = _numpy_inputs(ref_inputs) if first.numpy else ref_inputs
     return first.fn(*(_fresh(args) if first.inplace else args))
+
+
+def _timed_output_wrong(
+    timed: Any, reference: Any, workload: Workload, variant: Variant, point: Point
+) -> str | None:
+    """Why the last output of the timed loop is wrong, or None when it passes the check
+    the first call passed: a variant that caches its result, computes it lazily, or
+    returns garbage once warm passes the first check and fails this one."""
+    sync(point.device)
+    wrong, _ = check_output(timed, reference, point.dtype, _tolerance(workload, variant, point))
+    if wrong is None:
+        return None
+    return (
+        f"the timed output is wrong though the checked call's was right: {wrong} "
+        "(a result cached, computed lazily or unfinished on the timed path)"
+    )
 
 
 def _policy_for(workload: Workload, options: Options) -> Policy:

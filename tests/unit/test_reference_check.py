@@ -156,3 +156,92 @@ def test_a_bad_atol_and_reduction_size_are_refused_too():
     with pytest.raises(SuiteError, match="reduction_size must be callable"):
         suite.workload("w", setup=lambda c: c.uniform(), variants=[Variant("v", abs)],
                        sizes=[4], reduction_size=64)  # type: ignore[arg-type]  # fmt: skip
+
+
+# --- the timed output checked again, the reference on the point's device -----------------
+
+
+def _sqrt_workload(fn, **kw) -> Workload:  # type: ignore[no-untyped-def]
+    suite = Suite("s")
+    return suite.workload(
+        "sqrt",
+        setup=lambda ctx: ctx.uniform(0.5, 1.5),
+        variants=[Variant("v", fn)],
+        reference=torch.sqrt,
+        sizes=[256],
+        **kw,
+    )
+
+
+def test_a_variant_right_once_and_wrong_when_timed_is_an_error_with_the_reason():
+    calls = [0]
+
+    def cached(x):  # right on the checked call, garbage on the timed path
+        calls[0] += 1
+        return torch.sqrt(x) if calls[0] == 1 else torch.empty_like(x).fill_(7.0)
+
+    (point,) = _sqrt_workload(cached).points()
+    result = measure_point(_sqrt_workload(cached), point, FAST)
+    assert result.status == "error", result.reason
+    assert result.reason.startswith("the timed output is wrong though the checked call's was right")
+    assert "cached, computed lazily or unfinished" in result.reason
+    fine = _sqrt_workload(torch.sqrt)
+    assert measure_point(fine, point, FAST).status == "ok"
+    # rotate mode cycles through copies of the same inputs: the last one is checked too.
+    rotating = _sqrt_workload(torch.sqrt, cache="rotate")
+    assert measure_point(rotating, point, FAST).status == "ok"
+    calls[0] = 0
+    assert measure_point(_sqrt_workload(cached, cache="rotate"), point, FAST).status == "error"
+
+
+class _DeviceCopies(torch.overrides.TorchFunctionMode):
+    """Records every ``Tensor.to(<cuda device>)`` and answers it with the CPU tensor (the
+    CPU build has no CUDA): where the reference's inputs were sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        if func is torch.Tensor.to and len(args) > 1 and str(args[1]).startswith("cuda"):
+            self.sent.append(str(args[1]))
+            return args[0]
+        return func(*args, **kwargs)
+
+
+def test_a_cuda_points_reference_runs_in_float64_on_its_device():
+    from benchbench.measure.point import _reference_output
+
+    workload = _sqrt_workload(torch.sqrt)
+    x = torch.rand(8, dtype=torch.float32) + 0.5
+    with _DeviceCopies() as copies:
+        out = _reference_output(workload, (x,), "cuda:1")
+    assert copies.sent == ["cuda:1"]  # not computed on the CPU
+    assert out.dtype == torch.float64
+    with _DeviceCopies() as copies:
+        _reference_output(workload, (x,), "cpu")
+        _reference_output(workload, (x,), "mps")  # MPS has no float64: the CPU's
+    assert copies.sent == []
+
+
+def test_a_reference_the_device_cannot_run_runs_on_the_cpu():
+    from benchbench.measure.point import _reference_output
+
+    tried: list[str] = []
+
+    def numpy_reference(x):  # a CUDA tensor has no .numpy(): fails on the device
+        tried.append("call")
+        if len(tried) == 1:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy")
+        return torch.from_numpy(x.numpy() ** 0.5)
+
+    workload = _sqrt_workload(torch.sqrt)
+    workload = Suite("s").workload(
+        "w", setup=workload.setup, variants=workload.variants, reference=numpy_reference,
+        sizes=[8],
+    )  # fmt: skip
+    x = torch.rand(8) + 0.5
+    with _DeviceCopies():
+        out = _reference_output(workload, (x,), "cuda:0")
+    assert tried == ["call", "call"] and out.dtype == torch.float64
