@@ -273,7 +273,7 @@ def run_probe(
     resolution, observed, overhead = _timer_figures()
     extra: dict[str, float] = {}
     if device.startswith("cuda"):
-        extra = measure_cuda_extras(torch, quick=quick, progress=progress)
+        extra = measure_cuda_extras(torch, device=device, quick=quick, progress=progress)
     return Profile(
         device=device,
         threads=torch.get_num_threads(),

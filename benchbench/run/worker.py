@@ -247,7 +247,7 @@ def _die_with_parent() -> None:
 #: fault (device-side assert, illegal address) at the next synchronising call and then
 #: fails every later call of the process with it ("sticky" errors).
 _POISONED = re.compile(
-    r"CUDA error|device-side assert|illegal (memory )?address|AcceleratorError|"
+    r"CUDA error|HIP error|hipError|device-side assert|illegal (memory )?address|AcceleratorError|"
     r"unspecified launch failure|CUBLAS_STATUS_EXECUTION_FAILED"
 )
 

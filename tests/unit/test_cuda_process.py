@@ -166,6 +166,9 @@ def test_the_launcher_sets_the_nvml_check_for_the_runner_and_its_workers(monkeyp
         "RuntimeError: CUDA error: device-side assert triggered (at s.py:3)",
         "AcceleratorError: CUDA error: an illegal memory access was encountered (at s.py:3)",
         "RuntimeError: CUDA error: unspecified launch failure",
+        # ROCm builds say HIP where CUDA builds say CUDA.
+        "RuntimeError: HIP error: an illegal memory access was encountered",
+        "RuntimeError: HIP error: hipErrorLaunchFailure",
     ],
 )
 def test_cuda_errors_poison_the_context(reason):
@@ -336,3 +339,38 @@ def test_a_cuda_1_point_on_a_one_gpu_machine_is_skipped_with_the_reason(monkeypa
         "CUDA device cuda:1 does not exist: this machine has 1 (present: cuda:0); "
         "choose one of them with --device",
     )
+
+
+def test_every_compile_point_compiles_with_caches_of_its_own_removed_after(monkeypatch):
+    """Inductor's and Triton's on-disk caches persist across processes: with them shared,
+    only the first compile point of a machine paid a cold compile."""
+    import os
+
+    seen: list[tuple[str | None, str | None]] = []
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/somewhere/shared")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+
+    def fake_compile(fn, dynamic=None):
+        def compiled(*args):
+            folders = (
+                os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+                os.environ.get("TRITON_CACHE_DIR"),
+            )
+            if folders not in seen:
+                seen.append(folders)
+            return fn(*args)
+
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    workload = _workload(torch.sqrt, compile=True)
+    results = [measure_point(workload, p, Options(policy=FAST)) for p in workload.points()]
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert len(seen) == 2 and seen[0] != seen[1]  # one folder per point
+    for inductor, triton in seen:
+        assert inductor and "benchbench-compile-" in inductor
+        assert triton == os.path.join(inductor, "triton")
+        assert not os.path.exists(inductor)  # removed after the point
+    assert os.environ["TRITON_CACHE_DIR"] == "/somewhere/shared"  # restored
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ

@@ -7,8 +7,10 @@ known amount per operation, and the one real run of the probe checks structure o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -272,6 +274,8 @@ class FakeCuda:
     def __init__(self) -> None:
         self.now_ms = 0.0
         self.syncs = 0
+        self.current = "cuda:0"
+        self.synced: set[object] = set()
 
     def Event(self, enable_timing: bool = False) -> Any:
         assert enable_timing
@@ -281,8 +285,17 @@ class FakeCuda:
         event.elapsed_time = lambda end: end.at - event.at
         return event
 
-    def synchronize(self) -> None:
+    def synchronize(self, device: object = None) -> None:
         self.syncs += 1
+        self.synced.add(device)
+
+    @contextlib.contextmanager
+    def device(self, device: object) -> Iterator[None]:
+        before, self.current = self.current, str(device)
+        try:
+            yield
+        finally:
+            self.current = before
 
 
 RATES = {  # bytes/s per (direction, pinned)
@@ -296,10 +309,13 @@ RATES = {  # bytes/s per (direction, pinned)
 class FakeTensor:
     def __init__(self, cuda: FakeCuda, nbytes: int, device: str, pinned: bool) -> None:
         self.cuda, self.nbytes, self.device, self.pinned = cuda, nbytes, device, pinned
+        if device.startswith("cuda"):
+            cuda.devices.append(device)
 
     def copy_(self, src: FakeTensor, non_blocking: bool = False) -> FakeTensor:
-        host = src if self.device == "cuda" else self
-        direction = "h2d" if self.device == "cuda" else "d2h"
+        on_gpu = self.device.startswith("cuda")
+        host = src if on_gpu else self
+        direction = "h2d" if on_gpu else "d2h"
         self.cuda.now_ms += self.nbytes / RATES[(direction, host.pinned)] * 1e3
         return self
 
@@ -317,7 +333,10 @@ def fake_torch() -> Any:
     def empty(n: int, dtype: str, device: str = "cpu", pin_memory: bool = False) -> FakeTensor:
         return FakeTensor(cuda, n, device, pin_memory)
 
-    return SimpleNamespace(cuda=cuda, empty=empty, uint8="uint8", float32="float32")
+    cuda.devices = []  # type: ignore[attr-defined]  # where each GPU tensor was made
+    return SimpleNamespace(
+        cuda=cuda, empty=empty, uint8="uint8", float32="float32", device=lambda d: d
+    )
 
 
 def test_cuda_extras_compute_bandwidth_from_bytes_and_event_milliseconds() -> None:
@@ -330,6 +349,22 @@ def test_cuda_extras_compute_bandwidth_from_bytes_and_event_milliseconds() -> No
     assert extras["launch_latency_s"] == pytest.approx(5e-6, rel=1e-9)
     assert extras["sync_latency_s"] == pytest.approx(700e-9)
     assert torch_mod.cuda.syncs > 200  # one per timed block, plus the latency loop
+
+
+def test_cuda_extras_of_cuda_1_measure_gpu_1() -> None:
+    torch_mod = fake_torch()
+    seen: list[str] = []
+    empty = torch_mod.empty
+
+    def watched(*args: Any, **kw: Any) -> Any:
+        seen.append(torch_mod.cuda.current)  # the device current when tensors are made
+        return empty(*args, **kw)
+
+    torch_mod.empty = watched
+    measure_cuda_extras(torch_mod, device="cuda:1", quick=True)
+    assert set(torch_mod.cuda.devices) == {"cuda:1"}  # every GPU tensor on GPU 1
+    assert torch_mod.cuda.synced == {"cuda:1"}  # and every synchronize of GPU 1
+    assert set(seen) == {"cuda:1"} and torch_mod.cuda.current == "cuda:0"  # restored
 
 
 def test_run_probe_rejects_unknown_and_absent_devices() -> None:
