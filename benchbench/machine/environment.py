@@ -123,6 +123,8 @@ def collect(
                 "memory_bytes": p.total_memory,
                 "multiprocessors": p.multi_processor_count,
                 "capability": f"{p.major}.{p.minor}",
+                # What NVML matches the device by (machine/nvml.py, nvml_handle).
+                "uuid": str(getattr(p, "uuid", "")) or None,
             }
             for p in (torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count()))
         ]

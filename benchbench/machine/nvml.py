@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -159,15 +160,30 @@ _UUIDS_CHILD = (
 )
 
 
-@functools.lru_cache(maxsize=1)
+#: The variables that decide which GPUs CUDA (or ROCm) shows a process, and in what order.
+VISIBILITY_VARIABLES = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+)
+
+
 def visible_cuda_uuids(timeout_s: float = 120.0) -> dict[int, str] | None:
     """``{CUDA index: torch UUID}`` as this process's workers see the GPUs, or None.
 
     Read in a child process with this process's environment (``CUDA_VISIBLE_DEVICES``,
     ``CUDA_DEVICE_ORDER``), so that the caller starts no CUDA context: a context in the
     runner would hold ~500 MiB of every GPU and show as a process on it. Costs one
-    ``import torch`` (~1-3 s), once per process. None when the child fails.
+    ``import torch`` (~1-3 s), once per process and value of those variables. None when
+    the child fails.
     """
+    key = tuple(os.environ.get(name) for name in VISIBILITY_VARIABLES)
+    return _uuids_seen_with(key, timeout_s)
+
+
+@functools.lru_cache(maxsize=8)
+def _uuids_seen_with(key: tuple[str | None, ...], timeout_s: float) -> dict[int, str] | None:
     try:
         done = subprocess.run(
             [sys.executable, "-c", _UUIDS_CHILD],

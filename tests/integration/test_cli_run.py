@@ -395,3 +395,32 @@ def test_cuda_graph_is_stored_with_the_run_and_noted_on_cpu_points(tmp_path):
     assert result["status"] == "ok" and result["timing"] is None
     (row,) = store.measurements(doc["run_id"])
     assert row["extra"]["cuda_graph_note"] == "CUDA graph not used: cpu is not a CUDA device"
+
+
+def test_lock_clocks_locks_the_gpu_cuda_sees_by_uuid_and_refuses_an_unknown_one(
+    tmp_path, monkeypatch, capsys
+):
+    """Under CUDA_VISIBLE_DEVICES=2, cuda:0 is NVML's GPU 2: that one is locked, by UUID,
+    to its base clock; never NVML's GPU 0 (someone else's). On fakes only: no test locks
+    a real GPU's clocks."""
+    from benchbench.cli import main
+    from tests.unit.test_nvml import TDP, ClockNvml, FakeNvmlError
+
+    nvml = ClockNvml()
+    monkeypatch.setattr("benchbench.machine.nvml.load_nvml", lambda: (nvml, ""))
+    monkeypatch.setattr("benchbench.machine.nvml.visible_cuda_uuids", lambda: {0: "cccc"})
+    # The run itself stops before measuring (no CUDA here): a refused device is enough.
+    monkeypatch.setattr(
+        "benchbench.run.runner.run",
+        lambda *a, **k: (_ for _ in ()).throw(FakeNvmlError("stop here")),
+    )
+    store = str(tmp_path / "s.db")
+    argv = ["run", str(SUITES / "tiny.py"), "--store", store, "--lock-clocks"]
+    with pytest.raises(FakeNvmlError, match="stop here"):
+        main([*argv, "--device", "cuda:0"])
+    assert nvml.log == [("lock", 2, TDP), ("reset", 2, 0)]
+    assert "clocks locked for this run: cuda:0 at its base clock" in capsys.readouterr().err
+    nvml.log.clear()
+    assert main([*argv, "--device", "cuda:1"]) == 2  # CUDA shows no cuda:1 here
+    assert "cannot lock the clocks of cuda:1 (its UUID is unknown)" in capsys.readouterr().err
+    assert nvml.log == []

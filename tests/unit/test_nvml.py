@@ -255,14 +255,24 @@ def test_visible_cuda_uuids_reads_the_workers_view_in_a_child(monkeypatch) -> No
         assert "get_device_properties" in args[-1]
         return SimpleNamespace(stdout='["cccc", "aaaa"]\n')
 
-    module.visible_cuda_uuids.cache_clear()
+    module._uuids_seen_with.cache_clear()
     monkeypatch.setattr(module.subprocess, "run", fake_run)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,0")
     assert module.visible_cuda_uuids() == {0: "cccc", 1: "aaaa"}
-    module.visible_cuda_uuids.cache_clear()
+    runs: list[str] = []
+    monkeypatch.setattr(
+        module.subprocess,
+        "run",
+        lambda args, **kw: runs.append("run") or SimpleNamespace(stdout='["bbbb"]'),
+    )
+    assert module.visible_cuda_uuids() == {0: "cccc", 1: "aaaa"} and runs == []  # cached
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # another view: asked again
+    assert module.visible_cuda_uuids() == {0: "bbbb"} and runs == ["run"]
+    module._uuids_seen_with.cache_clear()
 
     def failing(args, **kw):
         raise subprocess.CalledProcessError(1, args)
 
     monkeypatch.setattr(module.subprocess, "run", failing)
     assert module.visible_cuda_uuids() is None
-    module.visible_cuda_uuids.cache_clear()
+    module._uuids_seen_with.cache_clear()
