@@ -177,11 +177,25 @@ def ok_result(
     )
 
 
-def gated(subject: Subject, gate: Callable[[], None]) -> Subject:
-    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre)."""
+def gated(
+    subject: Subject,
+    gate: Callable[[], None],
+    device: str = "cpu",
+    synchronize: Callable[[str], None] = sync,
+) -> Subject:
+    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre).
+
+    On a GPU the side's queued work finishes before it asks for its turn: the timer
+    queues a batch of blocks before one synchronize, so without it the turn would pass
+    while this side's kernels still run, both sides' kernels would share the GPU, and
+    each side's events would time the other's work too.
+    """
     pre = subject.pre
+    on_device = device.partition(":")[0] in ("cuda", "mps")
 
     def wait_then_pre() -> None:
+        if on_device:
+            synchronize(device)
         gate()
         if pre is not None:
             pre()

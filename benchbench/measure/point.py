@@ -302,7 +302,7 @@ def _measure_inputs(
             return _skip(point, f"CUDA graph capture failed: {exc}", extra=extra, **base)
         extra["cuda_graph"] = {"calls_per_replay": graph_calls}
     if options.gate is not None:
-        subjects = [gated(s, options.gate) for s in subjects]
+        subjects = [gated(s, options.gate, point.device) for s in subjects]
     timing_from = time.perf_counter()
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main
