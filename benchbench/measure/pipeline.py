@@ -18,6 +18,7 @@ rest is here, once:
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -26,9 +27,9 @@ import torch
 
 from benchbench.core.values import Point, Result
 from benchbench.machine.nvml import load_nvml, sm_clock_reader
-from benchbench.measure import timers
+from benchbench.measure import gpu, timers
 from benchbench.measure.accuracy import Accuracy, Tolerance, as_float64, compare
-from benchbench.measure.gpu import ClockGuard, host_extra
+from benchbench.measure.gpu import ClockGuard
 from benchbench.measure.policy import Measured, Policy, Subject, warnings_for
 from benchbench.measure.policy import measure as engine_measure
 
@@ -110,7 +111,42 @@ def time_subjects(
             )
             for m in measured
         ]
+    if point.device.startswith("cuda") and not (should_stop or _never)():
+        measured = [
+            launch_overhead(s, m, point.device) for s, m in zip(subjects, measured, strict=True)
+        ]
     return policy, measured
+
+
+#: ``torch.cuda._sleep``'s cycles per second, per device, measured once per process.
+_SLEEP_RATE: dict[str, float] = {}
+
+
+def launch_overhead(
+    subject: Subject, measured: Measured, device: str, cuda: Any = None
+) -> Measured:
+    """``measured`` with its launch share (:mod:`benchbench.measure.gpu`) in
+    ``device_extra``: the subject's block timed again behind a blocking kernel. None
+    where a block needs its ``pre`` (a flush, a restore, a lockstep turn) or this torch
+    has no ``torch.cuda._sleep``."""
+    cuda = cuda if cuda is not None else torch.cuda
+    sleep = getattr(cuda, "_sleep", None)
+    share = None
+    if subject.pre is None and sleep is not None and measured.samples_s:
+        if device not in _SLEEP_RATE:
+            _SLEEP_RATE[device] = gpu.sleep_cycles_per_s(cuda, sleep)
+        calls = measured.calls_per_sample
+        host = measured.host_samples_s or (0.0,)
+        blocked = gpu.blocked_s_per_call(
+            subject.loop, calls, statistics.median(host) / calls, cuda, sleep, _SLEEP_RATE[device]
+        )
+        share = gpu.launch_share(statistics.median(measured.samples_s) / calls, blocked)
+    facts, warnings = gpu.launch_facts(share)
+    return replace(
+        measured,
+        device_extra={**measured.device_extra, **facts},
+        device_warnings=(*measured.device_warnings, *warnings),
+    )
 
 
 def clock_guard(device: str, nvml: Any = None) -> ClockGuard | None:
@@ -144,12 +180,11 @@ def ok_result(
     other :class:`Result` field (work model, accuracy, extra) comes in ``fields``.
     ``extra`` gains what the engine held and counted: ``gc`` (how the garbage
     collector was handled) and ``minor_faults_per_call``; on CUDA the host time beside
-    the event time (``host_samples_s``, ``host_s_per_call``, ``launch_bound``) and
+    the event time (``host_samples_s``, ``host_s_per_call``), the launch share
+    (``launch_overhead``, ``launch_bound``: :func:`launch_overhead`) and
     the clock guard's ``discarded_samples`` and ``throttle_reasons``.
     """
-    host, host_warnings = host_extra(
-        measured.samples_s, measured.host_samples_s, measured.calls_per_sample
-    )
+    host = gpu.host_extra(measured.samples_s, measured.host_samples_s, measured.calls_per_sample)
     extra = {
         "gc": measured.gc,
         "minor_faults_per_call": measured.minor_faults_per_call,
@@ -168,7 +203,6 @@ def ok_result(
         stop_reason=measured.stop_reason,
         warnings=(
             *warnings_for(measured, policy),
-            *host_warnings,
             *measured.device_warnings,
             *warnings,
         ),

@@ -21,6 +21,8 @@ from typing import Any
 
 #: Launches a stream holds before the host blocks (CUDA's launch queue: ~1,024).
 QUEUE_DEPTH = 1024
+#: The clock ``_sleep`` counts (the H100's SM clock under load).
+SLEEP_GHZ = 1.98
 
 
 class FakeEvent:
@@ -113,3 +115,7 @@ class FakeGpu:
 
     def is_available(self) -> bool:
         return True
+
+    def _sleep(self, cycles: int) -> None:
+        """``torch.cuda._sleep``: a kernel that spins ``cycles`` of a 1.98 GHz clock."""
+        self.launch(cycles / SLEEP_GHZ)

@@ -74,3 +74,38 @@ def test_a_lockstep_side_on_cuda_hands_the_turn_over_only_once_its_kernels_finis
     cpu_side = gated(_kernels(gpu, 1_000), lambda: on_cpu.append(1), "cpu", lambda _d: 1 / 0)
     measure([cpu_side], CudaTimer(gpu, gpu.clock), Policy(max_time_s=0.01), gpu.clock)
     assert on_cpu  # the CPU never synchronizes (the synchronize given here would raise)
+
+
+@pytest.mark.parametrize(
+    ("kernel_us", "launch_us", "bound"),
+    [
+        (1.0, 5.0, True),  # a tiny kernel: the GPU waits on the host between calls
+        (10.0, 5.0, False),  # device-bound: the queue fills, the host waits on the device
+        (200.0, 5.0, False),
+    ],
+)
+def test_the_launch_share_tells_launch_gaps_from_a_full_queue(kernel_us, launch_us, bound):
+    """Host time beside device time cannot tell the two apart once the launch queue
+    fills (host waits on device: host ≈ device); the same block queued behind a blocking
+    kernel can."""
+    from benchbench.measure.pipeline import launch_overhead
+
+    gpu = FakeGpu(launch_ns=launch_us * 1e3)
+    subject = _kernels(gpu, kernel_us * 1e3)
+    (measured,) = measure([subject], CudaTimer(gpu, gpu.clock), Policy(max_time_s=0.3), gpu.clock)
+    result = launch_overhead(subject, measured, "cuda:0", cuda=gpu)
+    share = result.device_extra["launch_overhead"]
+    assert result.device_extra["launch_bound"] is bound
+    expected = max(0.0, 1 - kernel_us / max(kernel_us, launch_us))
+    assert share == pytest.approx(expected, abs=0.05)
+    assert any(w.startswith("launch-bound") for w in result.device_warnings) is bound
+
+
+def test_no_launch_share_where_a_block_needs_its_pre():
+    from benchbench.measure.pipeline import launch_overhead
+
+    gpu = FakeGpu()
+    flushed = Subject("kernel", _kernels(gpu, 1e3).loop, pre=lambda: gpu.launch(50e3))
+    (measured,) = measure([flushed], CudaTimer(gpu, gpu.clock), Policy(max_time_s=0.05), gpu.clock)
+    result = launch_overhead(flushed, measured, "cuda:0", cuda=gpu)
+    assert result.device_extra == {"launch_overhead": None, "launch_bound": False}

@@ -11,9 +11,11 @@ from benchbench.machine.nvml import ClockReading
 from benchbench.measure import point as point_module
 from benchbench.measure.cuda_graph import GraphCaptureError
 from benchbench.measure.gpu import (
-    LAUNCH_BOUND_RATIO,
+    LAUNCH_BOUND_SHARE,
     ClockGuard,
     host_extra,
+    launch_facts,
+    launch_share,
     merge_extra,
 )
 from benchbench.measure.pipeline import clock_guard, ok_result
@@ -45,27 +47,36 @@ def test_cuda_timer_notes_the_host_time_each_block_took_to_enqueue() -> None:
     assert timer.host_block_s == pytest.approx([6e-6, 15e-6])
 
 
-def test_host_time_per_call_and_launch_bound_warning() -> None:
-    # 10 calls per sample; device 10 µs per call, host 12 µs per call: launch-bound.
-    extra, warnings = host_extra([1e-4] * 3, [1.2e-4, 1.1e-4, 1.3e-4], 10)
+def test_host_time_per_call_is_recorded_per_sample() -> None:
+    # 10 calls per sample; host 12 µs per call.
+    extra = host_extra([1e-4] * 3, [1.2e-4, 1.1e-4, 1.3e-4], 10)
     assert extra["host_samples_s"] == pytest.approx([1.2e-5, 1.1e-5, 1.3e-5])
     assert extra["host_s_per_call"] == pytest.approx(1.2e-5)
-    assert extra["launch_bound"] is True
-    assert len(warnings) == 1 and warnings[0].startswith("launch-bound: ")
-    assert "12 µs per call launching" in warnings[0] and "10 µs running" in warnings[0]
-    # Host well under the device: a kernel that keeps the GPU busy.
-    extra, warnings = host_extra([1e-3] * 3, [1e-4] * 3, 10)
-    assert extra["launch_bound"] is False and warnings == []
-    # Just under the ratio is not launch-bound; at it, it is.
-    assert host_extra([1.0], [LAUNCH_BOUND_RATIO * 0.99], 1)[0]["launch_bound"] is False
-    assert host_extra([1.0], [LAUNCH_BOUND_RATIO], 1)[0]["launch_bound"] is True
     # Host samples that do not pair with the samples record nothing.
-    assert host_extra([1.0, 1.0], [1.0], 1) == ({}, [])
+    assert host_extra([1.0, 1.0], [1.0], 1) == {}
+
+
+def test_launch_facts_flag_a_point_whose_time_is_mostly_launch_gap() -> None:
+    extra, warnings = launch_facts(0.85)
+    assert extra == {"launch_overhead": 0.85, "launch_bound": True}
+    assert len(warnings) == 1 and warnings[0].startswith("launch-bound: 85% of each call")
+    assert launch_facts(LAUNCH_BOUND_SHARE * 0.99)[0]["launch_bound"] is False
+    assert launch_facts(LAUNCH_BOUND_SHARE)[0]["launch_bound"] is True
+    assert launch_facts(None) == ({"launch_overhead": None, "launch_bound": False}, [])
+    assert launch_share(10.0, 1.5) == pytest.approx(0.85)
+    assert launch_share(10.0, 11.0) == 0.0  # blocked slower (noise): no gap, not negative
 
 
 def test_ok_result_records_host_facts_for_cuda_and_none_for_cpu() -> None:
     measured = Measured(
-        "v", (2e-3,) * 10, 100, converged=True, host_samples_s=(3e-3,) * 10, discarded_samples=4
+        "v",
+        (2e-3,) * 10,
+        100,
+        converged=True,
+        host_samples_s=(3e-3,) * 10,
+        discarded_samples=4,
+        device_extra={"launch_overhead": 0.9, "launch_bound": True},
+        device_warnings=("launch-bound: 90% of each call's time ...",),
     )
     cuda = ok_result(CUDA, measured, Policy())
     assert len(cuda.extra["host_samples_s"]) == len(cuda.samples_s)
@@ -223,17 +234,19 @@ def _result(host: list[float], samples: list[float], extra: dict | None = None) 
     )
 
 
-def test_rounds_merge_concatenates_host_samples_and_judges_again() -> None:
-    first = _result([9e-6] * 3, [1e-5] * 3)
-    second = _result([1e-6] * 4, [1e-5] * 4, {"throttle_reasons": ["y"]})
-    merged = merge([first, second], None)
-    assert len(merged.extra["host_samples_s"]) == len(merged.samples_s) == 7
+def test_rounds_merge_concatenates_host_samples_and_takes_the_median_launch_share() -> None:
+    first = _result([9e-6] * 3, [1e-5] * 3, {"launch_overhead": 0.9})
+    second = _result([1e-6] * 4, [1e-5] * 4, {"throttle_reasons": ["y"], "launch_overhead": 0.1})
+    third = _result([1e-6] * 4, [1e-5] * 4, {"launch_overhead": 0.2})
+    merged = merge([first, second, third], None)
+    assert len(merged.extra["host_samples_s"]) == len(merged.samples_s) == 11
     assert merged.extra["host_s_per_call"] == pytest.approx(1e-6)
+    assert merged.extra["launch_overhead"] == pytest.approx(0.2)
     assert merged.extra["launch_bound"] is False
     assert not any(w.startswith("launch-bound") for w in merged.warnings)
-    assert merged.extra["discarded_samples"] == 4
+    assert merged.extra["discarded_samples"] == 6
     assert merged.extra["throttle_reasons"] == ["x", "y"]
-    extra, warnings = merge_extra({}, [], [{"host_samples_s": [2.0]}], 1.0)
+    extra, warnings = merge_extra({}, [], [{"launch_overhead": 0.7}], 1.0)
     assert extra["launch_bound"] is True and warnings[0].startswith("launch-bound")
 
 
