@@ -17,6 +17,12 @@
   launch queue and the host then waits on the device, reading host ≈ device too. No
   share is measured where a block needs its ``pre`` (cold mode's flush, which also
   hides the launches; in-place restores; ``ab``'s turns): ``launch_overhead`` is None.
+- **Work off the timed stream.** The events time the current stream only: a workload
+  that puts kernels on another stream (its own ``torch.cuda.Stream``, a library's
+  worker stream) would read fast. :func:`untimed_share` times one block of calls with
+  the events and with the host's wall clock up to a device-wide synchronize; the wall
+  time beyond the larger of the events and the launches is work the events missed.
+  ``untimed_share`` above :data:`UNTIMED_SHARE` gets a warning.
 - **Clocks.** :class:`ClockGuard` reads the GPU's SM clock through NVML after every
   batch (outside the timed region): a batch read below :data:`CLOCK_FLOOR` of the
   application clock is discarded and retaken after a back-off, a bounded number of
@@ -47,6 +53,12 @@ BLOCK_COVER = 2.0
 BLOCK_MARGIN_S = 50e-6
 BLOCKED_CALLS = 256
 BLOCKED_SAMPLES = 5
+
+#: A point whose device stays busy this share longer than its timed stream's events
+#: (and at least :data:`UNTIMED_FLOOR_S` a block: a synchronize's own ~10-20 µs) has
+#: work the events did not time.
+UNTIMED_SHARE = 0.05
+UNTIMED_FLOOR_S = 50e-6
 
 #: The start of the warning of a launch-bound point (and its table marker).
 LAUNCH_BOUND = "launch-bound"
@@ -173,6 +185,44 @@ def blocked_s_per_call(
         pairs.append((start, end))
     cuda.synchronize()
     return statistics.median(s.elapsed_time(e) * 1e-3 for s, e in pairs) / calls
+
+
+def untimed_share(
+    loop: Callable[[int], object],
+    calls: int,
+    cuda: Any,
+    clock: Callable[[], int] = time.perf_counter_ns,
+    repeats: int = 3,
+) -> float:
+    """The share of a block's event time by which a device-wide synchronize outlasts
+    it: the median over ``repeats`` blocks of ``calls`` calls of (wall - max(events,
+    launches)) / events, 0 where the wall is within :data:`UNTIMED_FLOOR_S` of them."""
+    shares = []
+    cuda.synchronize()
+    for _ in range(repeats):
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        t0 = clock()
+        start.record()
+        loop(calls)
+        end.record()
+        launched_s = (clock() - t0) * 1e-9
+        cuda.synchronize()
+        wall_s = (clock() - t0) * 1e-9
+        event_s = start.elapsed_time(end) * 1e-3
+        beyond_s = wall_s - max(event_s, launched_s)
+        shares.append(beyond_s / event_s if beyond_s > UNTIMED_FLOOR_S and event_s > 0 else 0.0)
+    return statistics.median(shares)
+
+
+def untimed_facts(share: float) -> tuple[dict[str, Any], list[str]]:
+    """``untimed_share`` and its warning."""
+    warnings = []
+    if share > UNTIMED_SHARE:
+        warnings.append(
+            f"untimed work: the GPU stayed busy {share:.0%} longer than the timed stream's "
+            "events (kernels on another stream?); the time does not include that work"
+        )
+    return {"untimed_share": share}, warnings
 
 
 def launch_share(unblocked_s: float, blocked_s: float) -> float:

@@ -19,6 +19,7 @@ rest is here, once:
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -113,7 +114,7 @@ def time_subjects(
         ]
     if point.device.startswith("cuda") and not (should_stop or _never)():
         measured = [
-            launch_overhead(s, m, point.device) for s, m in zip(subjects, measured, strict=True)
+            device_checks(s, m, point.device) for s, m in zip(subjects, measured, strict=True)
         ]
     return policy, measured
 
@@ -122,30 +123,38 @@ def time_subjects(
 _SLEEP_RATE: dict[str, float] = {}
 
 
-def launch_overhead(
-    subject: Subject, measured: Measured, device: str, cuda: Any = None
+def device_checks(
+    subject: Subject,
+    measured: Measured,
+    device: str,
+    cuda: Any = None,
+    clock: Callable[[], int] = time.perf_counter_ns,
 ) -> Measured:
-    """``measured`` with its launch share (:mod:`benchbench.measure.gpu`) in
-    ``device_extra``: the subject's block timed again behind a blocking kernel. None
-    where a block needs its ``pre`` (a flush, a restore, a lockstep turn) or this torch
-    has no ``torch.cuda._sleep``."""
+    """``measured`` with, in ``device_extra``, its launch share and its untimed share
+    (:mod:`benchbench.measure.gpu`): the subject's block timed again behind a blocking
+    kernel, and beside a device-wide synchronize. Neither where a block needs its
+    ``pre`` (a flush, a restore, a lockstep turn: the share is None, nothing is
+    checked), nor the launch share where this torch has no ``torch.cuda._sleep``."""
     cuda = cuda if cuda is not None else torch.cuda
     sleep = getattr(cuda, "_sleep", None)
     share = None
-    if subject.pre is None and sleep is not None and measured.samples_s:
-        if device not in _SLEEP_RATE:
-            _SLEEP_RATE[device] = gpu.sleep_cycles_per_s(cuda, sleep)
+    facts: dict[str, Any] = {}
+    warnings: list[str] = []
+    if subject.pre is None and measured.samples_s:
         calls = measured.calls_per_sample
-        host = measured.host_samples_s or (0.0,)
-        blocked = gpu.blocked_s_per_call(
-            subject.loop, calls, statistics.median(host) / calls, cuda, sleep, _SLEEP_RATE[device]
-        )
-        share = gpu.launch_share(statistics.median(measured.samples_s) / calls, blocked)
-    facts, warnings = gpu.launch_facts(share)
+        facts, warnings = gpu.untimed_facts(gpu.untimed_share(subject.loop, calls, cuda, clock))
+        if sleep is not None:
+            if device not in _SLEEP_RATE:
+                _SLEEP_RATE[device] = gpu.sleep_cycles_per_s(cuda, sleep)
+            host = statistics.median(measured.host_samples_s or (0.0,)) / calls
+            rate = _SLEEP_RATE[device]
+            blocked = gpu.blocked_s_per_call(subject.loop, calls, host, cuda, sleep, rate)
+            share = gpu.launch_share(statistics.median(measured.samples_s) / calls, blocked)
+    launch, launch_warnings = gpu.launch_facts(share)
     return replace(
         measured,
-        device_extra={**measured.device_extra, **facts},
-        device_warnings=(*measured.device_warnings, *warnings),
+        device_extra={**measured.device_extra, **launch, **facts},
+        device_warnings=(*measured.device_warnings, *launch_warnings, *warnings),
     )
 
 
@@ -181,7 +190,7 @@ def ok_result(
     ``extra`` gains what the engine held and counted: ``gc`` (how the garbage
     collector was handled) and ``minor_faults_per_call``; on CUDA the host time beside
     the event time (``host_samples_s``, ``host_s_per_call``), the launch share
-    (``launch_overhead``, ``launch_bound``: :func:`launch_overhead`) and
+    (``launch_overhead``, ``launch_bound``) and the untimed share (:func:`device_checks`) and
     the clock guard's ``discarded_samples`` and ``throttle_reasons``.
     """
     host = gpu.host_extra(measured.samples_s, measured.host_samples_s, measured.calls_per_sample)

@@ -88,13 +88,14 @@ def test_the_launch_share_tells_launch_gaps_from_a_full_queue(kernel_us, launch_
     """Host time beside device time cannot tell the two apart once the launch queue
     fills (host waits on device: host ≈ device); the same block queued behind a blocking
     kernel can."""
-    from benchbench.measure.pipeline import launch_overhead
+    from benchbench.measure.pipeline import device_checks
 
     gpu = FakeGpu(launch_ns=launch_us * 1e3)
     subject = _kernels(gpu, kernel_us * 1e3)
     (measured,) = measure([subject], CudaTimer(gpu, gpu.clock), Policy(max_time_s=0.3), gpu.clock)
-    result = launch_overhead(subject, measured, "cuda:0", cuda=gpu)
+    result = device_checks(subject, measured, "cuda:0", cuda=gpu, clock=gpu.clock)
     share = result.device_extra["launch_overhead"]
+    assert result.device_extra["untimed_share"] == 0.0
     assert result.device_extra["launch_bound"] is bound
     expected = max(0.0, 1 - kernel_us / max(kernel_us, launch_us))
     assert share == pytest.approx(expected, abs=0.05)
@@ -102,10 +103,29 @@ def test_the_launch_share_tells_launch_gaps_from_a_full_queue(kernel_us, launch_
 
 
 def test_no_launch_share_where_a_block_needs_its_pre():
-    from benchbench.measure.pipeline import launch_overhead
+    from benchbench.measure.pipeline import device_checks
 
     gpu = FakeGpu()
     flushed = Subject("kernel", _kernels(gpu, 1e3).loop, pre=lambda: gpu.launch(50e3))
     (measured,) = measure([flushed], CudaTimer(gpu, gpu.clock), Policy(max_time_s=0.05), gpu.clock)
-    result = launch_overhead(flushed, measured, "cuda:0", cuda=gpu)
+    result = device_checks(flushed, measured, "cuda:0", cuda=gpu)
     assert result.device_extra == {"launch_overhead": None, "launch_bound": False}
+
+
+def test_work_put_on_another_stream_is_named_as_untimed():
+    """The events time the current stream; kernels a workload puts on its own stream
+    escape them, and only a device-wide synchronize waits for them."""
+    from benchbench.measure.pipeline import device_checks
+
+    gpu = FakeGpu()
+
+    def sneaky(calls: int) -> None:
+        for _ in range(calls):
+            gpu.launch(1e3)  # 1 µs on the timed stream
+            gpu.side_launch(30e3)  # 30 µs on another one
+
+    subject = Subject("sneaky", sneaky)
+    (measured,) = measure([subject], CudaTimer(gpu, gpu.clock), Policy(max_time_s=0.1), gpu.clock)
+    result = device_checks(subject, measured, "cuda:0", cuda=gpu, clock=gpu.clock)
+    assert result.device_extra["untimed_share"] > 1.0
+    assert any(w.startswith("untimed work: the GPU stayed busy") for w in result.device_warnings)

@@ -263,7 +263,9 @@ def _graph_workload():  # type: ignore[no-untyped-def]
 def test_a_graph_point_records_calls_per_replay_and_counts_calls(monkeypatch) -> None:
     captured: list[int] = []
 
-    def fake_graph_subject(subject: Subject, cuda: object, cold: bool) -> tuple[Subject, int]:
+    def fake_graph_subject(
+        subject: Subject, cuda: object, cold: bool, copies: int
+    ) -> tuple[Subject, int]:
         captured.append(1)
         return Subject(subject.name, lambda n: subject.loop(4 * n), subject.pre), 4
 
@@ -279,7 +281,7 @@ def test_a_graph_point_records_calls_per_replay_and_counts_calls(monkeypatch) ->
 
 
 def test_a_failed_capture_skips_the_point_with_the_reason(monkeypatch) -> None:
-    def failing(subject: Subject, cuda: object, cold: bool) -> tuple[Subject, int]:
+    def failing(subject: Subject, cuda: object, cold: bool, copies: int) -> tuple[Subject, int]:
         raise GraphCaptureError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(point_module, "graph_mode", lambda *a, **k: (True, None))
