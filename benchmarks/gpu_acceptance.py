@@ -63,6 +63,8 @@ from typing import Any
 
 import torch
 
+from benchbench.measure.gpu import LAUNCH_BOUND_SHARE
+
 PASS, FAIL, NOT_AVAILABLE = "pass", "FAIL", "n/a"
 LOOP_TOLERANCE = 0.02  # the engine vs a hand loop of back-to-back calls (sleep kernels)
 WARM_TOLERANCE = 0.03  # warm sqrt vs the hand loop
@@ -181,30 +183,37 @@ def timing_row(
     return Row(f"{name} (±{tolerance:.0%})", PASS if passed else FAIL, "; ".join(parts))
 
 
-def sleep_row(kernels: Sequence[tuple[str, float, float, bool, float]]) -> Row:
-    """(what, engine_s, loop_s, launch_bound, warmup_s) per sleep kernel: within 2 % of
-    the back-to-back loop, none launch-bound, warm-up within its limit."""
+def sleep_row(kernels: Sequence[tuple[str, float, float, float | None, float]]) -> Row:
+    """(what, engine_s, loop_s, launch share, warmup_s) per sleep kernel: within 2 % of
+    the back-to-back loop, not launch-bound, warm-up within its limit."""
     parts, passed = [], True
-    for what, engine_s, loop_s, bound, warmup_s in kernels:
+    for what, engine_s, loop_s, share, warmup_s in kernels:
+        bound = share is None or share >= LAUNCH_BOUND_SHARE
         ok = within(engine_s, loop_s, LOOP_TOLERANCE) and not bound and warmup_s <= WARMUP_LIMIT_S
         passed = passed and ok
+        shown = "none" if share is None else f"{share:.1%}"
         parts.append(
             f"{what}: {engine_s * 1e6:.2f} vs {loop_s * 1e6:.2f} µs "
-            f"({engine_s / loop_s - 1:+.2%}), {'launch-bound' if bound else 'not launch-bound'}, "
-            f"warm-up {warmup_s:.2f} s"
+            f"({engine_s / loop_s - 1:+.2%}), launch share {shown}, warm-up {warmup_s:.2f} s"
         )
     return Row("sleep kernels", PASS if passed and kernels else FAIL, "; ".join(parts))
 
 
 def small_row(
-    eager_s: float, graph_s: float, eager_bound: bool, rotate_graph: dict[str, Any]
+    eager_s: float, graph_s: float, eager_share: float | None, rotate_graph: dict[str, Any]
 ) -> Row:
-    """2^10: eager flagged launch-bound, graph faster, rotate + graph still rotating."""
-    rotating = bool(rotate_graph.get("rotating"))
-    passed = graph_s < eager_s and eager_bound and rotating
+    """2^10: eager flagged launch-bound (most of its time launch gap), graph faster,
+    rotate + graph capturing whole cycles of its input copies."""
+    graph = rotate_graph.get("cuda_graph") or {}
+    copies, per_replay = graph.get("rotate_copies"), graph.get("calls_per_replay")
+    rotating = bool(copies) and bool(per_replay) and per_replay % copies == 0
+    bound = eager_share is not None and eager_share >= LAUNCH_BOUND_SHARE
+    passed = graph_s < eager_s and bound and rotating
+    share = "none" if eager_share is None else f"{eager_share:.0%}"
     numbers = (
-        f"eager {eager_s * 1e6:.2f} µs ({'flagged' if eager_bound else 'NOT flagged'} "
-        f"launch-bound), graph {graph_s * 1e6:.2f} µs; rotate+graph: {rotate_graph}"
+        f"eager {eager_s * 1e6:.2f} µs (launch share {share}: "
+        f"{'flagged' if bound else 'NOT flagged'}), graph {graph_s * 1e6:.2f} µs; "
+        f"rotate+graph: {per_replay} calls per replay over {copies} copies"
     )
     return Row("sqrt 2^10", PASS if passed else FAIL, numbers)
 
@@ -489,7 +498,7 @@ def measure_sleep(device: str) -> list[Row]:
                 what,
                 engine_s,
                 loop_s,
-                bool(result.extra.get("launch_bound")),
+                result.extra.get("launch_overhead"),
                 float(result.warmup.get("time_s", 0.0)),
             )
         )
@@ -531,19 +540,18 @@ def measure_small(device: str) -> list[Row]:
     eager = one_point(device, 2**10)
     graph = one_point(device, 2**10, variant={"cuda_graph": True})
     rotating = one_point(device, 2**10, cache="rotate", variant={"cuda_graph": True})
-    bound = bool(eager.extra.get("launch_bound")) or any(
-        "launch-bound" in w for w in eager.warnings
+    print(
+        f"  2^10 rotate+graph: {rotating.status} {dict(rotating.extra.get('cuda_graph') or {})}",
+        file=sys.stderr,
     )
-    extra = rotating.extra
-    rotate_graph = {
-        "status": rotating.status,
-        "cache_mode": rotating.cache_mode,
-        "cuda_graph": extra.get("cuda_graph"),
-        "rotate_copies": extra.get("rotate_copies"),
-        "warnings": list(rotating.warnings),
-    }
-    rotate_graph["rotating"] = rotating.cache_mode == "rotate" and bool(extra.get("cuda_graph"))
-    return [small_row(per_call_s(eager), per_call_s(graph), bound, rotate_graph)]
+    return [
+        small_row(
+            per_call_s(eager),
+            per_call_s(graph),
+            eager.extra.get("launch_overhead"),
+            {"cuda_graph": rotating.extra.get("cuda_graph")},
+        )
+    ]
 
 
 def measure_compile(device: str) -> list[Row]:

@@ -1,12 +1,28 @@
-"""What a CUDA point records beside its event times: host time, launch-bound, clocks.
+"""What a CUDA point records beside its event times: host time, launch overhead, clocks.
 
 - **Host time.** :class:`~benchbench.measure.timers.CudaTimer` notes the host seconds
   each sample took to enqueue its calls. :func:`host_extra` stores them per call
-  (``host_samples_s``, same length as ``samples_s``), their median
-  (``host_s_per_call``), and calls the point **launch-bound** when the host needs
-  at least :data:`LAUNCH_BOUND_RATIO` of the device's time per call: the GPU then
-  waits on Python and the dispatcher between kernels, so the event times measure
-  launches, not the kernel (a CUDA graph, ``run --cuda-graph``, removes them).
+  (``host_samples_s``, same length as ``samples_s``) and their median
+  (``host_s_per_call``).
+- **Launch overhead**, as nvbench measures it: the same block of calls is timed once
+  more queued behind a blocking kernel (``torch.cuda._sleep``, long enough to cover the
+  host's launches), so that the device runs them back to back with no launch gap.
+  ``launch_overhead`` is the share of each call's event time that is launch gap,
+  ``1 - blocked / unblocked``: ~0 for a kernel that keeps the GPU busy, ~0.85 for
+  ``torch.sqrt`` of 1,024 floats on an H100 (10.2 µs eager, 1.4 µs in a graph). A
+  point is **launch-bound** (``launch_bound``, with a warning) when at least
+  :data:`LAUNCH_BOUND_SHARE` of its time is launch gap: the events then measure the
+  launches, not the kernel (a CUDA graph, ``run --cuda-graph``, removes them). The
+  host's time beside the device's cannot tell: a device-bound 10 µs kernel fills the
+  launch queue and the host then waits on the device, reading host ≈ device too. No
+  share is measured where a block needs its ``pre`` (cold mode's flush, which also
+  hides the launches; in-place restores; ``ab``'s turns): ``launch_overhead`` is None.
+- **Work off the timed stream.** The events time the current stream only: a workload
+  that puts kernels on another stream (its own ``torch.cuda.Stream``, a library's
+  worker stream) would read fast. :func:`untimed_share` times one block of calls with
+  the events and with the host's wall clock up to a device-wide synchronize; the wall
+  time beyond the larger of the events and the launches is work the events missed.
+  ``untimed_share`` above :data:`UNTIMED_SHARE` gets a warning.
 - **Clocks.** :class:`ClockGuard` reads the GPU's SM clock through NVML once a batch
   is queued, before its synchronize (:meth:`ClockGuard.note`, called by the timer):
   after the synchronize the GPU is idle and reads its idle clock (an H100: 345 MHz
@@ -19,8 +35,8 @@
   seen and the median SM clock under load (``sm_clock_mhz``) are recorded; the clock
   times the event time gives ``cycles_per_call`` (:func:`cycles_per_call`).
 
-None of this has run on a real GPU yet: it is written from the PyTorch and NVML
-documentation and its logic is unit-tested with fakes (tests/unit/test_gpu_measure.py).
+Run on an H100 (torch 2.11, CUDA 13.0; BENCHMARKS.md, GPU acceptance); its logic is
+unit-tested with fakes (tests/unit/test_gpu_measure.py, tests/unit/test_cuda_async.py).
 """
 
 from __future__ import annotations
@@ -33,14 +49,23 @@ from typing import Any
 from benchbench.machine.nvml import ClockReading
 from benchbench.machine.sensors import decode_throttle_reasons, throttling_reasons
 
-#: Launch-bound when host seconds per call >= this share of device seconds per call.
-#: When the host is the bottleneck the GPU runs each kernel as it arrives, so the
-#: events span the host's launches plus the last kernel: host/device comes out just
-#: under 1 (the two event records and the tail kernel), never reliably >= 1. A device
-#: -bound stream with a queue that never fills shows host/device well under 1; one
-#: whose launch queue (~1024 entries) fills makes the host wait on the device, which
-#: also reads near 1, and then launches cost nearly as much as kernels anyway.
-LAUNCH_BOUND_RATIO = 0.9
+#: Launch-bound when at least this share of each call's event time is launch gap: the
+#: GPU idles more than it works, waiting for Python and the dispatcher.
+LAUNCH_BOUND_SHARE = 0.5
+
+#: The blocking kernel outlasts the host's launches of the block by this factor, plus
+#: :data:`BLOCK_MARGIN_S`; at most :data:`BLOCKED_CALLS` calls are queued behind it,
+#: well inside CUDA's ~1,024-deep launch queue (a full queue would make the host wait).
+BLOCK_COVER = 2.0
+BLOCK_MARGIN_S = 50e-6
+BLOCKED_CALLS = 256
+BLOCKED_SAMPLES = 5
+
+#: A point whose device stays busy this share longer than its timed stream's events
+#: (and at least :data:`UNTIMED_FLOOR_S` a block: a synchronize's own ~10-20 µs) has
+#: work the events did not time.
+UNTIMED_SHARE = 0.05
+UNTIMED_FLOOR_S = 50e-6
 
 #: The start of the warning of a launch-bound point (and its table marker).
 LAUNCH_BOUND = "launch-bound"
@@ -152,38 +177,113 @@ def cycles_per_call(sm_clock_mhz: float | None, device_s_per_call: float) -> flo
 
 def host_extra(
     samples_s: Sequence[float], host_samples_s: Sequence[float], calls_per_sample: int
-) -> tuple[dict[str, Any], list[str]]:
-    """(``extra`` keys, warnings) of a CUDA point's host time beside its event time.
-
-    ``host_samples_s`` are the host seconds per sample as the timer noted them (same
-    length as ``samples_s``); stored per call. Nothing when they are missing.
-    """
+) -> dict[str, Any]:
+    """``host_samples_s`` (per call) and ``host_s_per_call`` of a CUDA point: the host
+    seconds per sample as the timer noted them (same length as ``samples_s``). Nothing
+    when they are missing."""
     if not host_samples_s or len(host_samples_s) != len(samples_s):
-        return {}, []
+        return {}
     per_call = [h / calls_per_sample for h in host_samples_s]
-    device = statistics.median(samples_s) / calls_per_sample
-    return launch_facts(per_call, device)
+    return {"host_samples_s": per_call, "host_s_per_call": statistics.median(per_call)}
 
 
-def launch_facts(
-    host_per_call: Sequence[float], device_s_per_call: float
-) -> tuple[dict[str, Any], list[str]]:
-    """``host_samples_s``, ``host_s_per_call``, ``launch_bound`` and its warning."""
-    host = statistics.median(host_per_call)
-    bound = device_s_per_call > 0 and host >= LAUNCH_BOUND_RATIO * device_s_per_call
-    extra: dict[str, Any] = {
-        "host_samples_s": list(host_per_call),
-        "host_s_per_call": host,
-        "launch_bound": bound,
-    }
+def sleep_cycles_per_s(cuda: Any, sleep: Callable[[int], object]) -> float:
+    """The rate of the clock ``sleep`` (``torch.cuda._sleep``) counts, from events around
+    a 1-million-cycle sleep (~0.5 ms at 2 GHz)."""
+    cycles = 1_000_000
+    sleep(1000)
+    start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+    start.record()
+    sleep(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / max(start.elapsed_time(end) * 1e-3, 1e-9)
+
+
+def blocked_s_per_call(
+    loop: Callable[[int], object],
+    calls: int,
+    host_s_per_call: float,
+    cuda: Any,
+    sleep: Callable[[int], object],
+    cycles_per_s: float,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> float:
+    """Device seconds per call of ``loop`` with the launch gaps hidden: each block of
+    calls queued behind a blocking ``sleep`` kernel that outlasts its launches (the
+    median of :data:`BLOCKED_SAMPLES` blocks). The sleep kernel runs before the start
+    event, outside the timed span."""
+    calls = max(1, min(calls, BLOCKED_CALLS))
+    cover_s = BLOCK_COVER * host_s_per_call * calls + BLOCK_MARGIN_S
+    pairs = []
+    for _ in range(BLOCKED_SAMPLES):
+        sleep(int(cover_s * cycles_per_s))
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        start.record()
+        loop(calls)
+        end.record()
+        pairs.append((start, end))
+    cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) * 1e-3 for s, e in pairs) / calls
+
+
+def untimed_share(
+    loop: Callable[[int], object],
+    calls: int,
+    cuda: Any,
+    clock: Callable[[], int] = time.perf_counter_ns,
+    repeats: int = 3,
+) -> float:
+    """The share of a block's event time by which a device-wide synchronize outlasts
+    it: the median over ``repeats`` blocks of ``calls`` calls of (wall - max(events,
+    launches)) / events, 0 where the wall is within :data:`UNTIMED_FLOOR_S` of them."""
+    shares = []
+    cuda.synchronize()
+    for _ in range(repeats):
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        t0 = clock()
+        start.record()
+        loop(calls)
+        end.record()
+        launched_s = (clock() - t0) * 1e-9
+        cuda.synchronize()
+        wall_s = (clock() - t0) * 1e-9
+        event_s = start.elapsed_time(end) * 1e-3
+        beyond_s = wall_s - max(event_s, launched_s)
+        shares.append(beyond_s / event_s if beyond_s > UNTIMED_FLOOR_S and event_s > 0 else 0.0)
+    return statistics.median(shares)
+
+
+def untimed_facts(share: float) -> tuple[dict[str, Any], list[str]]:
+    """``untimed_share`` and its warning."""
+    warnings = []
+    if share > UNTIMED_SHARE:
+        warnings.append(
+            f"untimed work: the GPU stayed busy {share:.0%} longer than the timed stream's "
+            "events (kernels on another stream?); the time does not include that work"
+        )
+    return {"untimed_share": share}, warnings
+
+
+def launch_share(unblocked_s: float, blocked_s: float) -> float:
+    """The share of an unblocked call's time that is launch gap, in [0, 1]."""
+    if unblocked_s <= 0:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - blocked_s / unblocked_s))
+
+
+def launch_facts(share: float | None) -> tuple[dict[str, Any], list[str]]:
+    """``launch_overhead``, ``launch_bound`` and its warning, from the launch share."""
+    if share is None:
+        return {"launch_overhead": None, "launch_bound": False}, []
+    bound = share >= LAUNCH_BOUND_SHARE
     warnings = []
     if bound:
         warnings.append(
-            f"{LAUNCH_BOUND}: the host spends {host * 1e6:.3g} µs per call launching, the GPU "
-            f"{device_s_per_call * 1e6:.3g} µs running; the time is launch overhead "
-            "(try --cuda-graph)"
+            f"{LAUNCH_BOUND}: {share:.0%} of each call's time is the GPU waiting for the "
+            "host to launch it; the time is launch overhead (try --cuda-graph)"
         )
-    return extra, warnings
+    return {"launch_overhead": share, "launch_bound": bound}, warnings
 
 
 def merge_extra(
@@ -193,14 +293,18 @@ def merge_extra(
     device_s_per_call: float,
 ) -> tuple[dict[str, Any], list[str]]:
     """(``extra``, warnings) of a point merged from its processes' ``extra`` s (in
-    sample order): host samples concatenated and judged again (the processes'
-    launch-bound warnings give way to the merged one), discarded samples summed,
-    throttle reasons united, the SM clock the median of the processes' and the cycles
-    per call that clock times the merged time. Keys no process recorded stay as they were."""
+    sample order): host samples concatenated, the launch share the median of the
+    processes' (their launch-bound warnings give way to the merged one), discarded
+    samples summed, throttle reasons united, the SM clock the median of the processes'
+    and the cycles per call that clock times the merged time. Keys no process recorded
+    stay as they were."""
     out, kept = dict(extra), list(warnings)
     host = [h for e in per_process for h in e.get("host_samples_s") or ()]
     if host and all(e.get("host_samples_s") for e in per_process):
-        facts, launch = launch_facts(host, device_s_per_call)
+        out.update({"host_samples_s": host, "host_s_per_call": statistics.median(host)})
+    if any("launch_overhead" in e for e in per_process):
+        shares = [e["launch_overhead"] for e in per_process if e.get("launch_overhead") is not None]
+        facts, launch = launch_facts(statistics.median(shares) if shares else None)
         out.update(facts)
         kept = [w for w in kept if not w.startswith(LAUNCH_BOUND)] + launch
     clocks = [float(e["sm_clock_mhz"]) for e in per_process if e.get("sm_clock_mhz")]

@@ -18,6 +18,8 @@ rest is here, once:
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -26,9 +28,9 @@ import torch
 
 from benchbench.core.values import Point, Result
 from benchbench.machine.nvml import cuda_uuid, load_nvml, sm_clock_reader
-from benchbench.measure import timers
+from benchbench.measure import gpu, timers
 from benchbench.measure.accuracy import Accuracy, Tolerance, as_float64, compare
-from benchbench.measure.gpu import ClockGuard, cycles_per_call, host_extra
+from benchbench.measure.gpu import ClockGuard
 from benchbench.measure.policy import Measured, Policy, Subject, warnings_for
 from benchbench.measure.policy import measure as engine_measure
 
@@ -112,7 +114,50 @@ def time_subjects(
             )
             for m in measured
         ]
+    if point.device.startswith("cuda") and not (should_stop or _never)():
+        measured = [
+            device_checks(s, m, point.device) for s, m in zip(subjects, measured, strict=True)
+        ]
     return policy, measured
+
+
+#: ``torch.cuda._sleep``'s cycles per second, per device, measured once per process.
+_SLEEP_RATE: dict[str, float] = {}
+
+
+def device_checks(
+    subject: Subject,
+    measured: Measured,
+    device: str,
+    cuda: Any = None,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> Measured:
+    """``measured`` with, in ``device_extra``, its launch share and its untimed share
+    (:mod:`benchbench.measure.gpu`): the subject's block timed again behind a blocking
+    kernel, and beside a device-wide synchronize. Neither where a block needs its
+    ``pre`` (a flush, a restore, a lockstep turn: the share is None, nothing is
+    checked), nor the launch share where this torch has no ``torch.cuda._sleep``."""
+    cuda = cuda if cuda is not None else torch.cuda
+    sleep = getattr(cuda, "_sleep", None)
+    share = None
+    facts: dict[str, Any] = {}
+    warnings: list[str] = []
+    if subject.pre is None and measured.samples_s:
+        calls = measured.calls_per_sample
+        facts, warnings = gpu.untimed_facts(gpu.untimed_share(subject.loop, calls, cuda, clock))
+        if sleep is not None:
+            if device not in _SLEEP_RATE:
+                _SLEEP_RATE[device] = gpu.sleep_cycles_per_s(cuda, sleep)
+            host = statistics.median(measured.host_samples_s or (0.0,)) / calls
+            rate = _SLEEP_RATE[device]
+            blocked = gpu.blocked_s_per_call(subject.loop, calls, host, cuda, sleep, rate)
+            share = gpu.launch_share(statistics.median(measured.samples_s) / calls, blocked)
+    launch, launch_warnings = gpu.launch_facts(share)
+    return replace(
+        measured,
+        device_extra={**measured.device_extra, **launch, **facts},
+        device_warnings=(*measured.device_warnings, *launch_warnings, *warnings),
+    )
 
 
 def clock_guard(device: str, nvml: Any = None, uuid: str | None = None) -> ClockGuard | None:
@@ -150,13 +195,12 @@ def ok_result(
     other :class:`Result` field (work model, accuracy, extra) comes in ``fields``.
     ``extra`` gains what the engine held and counted: ``gc`` (how the garbage
     collector was handled) and ``minor_faults_per_call``; on CUDA the host time beside
-    the event time (``host_samples_s``, ``host_s_per_call``, ``launch_bound``) and
-    the clock guard's ``discarded_samples``, ``throttle_reasons`` and, when it read
-    the SM clock under load, ``sm_clock_mhz`` and ``cycles_per_call``.
+    the event time (``host_samples_s``, ``host_s_per_call``), the launch share
+    (``launch_overhead``, ``launch_bound``) and the untimed share (:func:`device_checks`),
+    the clock guard's ``discarded_samples``, ``throttle_reasons`` and, when it read the
+    SM clock under load, ``sm_clock_mhz``, and ``cycles_per_call``.
     """
-    host, host_warnings = host_extra(
-        measured.samples_s, measured.host_samples_s, measured.calls_per_sample
-    )
+    host = gpu.host_extra(measured.samples_s, measured.host_samples_s, measured.calls_per_sample)
     extra = {
         "gc": measured.gc,
         "minor_faults_per_call": measured.minor_faults_per_call,
@@ -166,7 +210,7 @@ def ok_result(
         **fields.pop("extra", {}),
     }
     if measured.device_extra.get("sm_clock_mhz"):
-        extra["cycles_per_call"] = cycles_per_call(
+        extra["cycles_per_call"] = gpu.cycles_per_call(
             measured.device_extra["sm_clock_mhz"], measured.stats.median_s
         )
     return Result(
@@ -179,7 +223,6 @@ def ok_result(
         stop_reason=measured.stop_reason,
         warnings=(
             *warnings_for(measured, policy),
-            *host_warnings,
             *measured.device_warnings,
             *warnings,
         ),
@@ -188,11 +231,25 @@ def ok_result(
     )
 
 
-def gated(subject: Subject, gate: Callable[[], None]) -> Subject:
-    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre)."""
+def gated(
+    subject: Subject,
+    gate: Callable[[], None],
+    device: str = "cpu",
+    synchronize: Callable[[str], None] = sync,
+) -> Subject:
+    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre).
+
+    On a GPU the side's queued work finishes before it asks for its turn: the timer
+    queues a batch of blocks before one synchronize, so without it the turn would pass
+    while this side's kernels still run, both sides' kernels would share the GPU, and
+    each side's events would time the other's work too.
+    """
     pre = subject.pre
+    on_device = device.partition(":")[0] in ("cuda", "mps")
 
     def wait_then_pre() -> None:
+        if on_device:
+            synchronize(device)
         gate()
         if pre is not None:
             pre()

@@ -305,12 +305,17 @@ def _measure_inputs(
     graph_calls = 1
     if graph:
         try:
-            subjects[0], graph_calls = graph_subject(subjects[0], torch.cuda, cache == "cold")
+            copies = _rotate_copies(call_inputs, point) if cache == "rotate" else 1
+            subjects[0], graph_calls = graph_subject(
+                subjects[0], torch.cuda, cache == "cold", copies
+            )
         except GraphCaptureError as exc:
             return _skip(point, f"CUDA graph capture failed: {exc}", extra=extra, **base)
         extra["cuda_graph"] = {"calls_per_replay": graph_calls}
+        if cache == "rotate":
+            extra["cuda_graph"]["rotate_copies"] = copies
     if options.gate is not None:
-        subjects = [gated(s, options.gate) for s in subjects]
+        subjects = [gated(s, options.gate, point.device) for s in subjects]
     timing_from = time.perf_counter()
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main

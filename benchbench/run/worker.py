@@ -64,7 +64,8 @@ per packet): ``{"event": "ready", "pid"}`` once torch is imported, then ``{"op":
 answered ``{"pid"}``, and ``{"op": "wait", "pid", "timeout_s"}``, answered
 ``{"code"}`` (the exit code; negative: the signal that killed it). A ``fork`` is
 answered ``{"refused": reason}`` instead when CUDA is initialised in the zygote
-(:func:`fork_refusal`); the runner then starts fresh interpreters.
+(:func:`fork_refusal`) or a test child forked at the zygote's start could not use CUDA
+(:func:`fork_proof`); the runner then starts fresh interpreters.
 """
 
 from __future__ import annotations
@@ -302,15 +303,25 @@ def _become_worker(
     serve(channel, os.fdopen(requests_fd, "r"), memory_limit)
 
 
-def _warm_up_zygote() -> None:
+def _warm_up_zygote(cuda_present: bool) -> None:
     """Import what every worker needs and pay the first use of the profiler and of a
-    dispatch mode, once."""
+    dispatch mode, once.
+
+    With a CUDA device present the profiler is left cold: its first use starts the CUDA
+    driver (Kineto loads CUPTI) without ``torch.cuda.is_initialized()`` saying so, and
+    a child forked after that fails every CUDA call with "CUDA error: initialization
+    error" (seen on an H100 with torch 2.11). A worker that profiles pays it instead.
+    """
     import torch
     from torch.profiler import ProfilerActivity, profile
     from torch.utils.flop_counter import FlopCounterMode
 
     import benchbench.measure.point  # noqa: F401  (imports numpy, the engine, devices)
 
+    with FlopCounterMode(display=False):
+        torch.ones(16).sqrt()  # 16 elements: no intra-op thread pool is started
+    if cuda_present:
+        return
     # The profiler's native start/stop lines go to fds 1 and 2: silenced here.
     saved = [os.dup(1), os.dup(2)]
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -318,14 +329,59 @@ def _warm_up_zygote() -> None:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True):
-            torch.ones(16).sqrt()  # 16 elements: no intra-op thread pool is started
-        with FlopCounterMode(display=False):
             torch.ones(16).sqrt()
     finally:
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         for fd in (*saved, devnull):
             os.close(fd)
+
+
+def cuda_present(torch: Any) -> bool:
+    """A CUDA device is visible, asked without initialising CUDA (NVML, see NVML_CHECK)."""
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def _cuda_child() -> None:
+    """The body of :func:`fork_proof`'s test child: exit 0 once CUDA works in it."""
+    code = 1
+    try:
+        import torch
+
+        torch.empty(1, device="cuda").fill_(1.0)
+        torch.cuda.synchronize()
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def fork_proof(
+    torch: Any, fork: Any = os.fork, child: Any = _cuda_child, timeout_s: float = 60.0
+) -> str | None:
+    """Why a worker forked from this process could not use CUDA, or None when it can.
+
+    ``torch.cuda.is_initialized()`` is not enough: some calls start the CUDA driver
+    without setting it (the profiler's first use, the device count's fallback when NVML
+    fails). So where a CUDA device is visible, a test child is forked that initialises
+    CUDA; its failure is the proof. Costs one CUDA initialisation (~0.5 s on an H100) per
+    zygote, nothing where no CUDA device is visible.
+    """
+    if torch is None or not cuda_present(torch):
+        return None
+    pid = fork()
+    if pid == 0:
+        child()
+    code = _reap(pid, timeout_s)
+    if code == 0:
+        return None
+    return (
+        f"a test child forked from the worker zygote could not initialise CUDA (exit code "
+        f"{code}): something in the zygote started the CUDA driver; the workers start as "
+        "fresh interpreters from now on"
+    )
 
 
 def fork_refusal(torch: Any) -> str | None:
@@ -365,8 +421,11 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
     # The runner decides what a Ctrl-C or SIGTERM means; the idle zygote ignores both.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _warm_up_zygote()
+    import torch
+
+    _warm_up_zygote(cuda_present(torch))
     _freeze_imports()
+    refused_at_start = fork_proof(torch)
     try:
         sock.send(json.dumps({"event": "ready", "pid": os.getpid()}).encode())
     except OSError:
@@ -376,7 +435,8 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
         if not message:
             return  # the runner closed its end
         request = json.loads(message)
-        if request["op"] == "fork" and (refusal := fork_refusal(sys.modules.get("torch"))):
+        refusal = refused_at_start or fork_refusal(sys.modules.get("torch"))
+        if request["op"] == "fork" and refusal:
             for fd in fds:
                 os.close(fd)
             sock.send(json.dumps({"refused": refusal}).encode())

@@ -32,3 +32,32 @@ def test_a_zygote_with_cuda_initialised_refuses_to_fork_and_the_pool_spawns(tmp_
         "use CUDA; the workers start as fresh interpreters from now on"
     ]
     assert zygote.proc.poll() is not None  # the zygote was closed
+
+
+CUDA_DRIVER_STARTED_UNSEEN = """
+import sys
+if "zygote" in sys.argv:
+    # In the zygote only: a CUDA device is visible, and something started its driver
+    # without torch.cuda.is_initialized() saying so, so its test child cannot use CUDA
+    # (on this CPU build it fails as a forked child on a GPU machine would).
+    import torch.cuda
+    torch.cuda.is_available = lambda: True
+"""
+
+
+def test_a_zygote_whose_test_child_cannot_use_cuda_refuses_to_fork_and_the_pool_spawns(
+    tmp_path,
+):
+    (tmp_path / "sitecustomize.py").write_text(CUDA_DRIVER_STARTED_UNSEEN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    notes: list[str] = []
+    zygote = Zygote(env=env)
+    with WorkerPool(zygote, on_note=notes.append) as pool:
+        answer = pool.request({"op": "environment", "threads": 1}, ("environment",), 120.0)
+    assert answer["fields"]["threads"] == 1
+    assert len(notes) == 1
+    assert notes[0].startswith(
+        "a test child forked from the worker zygote could not initialise CUDA (exit code 1)"
+    )
+    assert notes[0].endswith("the workers start as fresh interpreters from now on")
+    assert zygote.proc.poll() is not None

@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from benchbench.measure.policy import Block, Policy
+from tests.unit.fake_cuda import FakeGpu
 
 #: What a fake call costs on :class:`LoggingTimer`: 0.25 ms.
 CALL_S = 250e-6
@@ -99,86 +100,12 @@ class VirtualMachine:
         self.calls += n
 
 
-class AsyncCuda:
-    """A ``torch.cuda`` stand-in whose device runs queued work only when it gets to it.
-
-    ``launch(seconds)`` queues a kernel and returns at once, as a CUDA launch does;
-    ``Event.record()`` queues a marker. The device runs the queue in order, advancing
-    ``device_s``, only when ``synchronize()`` (or ``Event.synchronize()``) waits for it,
-    or ``run()`` lets it catch up. ``Event.elapsed_time`` raises, as CUDA does ("device
-    not ready"), unless both events have completed; a timer that reads events before
-    the work ran is caught. ``busy`` is True while work is queued: the NVML fakes read a
-    load clock then and an idle one after a synchronize, as an H100 did (345 MHz idle,
-    1980 under load). ``side`` queues work on another stream: the device runs it but
-    no event of the timed stream spans it.
-    """
-
-    def __init__(self) -> None:
-        self.device_s = 0.0
-        self.queue: list[tuple[str, object]] = []
-        self.synchronizes = 0
-        self.log: list[str] = []
-
-    # -- the work ------------------------------------------------------------------
-    def launch(self, seconds: float) -> None:
-        self.queue.append(("kernel", seconds))
-
-    def side(self, seconds: float) -> None:
-        self.queue.append(("side", seconds))
-
-    @property
-    def busy(self) -> bool:
-        return any(kind != "event" for kind, _ in self.queue)
-
-    def run(self) -> None:
-        """The device catches up with everything queued so far."""
-        for kind, item in self.queue:
-            if kind == "event":
-                item.done_at = self.device_s  # type: ignore[attr-defined]
-            elif kind == "kernel":
-                self.device_s += float(item)  # type: ignore[arg-type]
-            # "side" work runs concurrently on another stream: no time on this one.
-        self.queue.clear()
-
-    # -- torch.cuda ----------------------------------------------------------------
-    def synchronize(self, device: object = None) -> None:
-        self.synchronizes += 1
-        self.log.append("sync")
-        self.run()
-
-    def Event(self, enable_timing: bool = False) -> AsyncEvent:
-        assert enable_timing
-        return AsyncEvent(self)
-
-
-class AsyncEvent:
-    """An event of :class:`AsyncCuda`: complete once the device ran up to it."""
-
-    def __init__(self, cuda: AsyncCuda) -> None:
-        self.cuda = cuda
-        self.done_at: float | None = None
-
-    def record(self, stream: object = None) -> None:
-        self.done_at = None
-        self.cuda.queue.append(("event", self))
-        self.cuda.log.append("record")
-
-    def query(self) -> bool:
-        return self.done_at is not None
-
-    def synchronize(self) -> None:
-        self.cuda.run()
-
-    def elapsed_time(self, end: AsyncEvent) -> float:
-        if self.done_at is None or end.done_at is None:
-            raise RuntimeError("CUDA error: device not ready")
-        return (end.done_at - self.done_at) * 1e3  # milliseconds, as torch returns
-
-
 class BusyClockNvml:
-    """NVML on fakes for one GPU per UUID, whose SM clock follows an :class:`AsyncCuda`:
-    ``load_mhz`` while it has work queued, ``idle_mhz`` with the ``gpu_idle`` reason
-    (0x1) otherwise. ``uuids`` are NVML's (``"GPU-..."``) in NVML's order."""
+    """NVML on fakes for one GPU per UUID, whose SM clock follows a
+    :class:`tests.unit.fake_cuda.FakeGpu`: ``load_mhz`` while its device still has work
+    at the host's present, ``idle_mhz`` with the ``gpu_idle`` reason (0x1) otherwise, as
+    an H100 read (345 MHz idle, 1980 under load). ``uuids`` are NVML's (``"GPU-..."``)
+    in NVML's order."""
 
     NVML_CLOCK_GRAPHICS = 0
     NVML_CLOCK_SM = 1
@@ -186,7 +113,7 @@ class BusyClockNvml:
 
     def __init__(
         self,
-        cuda: AsyncCuda | None = None,
+        gpu: FakeGpu | None = None,
         uuids: Sequence[str] = ("GPU-0000",),
         *,
         load_mhz: int = 1980,
@@ -194,7 +121,7 @@ class BusyClockNvml:
         app_mhz: int = 1980,
         reasons: int = 0,
     ) -> None:
-        self.cuda = cuda
+        self.gpu = gpu
         self.uuids = list(uuids)
         self.load_mhz, self.idle_mhz, self.app_mhz = load_mhz, idle_mhz, app_mhz
         self.reasons = reasons
@@ -224,7 +151,7 @@ class BusyClockNvml:
         return self.app_mhz
 
     def _busy(self) -> bool:
-        return self.cuda is not None and self.cuda.busy
+        return self.gpu is not None and self.gpu.host_ns < self.gpu.device_free_ns
 
     def nvmlDeviceGetClockInfo(self, handle: int, kind: int) -> int:
         self.reads.append("busy" if self._busy() else "idle")

@@ -19,6 +19,7 @@ from benchbench.measure.cuda_graph import (
     graph_mode,
     graph_subject,
     per_call,
+    rotating_calls,
 )
 from benchbench.measure.policy import Measured, Subject
 
@@ -174,3 +175,17 @@ def test_per_call_counts_replays_as_k_calls() -> None:
     assert scaled.minor_faults_per_call == pytest.approx(8.0 / 500)
     assert scaled.stats.median_s == pytest.approx(1e-3 / 2000)
     assert scaled.samples_s == measured.samples_s
+
+
+def test_a_rotating_graph_captures_whole_cycles_of_its_copies() -> None:
+    """A graph replays the calls it captured: fewer calls than copies would cycle
+    through a few copies only, and rotate would read as warm."""
+    assert rotating_calls(76, 64) == 128
+    assert rotating_calls(500, 64) == 512
+    assert rotating_calls(3, 1) == 3
+    cuda = FakeGraphCuda(call_ms=0.013)  # K = 1 ms / 13 µs = 77 -> two cycles of 64
+    _replaying, k = graph_subject(_subject(cuda), cuda, copies=64)
+    assert k == 128
+    realign = (-(WARMUP_CALLS + ESTIMATE_CALLS)) % 64
+    assert cuda.log[cuda.log.index("sync") + 1] == f"eager{realign}"  # the cycle realigned
+    assert "capture128" in cuda.log

@@ -11,9 +11,11 @@ from benchbench.machine.nvml import ClockReading
 from benchbench.measure import point as point_module
 from benchbench.measure.cuda_graph import GraphCaptureError
 from benchbench.measure.gpu import (
-    LAUNCH_BOUND_RATIO,
+    LAUNCH_BOUND_SHARE,
     ClockGuard,
     host_extra,
+    launch_facts,
+    launch_share,
     merge_extra,
 )
 from benchbench.measure.pipeline import clock_guard, ok_result
@@ -45,27 +47,36 @@ def test_cuda_timer_notes_the_host_time_each_block_took_to_enqueue() -> None:
     assert timer.host_block_s == pytest.approx([6e-6, 15e-6])
 
 
-def test_host_time_per_call_and_launch_bound_warning() -> None:
-    # 10 calls per sample; device 10 µs per call, host 12 µs per call: launch-bound.
-    extra, warnings = host_extra([1e-4] * 3, [1.2e-4, 1.1e-4, 1.3e-4], 10)
+def test_host_time_per_call_is_recorded_per_sample() -> None:
+    # 10 calls per sample; host 12 µs per call.
+    extra = host_extra([1e-4] * 3, [1.2e-4, 1.1e-4, 1.3e-4], 10)
     assert extra["host_samples_s"] == pytest.approx([1.2e-5, 1.1e-5, 1.3e-5])
     assert extra["host_s_per_call"] == pytest.approx(1.2e-5)
-    assert extra["launch_bound"] is True
-    assert len(warnings) == 1 and warnings[0].startswith("launch-bound: ")
-    assert "12 µs per call launching" in warnings[0] and "10 µs running" in warnings[0]
-    # Host well under the device: a kernel that keeps the GPU busy.
-    extra, warnings = host_extra([1e-3] * 3, [1e-4] * 3, 10)
-    assert extra["launch_bound"] is False and warnings == []
-    # Just under the ratio is not launch-bound; at it, it is.
-    assert host_extra([1.0], [LAUNCH_BOUND_RATIO * 0.99], 1)[0]["launch_bound"] is False
-    assert host_extra([1.0], [LAUNCH_BOUND_RATIO], 1)[0]["launch_bound"] is True
     # Host samples that do not pair with the samples record nothing.
-    assert host_extra([1.0, 1.0], [1.0], 1) == ({}, [])
+    assert host_extra([1.0, 1.0], [1.0], 1) == {}
+
+
+def test_launch_facts_flag_a_point_whose_time_is_mostly_launch_gap() -> None:
+    extra, warnings = launch_facts(0.85)
+    assert extra == {"launch_overhead": 0.85, "launch_bound": True}
+    assert len(warnings) == 1 and warnings[0].startswith("launch-bound: 85% of each call")
+    assert launch_facts(LAUNCH_BOUND_SHARE * 0.99)[0]["launch_bound"] is False
+    assert launch_facts(LAUNCH_BOUND_SHARE)[0]["launch_bound"] is True
+    assert launch_facts(None) == ({"launch_overhead": None, "launch_bound": False}, [])
+    assert launch_share(10.0, 1.5) == pytest.approx(0.85)
+    assert launch_share(10.0, 11.0) == 0.0  # blocked slower (noise): no gap, not negative
 
 
 def test_ok_result_records_host_facts_for_cuda_and_none_for_cpu() -> None:
     measured = Measured(
-        "v", (2e-3,) * 10, 100, converged=True, host_samples_s=(3e-3,) * 10, discarded_samples=4
+        "v",
+        (2e-3,) * 10,
+        100,
+        converged=True,
+        host_samples_s=(3e-3,) * 10,
+        discarded_samples=4,
+        device_extra={"launch_overhead": 0.9, "launch_bound": True},
+        device_warnings=("launch-bound: 90% of each call's time ...",),
     )
     cuda = ok_result(CUDA, measured, Policy())
     assert len(cuda.extra["host_samples_s"]) == len(cuda.samples_s)
@@ -228,17 +239,19 @@ def _result(host: list[float], samples: list[float], extra: dict | None = None) 
     )
 
 
-def test_rounds_merge_concatenates_host_samples_and_judges_again() -> None:
-    first = _result([9e-6] * 3, [1e-5] * 3)
-    second = _result([1e-6] * 4, [1e-5] * 4, {"throttle_reasons": ["y"]})
-    merged = merge([first, second], None)
-    assert len(merged.extra["host_samples_s"]) == len(merged.samples_s) == 7
+def test_rounds_merge_concatenates_host_samples_and_takes_the_median_launch_share() -> None:
+    first = _result([9e-6] * 3, [1e-5] * 3, {"launch_overhead": 0.9})
+    second = _result([1e-6] * 4, [1e-5] * 4, {"throttle_reasons": ["y"], "launch_overhead": 0.1})
+    third = _result([1e-6] * 4, [1e-5] * 4, {"launch_overhead": 0.2})
+    merged = merge([first, second, third], None)
+    assert len(merged.extra["host_samples_s"]) == len(merged.samples_s) == 11
     assert merged.extra["host_s_per_call"] == pytest.approx(1e-6)
+    assert merged.extra["launch_overhead"] == pytest.approx(0.2)
     assert merged.extra["launch_bound"] is False
     assert not any(w.startswith("launch-bound") for w in merged.warnings)
-    assert merged.extra["discarded_samples"] == 4
+    assert merged.extra["discarded_samples"] == 6
     assert merged.extra["throttle_reasons"] == ["x", "y"]
-    extra, warnings = merge_extra({}, [], [{"host_samples_s": [2.0]}], 1.0)
+    extra, warnings = merge_extra({}, [], [{"launch_overhead": 0.7}], 1.0)
     assert extra["launch_bound"] is True and warnings[0].startswith("launch-bound")
 
 
@@ -255,7 +268,9 @@ def _graph_workload():  # type: ignore[no-untyped-def]
 def test_a_graph_point_records_calls_per_replay_and_counts_calls(monkeypatch) -> None:
     captured: list[int] = []
 
-    def fake_graph_subject(subject: Subject, cuda: object, cold: bool) -> tuple[Subject, int]:
+    def fake_graph_subject(
+        subject: Subject, cuda: object, cold: bool, copies: int
+    ) -> tuple[Subject, int]:
         captured.append(1)
         return Subject(subject.name, lambda n: subject.loop(4 * n), subject.pre), 4
 
@@ -271,7 +286,7 @@ def test_a_graph_point_records_calls_per_replay_and_counts_calls(monkeypatch) ->
 
 
 def test_a_failed_capture_skips_the_point_with_the_reason(monkeypatch) -> None:
-    def failing(subject: Subject, cuda: object, cold: bool) -> tuple[Subject, int]:
+    def failing(subject: Subject, cuda: object, cold: bool, copies: int) -> tuple[Subject, int]:
         raise GraphCaptureError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(point_module, "graph_mode", lambda *a, **k: (True, None))
@@ -314,21 +329,23 @@ def test_run_cuda_graph_gives_cuda_points_their_own_history() -> None:
 
 
 def _busy_gpu_point(monkeypatch):  # type: ignore[no-untyped-def]
-    """A CUDA point timed through the pipeline on the asynchronous fake device, its
-    clock guard on a fake NVML whose SM clock is 1980 MHz under load and 345 idle."""
+    """A CUDA point timed through the pipeline on the asynchronous fake GPU, its clock
+    guard on a fake NVML whose SM clock is 1980 MHz under load and 345 idle."""
     from benchbench.measure import pipeline
-    from tests.unit.fakes import AsyncCuda, BusyClockNvml
+    from tests.unit.fake_cuda import FakeGpu
+    from tests.unit.fakes import BusyClockNvml
 
-    cuda = AsyncCuda()
-    nvml = BusyClockNvml(cuda, uuids=("GPU-0000",))
+    gpu = FakeGpu()
+    nvml = BusyClockNvml(gpu, uuids=("GPU-0000",))
     guard = clock_guard("cuda:0", nvml, uuid="0000")
-    timer = CudaTimer(cuda)
+    timer = CudaTimer(gpu, clock=gpu.clock)
     monkeypatch.setattr(pipeline.timers, "timer_for", lambda device, torch: timer)
     monkeypatch.setattr(pipeline, "clock_guard", lambda device: guard)
+    monkeypatch.setattr(pipeline, "device_checks", lambda subject, measured, device: measured)
 
     def loop(n: int) -> None:
         for _ in range(n):
-            cuda.launch(1e-4)  # 100 µs kernels, queued: the launch returns at once
+            gpu.launch(100_000)  # 100 µs kernels, queued: the launch returns at once
 
     policy = Policy(min_samples=10, min_time_s=0.0, max_time_s=0.05, warmup_min_s=0.0)
     used, (measured,) = pipeline.time_subjects(CUDA, [Subject("k", loop)], policy)
@@ -342,28 +359,30 @@ def test_the_clock_guard_reads_the_clock_while_the_gpu_runs_the_batch(monkeypatc
     assert nvml.reads and set(nvml.reads) == {"busy"}
     assert guard.reasons == {} and measured.discarded_samples == 0
     assert measured.device_extra["sm_clock_mhz"] == 1980
-    assert measured.samples_s[0] == pytest.approx(1e-4 * measured.calls_per_sample)
-    # Cycles per call: 100 µs of event time at 1980 MHz.
+    per_call = measured.stats.median_s
+    assert per_call == pytest.approx(1e-4, rel=0.05)
+    # Cycles per call: the event time per call at 1980 MHz (~198,000 for 100 µs).
     result = ok_result(CUDA, measured, policy)
-    assert result.extra["cycles_per_call"] == pytest.approx(1e-4 * 1980e6)
+    assert result.extra["cycles_per_call"] == pytest.approx(per_call * 1980e6)
 
 
 def test_a_clock_read_from_an_idle_gpu_is_ignored_not_judged() -> None:
-    from tests.unit.fakes import AsyncCuda, BusyClockNvml
+    from tests.unit.fake_cuda import FakeGpu
+    from tests.unit.fakes import BusyClockNvml
 
-    cuda = AsyncCuda()
-    guard = clock_guard("cuda:0", BusyClockNvml(cuda), uuid="0000")
+    gpu = FakeGpu()
+    guard = clock_guard("cuda:0", BusyClockNvml(gpu), uuid="0000")
     assert guard is not None
-    cuda.launch(1e-3)
-    cuda.synchronize()  # read after the synchronize: idle, 345 MHz, gpu_idle
+    gpu.launch(1_000_000)
+    gpu.synchronize()  # read after the synchronize: idle, 345 MHz, gpu_idle
     assert guard.retake() is False  # not retaken as "throttled" ...
     assert guard.reasons == {} and guard.extra(0) == {  # ... nor recorded
         "discarded_samples": 0,
         "throttle_reasons": [],
     }
-    cuda.launch(1e-3)
+    gpu.launch(1_000_000)
     guard.note()  # read while the kernel is queued
-    cuda.synchronize()
+    gpu.synchronize()
     assert guard.retake() is False and guard.extra(0)["sm_clock_mhz"] == 1980
 
 

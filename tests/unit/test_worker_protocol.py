@@ -251,3 +251,32 @@ def test_request_to_a_worker_that_is_gone_reports_how_it_ended():
     with pytest.raises(WorkerFailure, match=r"^worker exited with code 5$"):
         handle.request({"op": "exit"}, ("result",), 10)
     handle.close()
+
+
+class _Cuda:
+    def __init__(self, available: bool) -> None:
+        self._available = available
+
+    def is_available(self) -> bool:
+        return self._available
+
+
+class _Torch:
+    def __init__(self, available: bool) -> None:
+        self.cuda = _Cuda(available)
+
+
+def test_fork_proof_forks_a_test_child_only_where_cuda_is_visible_and_reads_its_exit():
+    forks: list[int] = []
+
+    def fork() -> int:
+        forks.append(1)
+        return os.fork()
+
+    assert child.fork_proof(_Torch(False), fork=fork) is None
+    assert forks == []  # no CUDA device: nothing to prove, no fork
+    assert child.fork_proof(_Torch(True), fork=fork, child=lambda: os._exit(0)) is None
+    refusal = child.fork_proof(_Torch(True), fork=fork, child=lambda: os._exit(1))
+    assert refusal is not None and "(exit code 1)" in refusal
+    assert "fresh interpreters" in refusal
+    assert len(forks) == 2
