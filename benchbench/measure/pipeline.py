@@ -197,8 +197,10 @@ def ok_result(
     collector was handled) and ``minor_faults_per_call``; on CUDA the host time beside
     the event time (``host_samples_s``, ``host_s_per_call``), the launch share
     (``launch_overhead``, ``launch_bound``) and the untimed share (:func:`device_checks`),
-    the clock guard's ``discarded_samples``, ``throttle_reasons`` and, when it read the
-    SM clock under load, ``sm_clock_mhz``, and ``cycles_per_call``.
+    the clock guard's ``discarded_samples``, ``throttle_reasons``, and the SM clock
+    under load (``sm_clock_mhz``: NVML's read during the batches, else the rate
+    ``torch.cuda._sleep`` counted; ``sm_clock_from`` says which) with
+    ``cycles_per_call``, the median event time per call times that clock.
     """
     host = gpu.host_extra(measured.samples_s, measured.host_samples_s, measured.calls_per_sample)
     extra = {
@@ -209,9 +211,16 @@ def ok_result(
         **measured.device_extra,
         **fields.pop("extra", {}),
     }
-    if measured.device_extra.get("sm_clock_mhz"):
+    if not extra.get("sm_clock_mhz") and point.device in _SLEEP_RATE:
+        # No NVML clock read under load (no NVML, a ROCm GPU, MIG): the clock that
+        # ``torch.cuda._sleep`` counted in this process's stream, timed by events.
+        extra["sm_clock_mhz"] = _SLEEP_RATE[point.device] / 1e6
+        extra["sm_clock_from"] = "torch.cuda._sleep"
+    elif extra.get("sm_clock_mhz"):
+        extra["sm_clock_from"] = "nvml"
+    if extra.get("sm_clock_mhz"):
         extra["cycles_per_call"] = gpu.cycles_per_call(
-            measured.device_extra["sm_clock_mhz"], measured.stats.median_s
+            extra["sm_clock_mhz"], measured.stats.median_s
         )
     return Result(
         point=point,

@@ -3,6 +3,8 @@ point, on injected fakes of torch.cuda and NVML (no GPU result is claimed)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -399,3 +401,18 @@ def test_the_merged_point_keeps_the_median_clock_and_its_cycles() -> None:
     assert extra["sm_clock_mhz"] == 1940
     assert extra["cycles_per_call"] == pytest.approx(1e-5 * 1940e6)
     assert "cycles_per_call" not in merge_extra({}, [], [{}], 1e-5)[0]
+
+
+def test_without_an_nvml_clock_the_cycles_come_from_the_sleep_kernels_clock(monkeypatch) -> None:
+    from benchbench.measure import pipeline
+
+    measured = Measured("v", (1e-3,) * 10, 100, converged=True)  # 10 µs per call
+    assert "cycles_per_call" not in ok_result(CUDA, measured, Policy()).extra
+    monkeypatch.setitem(pipeline._SLEEP_RATE, CUDA.device, 1.98e9)
+    extra = ok_result(CUDA, measured, Policy()).extra
+    assert extra["sm_clock_from"] == "torch.cuda._sleep" and extra["sm_clock_mhz"] == 1980
+    assert extra["cycles_per_call"] == pytest.approx(1e-5 * 1.98e9)
+    nvml = replace(measured, device_extra={"sm_clock_mhz": 1755})
+    extra = ok_result(CUDA, nvml, Policy()).extra  # NVML's read under load comes first
+    assert extra["sm_clock_from"] == "nvml"
+    assert extra["cycles_per_call"] == pytest.approx(1e-5 * 1755e6)
