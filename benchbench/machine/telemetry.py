@@ -212,9 +212,8 @@ class TelemetrySampler:
 
     ``nvml`` is an initialised ``pynvml`` module; ``"auto"`` (the default) imports and
     initialises it once per process, None disables GPU telemetry, tests pass a fake.
-    ``gpu_uuids`` (``{CUDA index: torch UUID}``) selects the GPUs read, matched to
-    NVML by UUID (default: every GPU NVML sees, by NVML index). :meth:`sample` takes one sample
-    synchronously, for tests and for callers that want one without the thread.
+    ``gpu_uuids`` (``{CUDA index: torch UUID}``) selects the GPUs read (default: all NVML
+    sees). :meth:`sample` takes one synchronously, for tests and callers without the thread.
     ``slow_in_thread=False`` reads the slow sources (process scan, temperatures, GPU
     processes) only in :meth:`start` and :meth:`stop`, in the caller's thread: a
     process scan holds the GIL for milliseconds (hundreds on a loaded machine), which

@@ -8,12 +8,9 @@ that point only.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,13 +19,21 @@ import torch
 from benchbench.core.values import DEFAULT_OUTPUTS, Point, Result
 from benchbench.measure import backward, inplace, instructions, workmodel
 from benchbench.measure import timers as devices
-from benchbench.measure.accuracy import Tolerance, as_float64, tolerance_for
+from benchbench.measure.accuracy import as_float64
+from benchbench.measure.compile_caches import fresh_compile_caches
 from benchbench.measure.cuda_graph import GraphCaptureError, graph_mode, graph_subject, per_call
 from benchbench.measure.inplace import fresh as _fresh
 from benchbench.measure.loops import held_output, make_loop, make_rotating_loop
 from benchbench.measure.memory import peak_memory
 from benchbench.measure.pipeline import check_output, gated, ok_result, sync, time_subjects
 from benchbench.measure.policy import Policy, Subject
+from benchbench.measure.reference import (
+    float64_inputs,
+    numpy_inputs,
+    reference_output,
+    timed_output_wrong,
+    tolerance,
+)
 from benchbench.measure.trace import profile_point
 from benchbench.suite.declare import Skip, Variant, Workload
 from benchbench.suite.inputs import SetupContext
@@ -167,7 +172,7 @@ def _measure_inputs(
     base: dict[str, Any],
 ) -> Result:
     fn = _prepare(variant)
-    call_inputs = _numpy_inputs(inputs) if variant.numpy else inputs
+    call_inputs = numpy_inputs(inputs) if variant.numpy else inputs
     mode = str(point["mode"]) if workload.mode_axis else "fwd"
     if mode != "fwd" and variant.numpy:
         return _skip(
@@ -212,9 +217,9 @@ def _measure_inputs(
         if planned_bwd is None:
             output = fn(*_fresh(call_inputs)) if variant.inplace else fn(*call_inputs)
             sync(point.device)
-            reference = _reference_output(workload, inputs, point.device)
+            reference = reference_output(workload, inputs, point.device)
             wrong, accuracy = check_output(
-                output, reference, point.dtype, _tolerance(workload, variant, point)
+                output, reference, point.dtype, tolerance(workload, variant, point)
             )
             if check != "record" and wrong is None and accuracy is not None and not variant.inplace:
                 recheck = as_float64(reference)
@@ -224,9 +229,9 @@ def _measure_inputs(
             wrong, accuracy = backward.check_gradients(
                 planned_bwd,
                 workload.reference or workload.variants[0].fn,
-                _float64_inputs(inputs),
+                float64_inputs(inputs),
                 point.dtype,
-                _tolerance(workload, variant, point),
+                tolerance(workload, variant, point),
                 extra,
             )
         if accuracy is None and "gradient_check" not in extra:
@@ -320,7 +325,7 @@ def _measure_inputs(
     policy, (main,) = time_subjects(point, subjects, policy, options.should_stop)
     main = per_call(main, graph_calls) if graph else main
     if recheck is not None and (timed := held_output(subjects[0].loop)) is not None:
-        wrong = _timed_output_wrong(timed[0], recheck, workload, variant, point)
+        wrong = timed_output_wrong(timed[0], recheck, workload, variant, point)
         if wrong is not None:
             return _error(point, wrong, max_rel_error=max_rel_error, extra=extra, **base)
     after_from = time.perf_counter()
@@ -388,114 +393,6 @@ def _prepare(variant: Variant) -> Callable[..., Any]:
         torch._dynamo.reset()
         return torch.compile(variant.fn, dynamic=False)
     return variant.fn
-
-
-#: The on-disk compile caches: Inductor's (its FX graphs, generated code) and Triton's
-#: (compiled kernels). Both persist across processes, so without a folder of its own
-#: only the first compile point of a machine would pay a cold compile.
-COMPILE_CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
-
-
-@contextlib.contextmanager
-def fresh_compile_caches() -> Iterator[str]:
-    """Inductor and Triton caches in a new temporary folder for one point, removed after;
-    the environment as it was. ``compile_s`` is then a cold compile at every point.
-
-    Inductor reads ``TORCHINDUCTOR_CACHE_DIR`` at each use (and writes it back), and
-    sets ``TRITON_CACHE_DIR`` from it once when unset, so both are set here; its
-    in-memory caches are cleared on the way in and out (``torch._inductor.utils.
-    clear_caches``, where this torch has it).
-    """
-    folder = tempfile.mkdtemp(prefix="benchbench-compile-")
-    saved = {name: os.environ.get(name) for name in COMPILE_CACHE_VARIABLES}
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
-    _clear_inductor_caches()
-    try:
-        yield folder
-    finally:
-        _clear_inductor_caches()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _clear_inductor_caches() -> None:
-    try:
-        from torch._inductor.utils import clear_caches
-    except Exception:  # a torch without Inductor, or without this helper
-        return
-    with contextlib.suppress(Exception):
-        clear_caches()
-
-
-def _numpy_inputs(inputs: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(x.numpy() if isinstance(x, torch.Tensor) else x for x in inputs)
-
-
-def _tolerance(workload: Workload, variant: Variant, point: Point) -> Tolerance:
-    """The check's tolerance at ``point``: the variant's, the workload's, the dtype's."""
-    size = workload.reduction_size(point) if workload.reduction_size is not None else None
-    return tolerance_for(
-        point.dtype,
-        rtol=(variant.rtol, workload.rtol),
-        atol=(variant.atol, workload.atol),
-        reduction_size=int(size) if size is not None else None,
-    )
-
-
-def _float64_inputs(inputs: Sequence[Any], device: str = "cpu") -> tuple[Any, ...]:
-    """Copies of the inputs on ``device``, the floating ones in float64.
-
-    A CUDA point's reference runs on its GPU: an 8192² matmul is ~1 TFLOP of float64,
-    tens of seconds on a CPU. MPS has no float64: its points' references run on the CPU.
-    """
-    where = device if device.startswith("cuda") else "cpu"
-    return tuple(
-        x.detach().to(where).to(torch.float64)
-        if isinstance(x, torch.Tensor) and x.is_floating_point()
-        else (x.detach().to(where) if isinstance(x, torch.Tensor) else x)
-        for x in inputs
-    )
-
-
-def _reference_output(workload: Workload, inputs: Sequence[Any], device: str = "cpu") -> Any:
-    """The reference computation on float64 copies of the inputs: on a CUDA point's
-    device, else on the CPU. A reference the device cannot run (a float64 kernel it
-    lacks, a NumPy call inside) runs on the CPU instead."""
-    if device.startswith("cuda"):
-        try:
-            return _reference_on(workload, _float64_inputs(inputs, device))
-        except Exception:
-            pass  # the same reference on the CPU: it raises there if it is wrong
-    return _reference_on(workload, _float64_inputs(inputs))
-
-
-def _reference_on(workload: Workload, ref_inputs: tuple[Any, ...]) -> Any:
-    if workload.reference is not None:
-        return workload.reference(*ref_inputs)
-    first = workload.variants[0]
-    args = _numpy_inputs(ref_inputs) if first.numpy else ref_inputs
-    return first.fn(*(_fresh(args) if first.inplace else args))
-
-
-def _timed_output_wrong(
-    timed: Any, reference: Any, workload: Workload, variant: Variant, point: Point
-) -> str | None:
-    """Why the last output of the timed loop is wrong, or None when it passes the check
-    the first call passed: a variant that caches its result, computes it lazily, or
-    returns garbage once warm passes the first check and fails this one."""
-    sync(point.device)
-    wrong, _ = check_output(timed, reference, point.dtype, _tolerance(workload, variant, point))
-    if wrong is None:
-        return None
-    return (
-        f"the timed output is wrong though the checked call's was right: {wrong} "
-        "(a result cached, computed lazily or unfinished on the timed path)"
-    )
 
 
 def _policy_for(workload: Workload, options: Options) -> Policy:

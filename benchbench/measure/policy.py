@@ -204,16 +204,11 @@ def warm_up(
     clock: Clock,
     should_stop: Callable[[], bool] = _never,
 ) -> dict[str, float]:
-    """One call and a sync (lazy init, compilation), then time-based warm-up.
-
-    The calls run as the samples will: the subject's ``pre`` before each chunk, and
-    with ``fixed_calls`` no chunk larger than a sample (an in-place variant's ``pre``
-    restores one input copy per call of a sample: a larger chunk would reuse one).
-    Each chunk ends with the timer's sync, so chunks grow on the device's time: on CUDA
-    a launch returns at once and the host could queue ~1,024 of them (2 s of a 2 ms
-    kernel, seen on an H100: 4.1 s of warm-up against a 1 s cap) before one sync. A
-    chunk never plans past the cap at the speed the last chunk ran.
-    """
+    """One call and a sync (lazy init, compilation), then time-based warm-up, its calls
+    run as the samples' are: ``pre`` before each chunk, with ``fixed_calls`` no chunk
+    larger than a sample (an in-place ``pre`` restores one input copy per call). Chunks
+    end with a sync, so they grow on device time (an H100 warmed a 2 ms kernel up for
+    4.1 s without), and never plan past the cap."""
     if subject.pre is not None:
         subject.pre()
     t0 = clock()
@@ -232,10 +227,10 @@ def warm_up(
         began = clock()
         subject.loop(chunk)
         timer.sync()
-        calls += chunk
-        per_call_s = max((clock() - began) * 1e-9 / chunk, 1e-9)
-        left_s = policy.warmup_max_s - (clock() - start) * 1e-9
-        chunk = max(1, min(chunk * 2, policy.fixed_calls or 1 << 20, int(left_s / per_call_s)))
+        calls, now = calls + chunk, clock()
+        per_call_s = max((now - began) * 1e-9 / chunk, 1e-9)
+        left = int((policy.warmup_max_s - (now - start) * 1e-9) / per_call_s)
+        chunk = max(1, min(chunk * 2, policy.fixed_calls or 1 << 20, left))
     return {
         "first_call_s": first_call_s,
         "calls": float(calls),

@@ -85,6 +85,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from benchbench.measure.timers import device_scope, unavailable_reason
+from benchbench.run.forksafe import cuda_present, fork_proof, fork_refusal, reap
 
 #: Set for the runner's, the zygote's and the workers' torch: CUDA availability and
 #: device counts from NVML, without initialising CUDA (fork-safe).
@@ -337,81 +338,6 @@ def _warm_up_zygote(cuda_present: bool) -> None:
             os.close(fd)
 
 
-def cuda_present(torch: Any) -> bool:
-    """A CUDA device is visible, asked without initialising CUDA (NVML, see NVML_CHECK)."""
-    try:
-        return bool(torch.cuda.is_available())
-    except Exception:
-        return False
-
-
-def _cuda_child() -> None:
-    """The body of :func:`fork_proof`'s test child: exit 0 once CUDA works in it."""
-    code = 1
-    try:
-        import torch
-
-        torch.empty(1, device="cuda").fill_(1.0)
-        torch.cuda.synchronize()
-        code = 0
-    finally:
-        os._exit(code)
-
-
-def fork_proof(
-    torch: Any, fork: Any = os.fork, child: Any = _cuda_child, timeout_s: float = 60.0
-) -> str | None:
-    """Why a worker forked from this process could not use CUDA, or None when it can.
-
-    ``torch.cuda.is_initialized()`` is not enough: some calls start the CUDA driver
-    without setting it (the profiler's first use, the device count's fallback when NVML
-    fails). So where a CUDA device is visible, a test child is forked that initialises
-    CUDA; its failure is the proof. Costs one CUDA initialisation (~0.5 s on an H100) per
-    zygote, nothing where no CUDA device is visible.
-    """
-    if torch is None or not cuda_present(torch):
-        return None
-    pid = fork()
-    if pid == 0:
-        child()
-    code = _reap(pid, timeout_s)
-    if code == 0:
-        return None
-    return (
-        f"a test child forked from the worker zygote could not initialise CUDA (exit code "
-        f"{code}): something in the zygote started the CUDA driver; the workers start as "
-        "fresh interpreters from now on"
-    )
-
-
-def fork_refusal(torch: Any) -> str | None:
-    """Why this process must not fork a worker, or None when it may.
-
-    A child forked after CUDA was initialised cannot use CUDA ("Cannot re-initialize
-    CUDA in forked subprocess"). The zygote never initialises it (its availability
-    checks go through NVML: ``PYTORCH_NVML_BASED_CUDA_CHECK=1``); this check makes that
-    a fact before every fork rather than a hope.
-    """
-    if torch is not None and torch.cuda.is_initialized():
-        return (
-            "CUDA was initialised in the worker zygote, and a process forked after that "
-            "cannot use CUDA; the workers start as fresh interpreters from now on"
-        )
-    return None
-
-
-def _reap(pid: int, timeout_s: float) -> int:
-    """Exit code of child ``pid`` (negative: killed by that signal); kills it if stuck."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.01)
-    os.kill(pid, signal.SIGKILL)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-
-
 def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ()) -> None:
     """Serve ``fork`` and ``wait`` requests on ``sock`` until the runner goes away.
 
@@ -456,7 +382,7 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
                 os.close(fd)
             sock.send(json.dumps({"pid": pid}).encode())
         elif request["op"] == "wait":
-            code = _reap(int(request["pid"]), float(request.get("timeout_s", 10.0)))
+            code = reap(int(request["pid"]), float(request.get("timeout_s", 10.0)))
             sock.send(json.dumps({"code": code}).encode())
         else:
             return

@@ -21,7 +21,7 @@ import torch
 from benchbench.measure import memory as memory_module
 from benchbench.measure import point as point_module
 from benchbench.measure.point import Options, measure_point
-from benchbench.run import runner
+from benchbench.run import forksafe, runner
 from benchbench.run import worker as child
 from benchbench.run.workers import Spawner, Worker, WorkerFailure, launcher
 from benchbench.suite.declare import Suite, Variant
@@ -126,9 +126,9 @@ def test_without_a_limit_resident_memory_is_not_read():
 
 
 def test_the_zygote_refuses_to_fork_once_cuda_is_initialised():
-    assert child.fork_refusal(None) is None  # torch not imported
-    assert child.fork_refusal(_torch(FakeCuda(initialized=False))) is None
-    refusal = child.fork_refusal(_torch(FakeCuda(initialized=True)))
+    assert forksafe.fork_refusal(None) is None  # torch not imported
+    assert forksafe.fork_refusal(_torch(FakeCuda(initialized=False))) is None
+    refusal = forksafe.fork_refusal(_torch(FakeCuda(initialized=True)))
     assert refusal is not None and "CUDA was initialised in the worker zygote" in refusal
     assert "fresh interpreters" in refusal
 

@@ -211,7 +211,7 @@ class _DeviceCopies(torch.overrides.TorchFunctionMode):
 
 
 def test_a_cuda_points_reference_runs_in_float64_on_its_device():
-    from benchbench.measure.point import _reference_output
+    from benchbench.measure.reference import reference_output as _reference_output
 
     workload = _sqrt_workload(torch.sqrt)
     x = torch.rand(8, dtype=torch.float32) + 0.5
@@ -226,7 +226,7 @@ def test_a_cuda_points_reference_runs_in_float64_on_its_device():
 
 
 def test_a_reference_the_device_cannot_run_runs_on_the_cpu():
-    from benchbench.measure.point import _reference_output
+    from benchbench.measure.reference import reference_output as _reference_output
 
     tried: list[str] = []
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbench.run import forksafe
 from benchbench.run import worker as child
 from benchbench.run.statements import TimeConfig
 from benchbench.run.workers import StopRequest, Worker, WorkerFailure
@@ -273,10 +274,10 @@ def test_fork_proof_forks_a_test_child_only_where_cuda_is_visible_and_reads_its_
         forks.append(1)
         return os.fork()
 
-    assert child.fork_proof(_Torch(False), fork=fork) is None
+    assert forksafe.fork_proof(_Torch(False), fork=fork) is None
     assert forks == []  # no CUDA device: nothing to prove, no fork
-    assert child.fork_proof(_Torch(True), fork=fork, child=lambda: os._exit(0)) is None
-    refusal = child.fork_proof(_Torch(True), fork=fork, child=lambda: os._exit(1))
+    assert forksafe.fork_proof(_Torch(True), fork=fork, child=lambda: os._exit(0)) is None
+    refusal = forksafe.fork_proof(_Torch(True), fork=fork, child=lambda: os._exit(1))
     assert refusal is not None and "(exit code 1)" in refusal
     assert "fresh interpreters" in refusal
     assert len(forks) == 2
