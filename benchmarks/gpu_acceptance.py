@@ -218,6 +218,28 @@ def small_row(
     return Row("sqrt 2^10", PASS if passed else FAIL, numbers)
 
 
+def clock_row(extra: dict[str, Any]) -> Row:
+    """The clock guard read the SM clock under load: no ``gpu_idle``, nothing discarded,
+    the clock well above idle."""
+    mhz, reasons = extra.get("sm_clock_mhz"), list(extra.get("throttle_reasons") or [])
+    passed = bool(mhz) and mhz >= 1000 and "gpu_idle" not in reasons
+    numbers = (
+        f"SM {mhz} MHz under load ({extra.get('sm_clock_from')}), reasons {reasons}, "
+        f"discarded {extra.get('discarded_samples')}"
+    )
+    return Row("clock guard", PASS if passed else FAIL, numbers)
+
+
+def cycles_row(seen: Sequence[tuple[str, int, float | None]]) -> Row:
+    """Cycles per call of sleep kernels within 10 % of the cycles they spin."""
+    parts, passed = [], bool(seen)
+    for what, asked, got in seen:
+        ok = got is not None and within(got, asked, 0.10)
+        passed = passed and ok
+        parts.append(f"{what}: {got if got is None else round(got)} vs {asked} cycles")
+    return Row("cycles per call", PASS if passed else FAIL, "; ".join(parts))
+
+
 def compile_row(compile_s: float | None, max_rel_error: float | None, status: str) -> Row:
     passed = status == "ok" and compile_s is not None and compile_s > 0
     numbers = f"status {status}, compile_s {compile_s}, max_rel_error {max_rel_error}"
@@ -368,6 +390,14 @@ def measure_nvml(device: str) -> list[Row]:
         if reading and reading.reasons_mask is not None
         else None
     )
+    from benchbench.machine.nvml import visible_cuda_uuids
+
+    began = time.perf_counter()
+    seen = visible_cuda_uuids()
+    child_s = time.perf_counter() - began
+    uuids[f"runner's child view {seen} in {child_s:.1f} s"] = bool(seen) and all(
+        f"GPU-{u}" in uuids for u in seen.values()
+    )
     row = nvml_row(
         reading.sm_mhz if reading else None,
         reading.reference_mhz if reading else None,
@@ -461,7 +491,27 @@ def measure_quick(device: str) -> list[Row]:
 
     with tempfile.TemporaryDirectory() as folder, one_visible_gpu(device):
         results = run_suites([resolve_suite("quick")], "cuda", folder)
-    return [quick_suite_row([(r.point.label, r.status, r.reason) for r in results])]
+    gpu_metrics = sorted(
+        {k for r in results for k in (r.telemetry or {}).get("metrics", r.telemetry or {})
+         if str(k).startswith("gpu")}
+    )  # fmt: skip
+    print(f"  quick: telemetry GPU metrics {gpu_metrics[:8]}", file=sys.stderr)
+    doctor = subprocess.run(
+        [sys.executable, "-m", "benchbench", "doctor", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    named = "cuda:0" in doctor.stdout
+    return [
+        quick_suite_row([(r.point.label, r.status, r.reason) for r in results]),
+        Row(
+            "telemetry and doctor",
+            PASS if gpu_metrics and named else FAIL,
+            f"{len(gpu_metrics)} GPU telemetry metrics ({', '.join(gpu_metrics[:4])}); "
+            f"doctor exit {doctor.returncode}, names cuda:0: {named}",
+        ),
+    ]
 
 
 def sleep_cycles_per_s() -> float:
@@ -481,6 +531,7 @@ def sleep_cycles_per_s() -> float:
 def measure_sleep(device: str) -> list[Row]:
     rate = sleep_cycles_per_s()
     kernels = []
+    cycles_seen: list[tuple[str, int, float | None]] = []
     for what, seconds in (("10 µs", 10e-6), ("200 µs", 200e-6), ("2 ms", 2e-3)):
         cycles = int(seconds * rate)
 
@@ -489,6 +540,7 @@ def measure_sleep(device: str) -> list[Row]:
             return x
 
         result = one_point(device, 1024, sleep, budget_s=1.0, variant={"check": False})
+        cycles_seen.append((what, cycles, result.extra.get("cycles_per_call")))
         engine_s = per_call_s(result)
         loop_s = loop_seconds(lambda cycles=cycles: torch.cuda._sleep(cycles))
         guard = {k: result.extra.get(k) for k in ("throttle_reasons", "discarded_samples")}
@@ -502,7 +554,7 @@ def measure_sleep(device: str) -> list[Row]:
                 float(result.warmup.get("time_s", 0.0)),
             )
         )
-    return [sleep_row(kernels)]
+    return [sleep_row(kernels), cycles_row(cycles_seen)]
 
 
 def measure_sqrt_large(device: str) -> list[Row]:
@@ -518,7 +570,10 @@ def measure_sqrt_large(device: str) -> list[Row]:
         def sqrt(x: torch.Tensor = x) -> torch.Tensor:
             return torch.sqrt(x)
 
-        warm.append((what, per_call_s(one_point(device, n)), loop_seconds(sqrt)))
+        warm_point = one_point(device, n)
+        if n == 2**24:
+            clock = clock_row(warm_point.extra)
+        warm.append((what, per_call_s(warm_point), loop_seconds(sqrt)))
         cold_s = per_call_s(one_point(device, n, cache="cold"))
         graph_s = per_call_s(one_point(device, n, variant={"cuda_graph": True}))
         if do_bench is None:
@@ -530,6 +585,7 @@ def measure_sqrt_large(device: str) -> list[Row]:
             reference = float(do_bench_cudagraph(sqrt, return_mode="median")) * 1e-3
         graph.append((what, graph_s, reference))
     return [
+        clock,
         timing_row("warm vs loop", warm, WARM_TOLERANCE),
         timing_row("cold vs do_bench", cold, TRITON_TOLERANCE, JUDGED_KERNEL_S),
         timing_row("graph vs do_bench_cudagraph", graph, TRITON_TOLERANCE, JUDGED_KERNEL_S),
@@ -555,15 +611,17 @@ def measure_small(device: str) -> list[Row]:
 
 
 def measure_compile(device: str) -> list[Row]:
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
-        os.environ["TRITON_CACHE_DIR"] = str(Path(cache) / "triton")
-        try:
-            result = one_point(device, 2**20, variant={"compile": True}, budget_s=1.0)
-        finally:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-            os.environ.pop("TRITON_CACHE_DIR", None)
-    return [compile_row(result.extra.get("compile_s"), result.max_rel_error, result.status)]
+    """Two compile points in a row, each with a cache folder of its own, removed after."""
+    before = set(Path(tempfile.gettempdir()).glob("benchbench-compile-*"))
+    first = one_point(device, 2**20, variant={"compile": True}, budget_s=0.5)
+    second = one_point(device, 2**20, variant={"compile": True}, budget_s=0.5)
+    left = set(Path(tempfile.gettempdir()).glob("benchbench-compile-*")) - before
+    row = compile_row(first.extra.get("compile_s"), first.max_rel_error, first.status)
+    again = second.extra.get("compile_s")
+    passed = row.status == PASS and second.status == "ok" and bool(again) and not left
+    # The first includes Inductor's one-time start in this process (imports, workers).
+    numbers = f"{row.numbers}; second point compile_s {again}; cache folders left: {len(left)}"
+    return [Row("compile", PASS if passed else FAIL, numbers)]
 
 
 def measure_trace(device: str) -> list[Row]:
@@ -642,7 +700,7 @@ ROWS: dict[str, tuple[Callable[[str], list[Row]], int]] = {
     "profile trace": (measure_trace, 30),
     "probe": (measure_probe, 40),
     "ab": (measure_ab, 120),
-    "quick": (measure_quick, 150),
+    "quick": (measure_quick, 180),
 }
 
 
