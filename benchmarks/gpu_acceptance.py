@@ -231,12 +231,17 @@ def clock_row(extra: dict[str, Any]) -> Row:
 
 
 def cycles_row(seen: Sequence[tuple[str, int, float | None]]) -> Row:
-    """Cycles per call of sleep kernels within 10 % of the cycles they spin."""
+    """Cycles per call of sleep kernels of 100 µs and more within 2 % of the cycles they
+    spin; a shorter one is listed with the kernel's fixed cost it also counts (on an
+    H100 a 10 µs sleep took ~1.8 µs more than its spin: the figure is device time x SM
+    clock, and that time is part of a call)."""
     parts, passed = [], bool(seen)
     for what, asked, got in seen:
-        ok = got is not None and within(got, asked, 0.10)
-        passed = passed and ok
-        parts.append(f"{what}: {got if got is None else round(got)} vs {asked} cycles")
+        judged = not what.endswith(" µs") or float(what.split()[0]) >= 100
+        ok = got is not None and within(got, asked, 0.02)
+        passed = passed and (ok or (got is not None and not judged))
+        shown = "none" if got is None else f"{got:.0f}"
+        parts.append(f"{what}: {shown} vs {asked} cycles{'' if judged else ' (not judged)'}")
     return Row("cycles per call", PASS if passed else FAIL, "; ".join(parts))
 
 
@@ -343,9 +348,9 @@ def one_point(
     )
 
 
-def run_suites(suites: Sequence[Path], device: str, folder: str) -> list[Any]:
-    """Every result of one ``benchbench run SUITES --device DEVICE --rounds 1``: one
-    zygote, a forked worker per point."""
+def run_suites(suites: Sequence[Path], device: str, folder: str, rounds: int = 1) -> list[Any]:
+    """Every result of one ``benchbench run SUITES --device DEVICE --rounds N``: a
+    zygote a round, a forked worker per point and round."""
     from benchbench.measure.policy import Policy
     from benchbench.run.rounds import Rounds
     from benchbench.run.runner import RunConfig, run
@@ -356,7 +361,7 @@ def run_suites(suites: Sequence[Path], device: str, folder: str) -> list[Any]:
         suites=tuple(suites),
         selection=Selection(devices=(device,)),
         policy=Policy(max_time_s=0.3),
-        rounds=Rounds.fixed(1),
+        rounds=Rounds.fixed(rounds),
     )
     store = open_store(str(Path(folder) / "acceptance.db"))
     return list(run(config, store, progress=log_progress).results)
@@ -681,11 +686,15 @@ def measure_ab(device: str) -> list[Row]:
         if done.returncode not in (0, 3):
             raise RuntimeError(f"ab exit {done.returncode}: {done.stderr.strip()[-600:]}")
         points = json.loads(done.stdout)["points"]
+        # Solo: the same point by `benchbench run`, in fresh workers as ab's are (a
+        # process that did other work launches at another speed: at 2^20 on an H100 a
+        # call is ~8 µs, most of it the host's launch).
+        solo = run_suites([suite], "cuda", folder, rounds=4)
     flagged = sum(1 for p in points if p["mark"] in ("slower", "faster"))
-    lockstep_s = statistics.median(
-        m for p in points for m in (p["base_median_s"], p["contender_median_s"]) if m
-    )
-    solo_s = per_call_s(one_point(device, 2**20, budget_s=1.0))
+    sides = [m for p in points for m in (p["base_median_s"], p["contender_median_s"]) if m]
+    print(f"  ab: base and head medians {sides}", file=sys.stderr)
+    lockstep_s = statistics.median(sides)
+    solo_s = per_call_s(solo[0])
     return [ab_row(lockstep_s, solo_s, flagged, done.returncode)]
 
 
