@@ -7,7 +7,7 @@ cache is measured rather than torch's per-call overhead; each point is the best 
 repeats), the cache boundaries found in it beside the sizes the OS reports,
 peak FLOP/s per dtype from large matmuls, the timer's resolution and overhead, and
 the thread count; on CUDA also host<->device bandwidth and launch / sync latency
-(that path has not run on a GPU yet). 35-45 s on a loaded 2-core CPU; --quick takes a
+(run on an H100 in quick mode). 35-45 s on a loaded 2-core CPU; --quick takes a
 few seconds for rough figures.
 
 The profile is stored under the environment a `benchbench run` on this machine gets

