@@ -33,8 +33,11 @@ The rows, each a function below, in order:
   accurate.
 - ``profile trace``: a Chrome trace with CUDA kernel rows.
 - ``probe``: ``probe --quick`` bandwidth and bf16 peak beside a plain copy and matmul.
-- ``ab``: ``benchbench ab`` A/A on CUDA at 2^20: the lockstep median within 2 % of the
-  solo median of the same point.
+- ``ab``: ``benchbench ab`` A/A on CUDA at 2^24 (a device-bound kernel): nothing
+  flagged, and the lockstep median within 2 % of the same point run solo in fresh
+  workers. At 2^20 a call on an H100 is ~7-10 µs of mostly host launch, whose speed
+  differs by ±20 % between processes (6.9-10.8 µs over six processes of one run): no
+  2 % criterion holds there, whatever ab does.
 
 The pass/fail logic of every row is unit-tested on fake numbers
 (tests/unit/test_gpu_acceptance.py).
@@ -668,7 +671,7 @@ suite.workload(
     "sqrt",
     setup=lambda ctx: ctx.uniform(0.5, 1.5),
     variants=[Variant("torch.sqrt", torch.sqrt)],
-    sizes=[2**20],
+    sizes=[2**24],
     devices=("cuda",),
 )
 """
@@ -686,9 +689,7 @@ def measure_ab(device: str) -> list[Row]:
         if done.returncode not in (0, 3):
             raise RuntimeError(f"ab exit {done.returncode}: {done.stderr.strip()[-600:]}")
         points = json.loads(done.stdout)["points"]
-        # Solo: the same point by `benchbench run`, in fresh workers as ab's are (a
-        # process that did other work launches at another speed: at 2^20 on an H100 a
-        # call is ~8 µs, most of it the host's launch).
+        # Solo: the same point by `benchbench run`, in fresh workers as ab's are.
         solo = run_suites([suite], "cuda", folder, rounds=4)
     flagged = sum(1 for p in points if p["mark"] in ("slower", "faster"))
     sides = [m for p in points for m in (p["base_median_s"], p["contender_median_s"]) if m]
