@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from benchbench.analysis.changepoint import analyze
-from benchbench.analysis.compare import instructions
 from benchbench.analysis.fit import fit_curve
 from benchbench.analysis.regressions import SeriesReport
 from benchbench.analysis.roofline import roofline_numbers
+from benchbench.analysis.sides import instructions
 from benchbench.analysis.verdict import estimate_counts
 from benchbench.core.errors import BenchbenchError
 from benchbench.dashboard.contract import (
