@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from benchbench.core.defaults import ALPHA, MIN_EFFECT, POWER
+from benchbench.core.stats import log_spread
 
 
 def point_alpha(alpha: float = ALPHA, power: float = POWER) -> float:
@@ -115,6 +116,57 @@ def family_effects(
         detectable_effect(se_log, df, point_alpha(alpha, power), power),
         detectable_effect(se_log, df, alpha / max(1, family), power),
     )
+
+
+def side_variance(process_medians: Sequence[float]) -> tuple[float, int] | None:
+    """One run's share of the verdict's Welch standard error at a point: the variance of
+    the mean of its per-process log medians (``s^2 / k``) and ``k``; None for fewer than
+    two processes (the verdict then falls back to the bootstrap)."""
+    if len(process_medians) < 2 or min(process_medians) <= 0:
+        return None
+    _mean, spread = log_spread(process_medians)
+    return spread**2 / len(process_medians), len(process_medians)
+
+
+#: Degrees of freedom at which :func:`factor_table` gives the factor; the dashboard
+#: interpolates between them: the page's MDE is within ~1 % of compare's (tested).
+TABLE_DF = (
+    1,
+    1.25,
+    1.5,
+    1.75,
+    2,
+    2.25,
+    2.5,
+    3,
+    3.5,
+    4,
+    5,
+    6,
+    7,
+    8,
+    10,
+    12,
+    15,
+    20,
+    30,
+    50,
+    100,
+    1000,
+)
+
+
+def factor_table(alpha: float = ALPHA, power: float = POWER) -> dict[str, object]:
+    """:func:`detectable_factor` at :data:`TABLE_DF` for a change at every point (at
+    :func:`point_alpha`): what the dashboard's compare page multiplies a point's Welch
+    standard error by, so that its MDE is ``compare``'s."""
+    alpha_point = point_alpha(alpha, power)
+    return {
+        "power": power,
+        "alpha_point": alpha_point,
+        "df": list(TABLE_DF),
+        "factor": [round(detectable_factor(df, alpha_point, power), 4) for df in TABLE_DF],
+    }
 
 
 @dataclass(frozen=True)
