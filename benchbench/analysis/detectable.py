@@ -53,6 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from benchbench.analysis.changepoint import MIN_SIZE, P_THRESHOLD, WINDOW
 from benchbench.core.defaults import ALPHA, MIN_EFFECT, POWER
 from benchbench.core.stats import log_spread
 
@@ -116,6 +117,29 @@ def family_effects(
         detectable_effect(se_log, df, point_alpha(alpha, power), power),
         detectable_effect(se_log, df, alpha / max(1, family), power),
     )
+
+
+def step_effect(
+    noise_rel: float | None,
+    values: int,
+    power: float = POWER,
+    p_threshold: float = P_THRESHOLD,
+    min_size: int = MIN_SIZE,
+    window: int = WINDOW,
+) -> float:
+    """The smallest step at a series' newest ``min_size`` runs that ``regressions``' test
+    finds with probability ``power``: the detector's Student t-test (pooled variance,
+    :class:`benchbench.analysis.edivisive.TTest`) at ``p_threshold`` between those runs
+    and the ``values - min_size`` before them (at most a window's worth), with the
+    series' own per-run noise (``noise_rel``, :func:`benchbench.analysis.changepoint
+    .analyze`'s). E-divisive also searches for where the step is, so it finds a step of
+    this size somewhat less often: the figure is a floor. NaN for a series too short to
+    judge (fewer than ``2 * min_size`` values) or without a noise figure."""
+    before = min(values, window) - min_size
+    if noise_rel is None or before < min_size or not math.isfinite(noise_rel):
+        return math.nan
+    se = noise_rel * math.sqrt(1.0 / min_size + 1.0 / before)
+    return detectable_effect(se, float(before + min_size - 2), p_threshold, power)
 
 
 def side_variance(process_medians: Sequence[float]) -> tuple[float, int] | None:

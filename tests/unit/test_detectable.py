@@ -156,3 +156,16 @@ def test_compare_carries_the_mde_per_point_and_for_the_run_in_json():
     run = out["detectable"]
     assert run["power"] == 0.8 and run["alpha_point"] == pytest.approx(0.04)
     assert run["smallest"] == min(p["mde"] for p in out["points"])
+
+
+def test_the_step_a_series_could_show_shrinks_with_runs_and_grows_with_noise():
+    assert math.isnan(detectable.step_effect(0.02, 5))  # fewer than 6 runs: no test
+    assert math.isnan(detectable.step_effect(None, 30))
+    short, long = detectable.step_effect(0.02, 6), detectable.step_effect(0.02, 40)
+    assert short > long > 0
+    assert detectable.step_effect(0.05, 40) > long
+    # The detector's t-test at p < 0.001 with 3 runs after the step and 37 before.
+    k = detectable.detectable_factor(38.0, 0.001, 0.8)
+    assert long == pytest.approx(math.expm1(k * 0.02 * math.sqrt(1 / 3 + 1 / 37)))
+    # Beyond a window (50 runs) the runs before the step stop helping.
+    assert detectable.step_effect(0.02, 500) == detectable.step_effect(0.02, 50)
