@@ -169,3 +169,32 @@ def test_the_step_a_series_could_show_shrinks_with_runs_and_grows_with_noise():
     assert long == pytest.approx(math.expm1(k * 0.02 * math.sqrt(1 / 3 + 1 / 37)))
     # Beyond a window (50 runs) the runs before the step stop helping.
     assert detectable.step_effect(0.02, 500) == detectable.step_effect(0.02, 50)
+
+
+def test_the_verdict_hands_over_the_standard_error_and_df_its_test_used():
+    from benchbench.analysis import verdict
+
+    rng = np.random.default_rng(7)
+    base = (1e-3 * np.exp(rng.normal(0, 0.03, 40))).tolist()
+    head = (1e-3 * np.exp(rng.normal(0, 0.03, 40))).tolist()
+    welch = verdict.estimate(base, head, base_processes=[10] * 4, contender_processes=[10] * 4)
+    paired = verdict.estimate(
+        base, head, paired=True, base_processes=[10] * 4, contender_processes=[10] * 4
+    )
+    alone = verdict.estimate(base, head)  # one process a side: the bootstrap
+    assert welch.level == "process" and 1.0 <= welch.df <= 6.0 and welch.se_log > 0
+    assert paired.df == 3.0 and paired.se_log > 0  # one-sample t on 4 per-round ratios
+    assert alone.level == "sample" and alone.df == math.inf and alone.se_log > 0
+    # The bootstrap's se is its interval read as a normal one.
+    assert math.log(alone.ci_high / alone.ci_low) == pytest.approx(2 * 1.959964 * alone.se_log)
+
+
+def test_power_outside_0_1_is_a_usage_error_naming_the_flag():
+    import argparse
+
+    from benchbench.cli.compare import check_verdict
+    from benchbench.core.errors import UsageError
+
+    args = argparse.Namespace(min_effect=0.05, alpha=0.05, instructions_min_effect=0.02, power=1.2)
+    with pytest.raises(UsageError, match="--power must be in"):
+        check_verdict(args)
