@@ -243,7 +243,7 @@ class Detectable:
         return (
             f"smallest detectable change: median {format_effect(self.median)} over "
             f"{len(self.known)} points, {self.below_min_effect} could see the "
-            f"{format_effect(self.min_effect)} minimum effect ({how})"
+            f"{100 * self.min_effect:g} % minimum effect ({how})"
         )
 
     def to_dict(self) -> dict[str, object]:

@@ -193,7 +193,7 @@ def _step_line(seen: Detectable) -> str:
     return (
         f"smallest step a series could show: median {format_effect(seen.median)} over "
         f"{len(seen.known)} series, {seen.below_min_effect} could see the "
-        f"{format_effect(seen.min_effect)} minimum effect ({how})"
+        f"{100 * seen.min_effect:g} % minimum effect ({how})"
     )
 
 
