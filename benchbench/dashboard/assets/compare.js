@@ -185,7 +185,7 @@
       const mdes = out.map((o) => o.mde).filter((e) => e !== null).sort((x, y) => x - y);
       if (mdes.length) {
         const median = mdes[Math.floor((mdes.length - 1) / 2)] / 2 + mdes[Math.ceil((mdes.length - 1) / 2)] / 2;
-        const how = " (power " + (100 * ix.verdict.mde.power).toFixed(0) + " %, alpha " + ix.verdict.mde.alpha_point.toPrecision(2) + " a point: a change at every point)";
+        const how = " (power " + (100 * ix.verdict.mde.power).toFixed(0) + " %, alpha " + String(+ix.verdict.mde.alpha_point.toPrecision(2)) + " a point: a change at every point)";
         summary.push(el("p", { class: "detectable" + (mdes[0] > m ? " blind" : "") }, mdes[0] > m
           ? "this comparison could not have seen a change below " + effect(mdes[0]) + how + "; median " + effect(median) + "; use `ab` or `--metric instructions`"
           : "smallest detectable change: median " + effect(median) + " over " + mdes.length + " points, " + mdes.filter((e) => e <= m).length +
