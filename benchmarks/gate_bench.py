@@ -23,6 +23,16 @@ sees; it stops by itself after ``--neighbour-max-s`` and when the script ends.
 Usage: ``python benchmarks/gate_bench.py --instrument time,ab,instructions [--runs N]
 [--b-runs M] [--neighbour] [--filter REGEX]`` (``--b-runs``: fewer A/B than A/A ``ab``
 runs; numbers in BENCHMARKS.md, with the CPU and the load during the run).
+
+``--mde`` checks the minimum detectable effect ``compare`` prints, as a classifier on
+real runs (issue 33): per repetition (``--runs``), two runs of identical code (a0, a1;
+``--mde-calls`` calls per measured call, default 20, so that one extra call is +5 %),
+``compare a0 a1`` prints each point's MDE; then a run whose every point carries whole
+extra calls on the same tensors making ``1.5x`` its printed MDE (``round(calls x 1.5 x
+MDE)`` extra calls, at least one; the injected slowdown is the extra calls / calls,
+printed), and one at ``0.5x``; ``compare a1 b`` counts the points found ``slower``. The
+issue's criterion: >= 80 % at 1.5x, <= 30 % at 0.5x. A point whose 1.5x would be more
+than +100 % is named and left out.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,18 +51,24 @@ from pathlib import Path
 
 GATE_SUITE = '''
 """gate: allocating elementwise ops; every measured call is CALLS calls on the same tensors."""
+import json
 import os
 import torch
 from benchbench import Suite, Variant, pow2
 
-#: 10 calls per measured call; GATE_EXTRA_CALLS=1 makes it 11: exactly +10 % work.
-CALLS = 10 + int(os.environ.get("GATE_EXTRA_CALLS", "0"))
+#: 10 calls per measured call (GATE_CALLS); GATE_EXTRA_CALLS=1 makes it 11: exactly +10 %
+#: work. GATE_EXTRA_BY_POINT ({"add:65536": 3, ...}) adds extra calls at given points only.
+BASE = int(os.environ.get("GATE_CALLS", "10"))
+CALLS = BASE + int(os.environ.get("GATE_EXTRA_CALLS", "0"))
+EXTRA = json.loads(os.environ.get("GATE_EXTRA_BY_POINT", "{}"))
 suite = Suite("gate", description="allocating elementwise ops, 2^16-2^22, 10 calls a call")
 
 
-def repeated(fn):
+def repeated(name, fn):
+    by_size = {int(k.split(":")[1]): BASE + v for k, v in EXTRA.items() if k.split(":")[0] == name}
+
     def calls(x):
-        for _ in range(CALLS - 1):
+        for _ in range(by_size.get(x.numel(), CALLS) - 1):
             fn(x)
         return fn(x)
 
@@ -68,7 +85,7 @@ for name, fn in [
     suite.workload(
         name,
         setup=lambda ctx: ctx.uniform(0.5, 1.5),
-        variants=[Variant("torch", repeated(fn))],
+        variants=[Variant("torch", repeated(name, fn))],
         sizes=pow2(16, 22, step=2),
         bytes=lambda p: 2 * p.numel * p.itemsize * CALLS,
     )
@@ -103,7 +120,9 @@ def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
-def _run(suite: str, store: str, label: str, extra: bool, *flags: str) -> float:
+def _run(
+    suite: str, store: str, label: str, extra: bool, *flags: str, env: dict | None = None
+) -> float:
     """One ``benchbench run`` (with the script's run flags); its wall time."""
     started = time.monotonic()
     done = _bench(
@@ -116,7 +135,7 @@ def _run(suite: str, store: str, label: str, extra: bool, *flags: str) -> float:
         "--json",
         *flags,
         *RUN_FLAGS,
-        env={"GATE_EXTRA_CALLS": "1" if extra else "0"},
+        env={"GATE_EXTRA_CALLS": "1" if extra else "0", **(env or {})},
     )
     if done.returncode not in (0, 1):
         raise SystemExit(f"run {label} failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -209,6 +228,52 @@ def _tally(how: str, aa: list, ab: list) -> None:
     print(f"    A/B (+10 % work): points slower {slower} of {sum(total)} ({share:.0f} %)")
 
 
+def _mde_check(suite: str, store: str, runs: int, calls: int, rounds: int) -> None:
+    """``--mde``: the printed MDE against slowdowns of 1.5x and 0.5x it (module docstring)."""
+    base = {"GATE_CALLS": str(calls)}
+    flags = ("--rounds", str(rounds), "--max-rounds", str(rounds))
+    found: dict[float, list[tuple[str, float, float, str]]] = {1.5: [], 0.5: []}
+    for k in range(runs):
+        for label in (f"mde-a0-{k}", f"mde-a1-{k}"):
+            _run(suite, store, label, False, *flags, env=base)
+        done = _bench("compare", f"mde-a0-{k}", f"mde-a1-{k}", "--store", store, "--json")
+        aa = json.loads(done.stdout)
+        print(f"repetition {k}: A/A {_marks(aa)}; run MDE {aa['detectable']}", flush=True)
+        mdes = {p["label"]: p["mde"] for p in aa["points"] if p["mde"] is not None}
+        # Up to +100 % (as many extra calls as calls): beyond, the point's comparison
+        # is hopeless anyway and the extra run would take hours; named, not injected.
+        if too_large := sorted(label for label, m in mdes.items() if 1.5 * m > 1.0):
+            print(f"    MDE above 67 %, not injected: {too_large}")
+        mdes = {label: m for label, m in mdes.items() if 1.5 * m <= 1.0}
+        for factor in found:
+            extra = {
+                f"{label.split(':')[0]}:{_numel(label)}": max(1, round(calls * factor * m))
+                for label, m in mdes.items()
+            }
+            label_b = f"mde-b{factor}-{k}"
+            _run(suite, store, label_b, False, *flags,
+                 env={**base, "GATE_EXTRA_BY_POINT": json.dumps(extra)})  # fmt: skip
+            done = _bench("compare", f"mde-a1-{k}", label_b, "--store", store, "--json")
+            ab = {p["label"]: p["mark"] for p in json.loads(done.stdout)["points"]}
+            for label, m in mdes.items():
+                injected = extra[f"{label.split(':')[0]}:{_numel(label)}"] / calls
+                found[factor].append((label, m, injected, ab.get(label, "-")))
+    for factor, rows in found.items():
+        slower = sum(mark == "slower" for *_, mark in rows)
+        print(f"{factor}x the printed MDE: slower at {slower} of {len(rows)} points "
+              f"({100 * slower / max(1, len(rows)):.0f} %)")  # fmt: skip
+        for label, m, injected, mark in rows:
+            print(f"    {label:48} MDE {100 * m:5.1f} %  injected +{100 * injected:5.1f} %"
+                  f" ({injected / m:.2f}x)  {mark}")  # fmt: skip
+
+
+def _numel(label: str) -> int:
+    match = re.search(r"n=(\d+)", label)
+    if match is None:
+        raise SystemExit(f"no size in the point label {label!r}")
+    return int(match.group(1))
+
+
 def _head_python(work: Path) -> str:
     """An interpreter for ab's head: this Python with GATE_EXTRA_CALLS=1."""
     path = work / "head-python"
@@ -236,6 +301,8 @@ def main() -> None:
     parser.add_argument("--neighbour", action="store_true", help="a noisy neighbour beside")
     parser.add_argument("--neighbour-seed", type=int, default=0)
     parser.add_argument("--neighbour-max-s", type=float, default=7200.0)
+    parser.add_argument("--mde", action="store_true", help="check compare's printed MDE")
+    parser.add_argument("--mde-calls", type=int, default=20, help="calls a call under --mde")
     args = parser.parse_args()
     chosen = [i.strip() for i in args.instrument.split(",") if i.strip()]
     if bad := [i for i in chosen if i not in INSTRUMENTS]:
@@ -259,6 +326,9 @@ def main() -> None:
         flush=True,
     )
     try:
+        if args.mde:
+            _mde_check(suite, store, args.runs, args.mde_calls, args.rounds)
+            chosen = []
         for instrument in chosen:
             if instrument == "ab":
                 head = _head_python(work)

@@ -35,12 +35,15 @@ def write_history(
     counts: Mapping[Point, Sequence[float]] | None = None,
     timed: bool = True,
     spread: float | Mapping[Point, float] = 0.0,
+    processes: int = 1,
+    process_noise: float = 0.0,
 ) -> list[str]:
     """One run per index of the series; ``None`` stores a failed point. ``counts``: the
     instructions per call each run counted for a point (run i gets value i), with
     ``spread`` as their within-process spread (one for all, or per point);
     ``timed=False`` stores counted points with no time samples, as ``run --metric
-    instructions`` does. Returns run ids."""
+    instructions`` does. ``processes``: the 20 samples split among that many worker
+    processes, each offset by a log-normal ``process_noise``. Returns run ids."""
     env = env or environment()
     store.save_environment(env)
     rng = random.Random(seed)
@@ -74,7 +77,13 @@ def write_history(
             if value is None:
                 result = Result(point=p, status="error", reason="crashed: SIGABRT")
             else:
-                samples = tuple(value * (1 + rng.gauss(0, noise)) for _ in range(20))
+                offsets = [rng.lognormvariate(0, process_noise) for _ in range(processes)]
+                samples = tuple(
+                    value * offsets[k * processes // 20] * (1 + rng.gauss(0, noise))
+                    for k in range(20)
+                )
+                split = [20 // processes] * processes
+                split[-1] += 20 - sum(split)
                 result = Result(
                     point=p,
                     status="ok",
@@ -82,6 +91,7 @@ def write_history(
                     calls_per_sample=1,
                     converged=True,
                     bytes_per_call=8.0 * p.size,
+                    process_samples=tuple(split) if processes > 1 else (),
                 )
                 if counts is not None and p in counts:
                     counted = float(counts[p][i])

@@ -76,6 +76,10 @@ MIN_SIZE = 3
 #: Fewest values a series needs before :func:`analyze` can find a change point: one
 #: segment of ``MIN_SIZE`` on each side of it, so 6 runs with a measured value.
 MIN_VALUES = 2 * MIN_SIZE
+#: A change point's p-value must be below this (Hunter's default), and the windows the
+#: split step slides are this long (module docstring).
+P_THRESHOLD = 0.001
+WINDOW = 50
 
 # 1.4826 turns a median absolute deviation into a normal standard deviation, and
 # successive differences of independent noise have sqrt(2) times its deviation.
@@ -141,9 +145,9 @@ def analyze(
     values: Sequence[float] | NDArray[np.floating],
     *,
     min_effect: float = 0.05,
-    p_threshold: float = 0.001,
+    p_threshold: float = P_THRESHOLD,
     max_noise_rel: float = 0.10,
-    window: int = 50,
+    window: int = WINDOW,
     min_size: int = MIN_SIZE,
     creep_min_points: int = 6,
     creep_max_gap: int = 12,

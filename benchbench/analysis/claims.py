@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbench.analysis.compare import instructions, per_call, processes
+from benchbench.analysis.sides import instructions, per_call, processes
 from benchbench.analysis.verdict import estimate, estimate_counts
 from benchbench.core.errors import SuiteError
 

@@ -28,12 +28,19 @@ regression too. A point whose runs counted and never timed it has the time mark
 from __future__ import annotations
 
 import math
-import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from benchbench.analysis.detectable import (
+    POWER,
+    Detectable,
+    detectable,
+    family_effects,
+    finite,
+)
+from benchbench.analysis.sides import counted_fields, lockstep_pair, per_call, processes
 from benchbench.analysis.verdict import (
     ALPHA,
     FAILING,
@@ -50,9 +57,7 @@ from benchbench.analysis.verdict import (
     VERDICTS,
     adjusted_p,
     estimate,
-    estimate_counts,
     mark,
-    mark_counts,
     mark_ratio,
 )
 from benchbench.core.values import Point
@@ -78,6 +83,7 @@ __all__ = [
     "compare_samples",
     "environment_diff",
     "geometric_mean",
+    "lockstep_pair",
 ]
 
 Row = Mapping[str, Any]
@@ -98,6 +104,8 @@ class SampleComparison:
     ci_high: float
     p_value: float
     mark: str
+    se_log: float = math.nan  # the test's se of log(ratio) and df, for the MDE
+    df: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,11 @@ class PointComparison:
     #: mark is significant when it is below alpha.
     q_value: float | None = None
     reason: str | None = None
+    #: The smallest slowdown found here at the power asked (:mod:`.detectable`).
+    mde: float | None = None
+    mde_alone: float | None = None
+    se_log: float | None = None
+    df: float | None = None
     #: Instructions per call in each run and their verdict (both runs counted them).
     base_instructions: float | None = None
     contender_instructions: float | None = None
@@ -154,6 +167,8 @@ class PointComparison:
             "ratio_ci_high": self.ratio_ci_high,
             "p_value": self.p_value,
             "q_value": self.q_value,
+            "mde": finite(self.mde),
+            "mde_alone": finite(self.mde_alone),
             "reason": self.reason,
             "base_instructions": self.base_instructions,
             "contender_instructions": self.contender_instructions,
@@ -173,6 +188,13 @@ class Comparison:
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT
     #: True when the runs were measured in lockstep (``benchbench ab``) and judged paired.
     paired: bool = False
+    power: float = POWER
+
+    @property
+    def detectable(self) -> Detectable:
+        """What the comparison could have seen: its points' MDEs."""
+        effects = [p.mde for p in self.points if p.q_value is not None]
+        return detectable(effects, self.min_effect, self.alpha, self.power)
 
     @property
     def regressions(self) -> list[PointComparison]:
@@ -225,6 +247,7 @@ class Comparison:
             "regressed": len(self.regressions),
             "geomean": self.geomean,
             "geomean_by_workload": self.geomean_by_workload(),
+            "detectable": self.detectable.to_dict(),
             "points": [p.to_dict() for p in self.points],
         }
 
@@ -260,19 +283,14 @@ def compare_samples(
         contender_processes=contender_processes,
     )
     return SampleComparison(
-        found.ratio, found.ci_low, found.ci_high, found.p_value, mark(found, min_effect)
+        found.ratio,
+        found.ci_low,
+        found.ci_high,
+        found.p_value,
+        mark(found, min_effect),
+        found.se_log,
+        found.df,
     )
-
-
-def per_call(row: Row) -> list[float]:
-    """A stored row's samples as per-call seconds (raw sample / calls per sample)."""
-    calls = int(row["calls_per_sample"])
-    return [float(s) / calls for s in row["samples_s"]]
-
-
-def processes(row: Row) -> tuple[int, ...]:
-    """A stored row's samples per worker process (empty: one process, or an older store)."""
-    return tuple(int(k) for k in row.get("process_samples") or ())
 
 
 def _label(row: Row) -> str:
@@ -309,7 +327,7 @@ def compare_point(
         return PointComparison(mark=GONE, reason=reason, **common)
     if contender["status"] != "ok":
         return PointComparison(mark=FAILING, reason=contender.get("reason"), **common)
-    counted = _counted(base, contender, instructions_min_effect)
+    counted = counted_fields(base, contender, instructions_min_effect)
     if base is None or base["status"] != "ok":
         reason = "not in the base" if base is None else f"base: {base['status']}"
         return PointComparison(mark=NEW, reason=reason, **common)
@@ -333,37 +351,11 @@ def compare_point(
         ratio_ci_low=result.ci_low,
         ratio_ci_high=result.ci_high,
         p_value=result.p_value,
+        se_log=result.se_log,
+        df=result.df,
         **counted,
         **common,
     )
-
-
-def instructions(row: Row) -> tuple[list[float], float] | None:
-    """A stored row's instruction counts per call (one per instrumented process) and their
-    within-process spread; None where none were counted."""
-    if row.get("instructions_per_call") is None:
-        return None
-    counts = [float(c) for c in row.get("instruction_counts") or [row["instructions_per_call"]]]
-    spread = float(((row.get("extra") or {}).get("instructions") or {}).get("spread") or 0.0)
-    return counts, spread
-
-
-def _counted(base: Row | None, contender: Row, min_effect: float) -> dict[str, Any]:
-    """The instruction fields of a point's comparison (empty unless both runs counted)."""
-    base_side = instructions(base) if base is not None else None
-    con_side = instructions(contender)
-    if base_side is None or con_side is None or contender["status"] != "ok":
-        return {}
-    (base_counts, base_spread), (con_counts, con_spread) = base_side, con_side
-    if min(base_counts + con_counts) <= 0:
-        return {}  # a count of 0 (an empty call): no ratio to take
-    found = estimate_counts(base_counts, con_counts, base_spread, con_spread)
-    return {
-        "base_instructions": statistics.median(base_counts),
-        "contender_instructions": statistics.median(con_counts),
-        "instructions_ratio": found.ratio,
-        "instructions_mark": mark_counts(found, min_effect),
-    }
 
 
 def compare_rows(
@@ -377,6 +369,7 @@ def compare_rows(
     contender_environment: Mapping[str, Any] | None = None,
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
     paired: bool = False,
+    power: float = POWER,
 ) -> Comparison:
     """Compare two runs' rows point by point (base order, then points new in the contender).
 
@@ -403,23 +396,28 @@ def compare_rows(
         for b in order
     ]
     return Comparison(
-        points=as_family(points, alpha, min_effect),
+        points=as_family(points, alpha, min_effect, power),
         min_effect=min_effect,
         alpha=alpha,
         instructions_min_effect=instructions_min_effect,
         paired=paired,
+        power=power,
         environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
     )
 
 
 def as_family(
-    points: Sequence[PointComparison], alpha: float = ALPHA, min_effect: float = MIN_EFFECT
+    points: Sequence[PointComparison],
+    alpha: float = ALPHA,
+    min_effect: float = MIN_EFFECT,
+    power: float = POWER,
 ) -> tuple[PointComparison, ...]:
     """The points of one comparison, their time marks judged as one family: each timed
     point significant when its p-value adjusted over the others' (its q-value,
     :func:`~benchbench.analysis.verdict.adjusted_p`) is below ``alpha``, so that 20
     points of identical code flag something in about alpha of comparisons, not up to
-    64 %. Points without a time test (new, gone, failing, untimed) are as they were."""
+    64 %. Each tested point also gets its MDE at that family's alpha (:mod:`.detectable`).
+    Points without a time test (new, gone, failing, untimed) are as they were."""
     tested = [
         (k, p.ratio, p.p_value)
         for k, p in enumerate(points)
@@ -429,14 +427,10 @@ def as_family(
     out = list(points)
     for (k, ratio, _), q in zip(tested, q_values, strict=True):
         significant = math.isfinite(q) and q < alpha
-        out[k] = replace(out[k], q_value=q, mark=mark_ratio(ratio, significant, min_effect))
+        mde, alone = family_effects(out[k].se_log, out[k].df, alpha, power, len(tested))
+        mark = mark_ratio(ratio, significant, min_effect)
+        out[k] = replace(out[k], q_value=q, mark=mark, mde=mde, mde_alone=alone)
     return tuple(out)
-
-
-def lockstep_pair(base_run: Mapping[str, Any], contender_run: Mapping[str, Any]) -> bool:
-    """True when two stored runs are the two sides of one ``benchbench ab`` run."""
-    paired = ((base_run.get("config") or {}).get("ab") or {}).get("paired_run")
-    return paired is not None and paired == contender_run.get("id")
 
 
 def environment_diff(

@@ -92,7 +92,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import stdtr
+from scipy.special import ndtri, stdtr
 
 # The thresholds live in core.defaults, so that `compare --help` quotes them without
 # importing numpy and scipy: a 5 % change of the median, 95 % intervals, a 1 % change of
@@ -133,6 +133,12 @@ class Estimate:
     alpha: float = ALPHA
     #: ``process`` (per-process medians were the unit) or ``sample`` (one process a side).
     level: str = "sample"
+    #: The standard error of ``log(ratio)`` and its degrees of freedom, as the test used
+    #: them (Welch's or the paired t-test; for the bootstrap, the interval's width read
+    #: as a normal one, ``df`` infinite): what the smallest detectable change is made of
+    #: (:mod:`benchbench.analysis.detectable`).
+    se_log: float = math.nan
+    df: float = math.inf
 
     @property
     def significant(self) -> bool:
@@ -207,12 +213,13 @@ def estimate(
     # bound exceeds 1 iff fewer than a resampled ratios are <= 1 (and so for the upper).
     k = math.ceil(alpha / 2.0 * resamples)
     low, high = float(ratios[k - 1]), float(ratios[resamples - k])
+    se_log = math.log(high / low) / (2.0 * float(ndtri(1.0 - alpha / 2.0)))
     if min(base.size, contender.size) < MIN_SAMPLES:
-        return Estimate(ratio, low, high, 1.0, paired, alpha)
+        return Estimate(ratio, low, high, 1.0, paired, alpha, se_log=math.inf)
     at_or_below = int(np.searchsorted(ratios, 1.0, side="right"))
     at_or_above = resamples - int(np.searchsorted(ratios, 1.0, side="left"))
     p = min(1.0, 2.0 * min(at_or_below, at_or_above) / resamples)
-    return Estimate(ratio, low, high, p, paired, alpha)
+    return Estimate(ratio, low, high, p, paired, alpha, se_log=se_log)
 
 
 def estimate_stats(base: Stats, contender: Stats, **options: object) -> Estimate:
@@ -256,12 +263,11 @@ def _process_level(
     ratio, effect = math.exp(log_ratio), abs(log_ratio)
     if se == 0.0:
         p = 1.0 if effect == 0.0 else 0.0
-        return Estimate(ratio, ratio, ratio, p, paired, alpha, "process")
+        return Estimate(ratio, ratio, ratio, p, paired, alpha, "process", 0.0, df)
     p = float(min(1.0, 2.0 * stdtr(df, -effect / se)))
     half = t_quantile(df, 1.0 - alpha) * se
-    return Estimate(
-        ratio, ratio * math.exp(-half), ratio * math.exp(half), p, paired, alpha, "process"
-    )
+    low, high = ratio * math.exp(-half), ratio * math.exp(half)
+    return Estimate(ratio, low, high, p, paired, alpha, "process", se, df)
 
 
 def mark(estimate: Estimate, min_effect: float = MIN_EFFECT) -> str:

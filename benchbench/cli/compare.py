@@ -21,6 +21,17 @@ significant; m is --min-effect. A point's CI is its own, so it can exclude 1 whi
 point is not significant in the family. Points without a verdict are new, gone or
 failing. Geometric means of the ratios per workload and overall follow.
 
+MDE, per point: the minimum detectable effect, the smallest slowdown the verdict would
+find there with probability --power (default 0.8), from the variance the two runs
+showed (each run's spread between its processes, as the test reads them): the
+noncentral t of the same test, at alpha x power a point (what Benjamini-Hochberg asks
+of each point when a change at every point is found at that share of them; a change at
+one point alone needs alpha / N, `mde_alone` in --format json). Below --min-effect it
+reads "< 5 %": the verdict calls nothing smaller a change. The summary line gives the
+comparison's median MDE; when every point's MDE is above --min-effect it says the
+comparison could not have seen a change below the smallest of them. Drift of the
+whole machine between the two runs is not in the figure (`benchbench ab` cancels it).
+
 Where both runs counted a point's instructions (run --metric instructions), the
 table adds the instructions per call of each run, their ratio and a mark by the
 instruction verdict: slower or faster when the counts differ by --instructions-min-effect
@@ -41,7 +52,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from benchbench.cli import flags
-from benchbench.core.defaults import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
+from benchbench.core.defaults import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT, POWER
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
 from benchbench.views.tables import Column, Grid
@@ -113,6 +124,14 @@ def add_verdict(parser: argparse.ArgumentParser) -> None:
         "(default %(default)s)",
     )
     parser.add_argument(
+        "--power",
+        type=float,
+        default=POWER,
+        metavar="P",
+        help="the chance at which the printed minimum detectable effect (MDE) is found "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
         "--fail-on-regression",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -136,6 +155,8 @@ def check_verdict(args: argparse.Namespace) -> None:
         raise UsageError(f"--min-effect must be a fraction in [0, 1), got {args.min_effect}")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
+    if not 0 < args.power < 1:
+        raise UsageError(f"--power must be in (0, 1), e.g. 0.8, got {args.power}")
     if not 0 <= args.instructions_min_effect < 1:
         raise UsageError(
             "--instructions-min-effect must be a fraction in [0, 1), "
@@ -174,6 +195,7 @@ def judge(
         contender_environment=(envs[1] or {}).get("fields"),
         instructions_min_effect=args.instructions_min_effect,
         paired=compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base),
+        power=args.power,
     )
     if args.format == "json":
         flags.print_json(
@@ -205,6 +227,8 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     as notes under it."""
     from rich.text import Text
 
+    from benchbench.analysis.detectable import format_effect, point_alpha
+
     rows: list[tuple[str | Text, ...]] = [
         (
             p.label,
@@ -215,6 +239,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             if p.ratio_ci_low is not None and p.ratio_ci_high is not None
             else "-",
             f"{p.q_value:.2g}" if p.q_value is not None else "-",
+            format_effect(p.mde, result.min_effect),
             Text(p.mark + (f": {p.reason}" if p.reason else ""), style=_style(p.mark)),
         )
         for p in result.points
@@ -227,6 +252,13 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             f"q: a point's p-value adjusted over the {tested} points tested "
             f"(Benjamini-Hochberg); significant when q < {result.alpha:g}",
         )
+        notes.insert(
+            1,
+            f"MDE: the smallest slowdown found at power {100 * result.power:.0f} % "
+            f"(alpha {point_alpha(result.alpha, result.power):.2g} a point: a change at every "
+            "point); "
+            "a change at one point alone needs more (mde_alone in --format json)",
+        )
     if result.paired:
         notes.insert(0, "measured in lockstep (benchbench ab): paired by round")
     if result.geomean is not None and math.isfinite(result.geomean):
@@ -238,6 +270,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         Column("ratio", "right"),
         Column(f"{1 - result.alpha:.0%} CI", "right"),
         Column("q", "right"),
+        Column("MDE", "right"),
         Column("mark"),
     )
     if result.counted:
@@ -295,3 +328,5 @@ def _print(
         f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
         f"alpha {result.alpha})"
     )
+    if (line := result.detectable.sentence()) is not None:
+        err.print(line, style="yellow" if result.detectable.blind else None)

@@ -21,6 +21,13 @@ instructions left out), so the default there is compare's --instructions-min-eff
 The series are read from the store's series index without a row object per
 measurement and judged in one process per CPU (--jobs) once there are 2,000 or more.
 
+The smallest step each series could show (its minimum detectable effect, MDE): the
+step at the newest 3 runs that the detector's t-test (p < 0.001) finds with probability
+0.8, from the series' own run-to-run noise and length (analysis/detectable.py,
+`step_effect`; the split search finds such a step somewhat less often, so it is a
+floor). The summary gives the median over the series judged and says when no series
+could see --min-effect; --format json lists it per series (`detectable`).
+
 Exit codes: 0; 3 with --fail when an open (unannotated) regression is listed.
 """
 
@@ -38,6 +45,7 @@ from benchbench.core.values import point_name
 from benchbench.views.tables import Grid
 
 if TYPE_CHECKING:
+    from benchbench.analysis.detectable import Detectable
     from benchbench.analysis.regressions import SeriesReport
 
 HELP = "detect regressions over history and list alerts"
@@ -161,7 +169,37 @@ def _before_after(detail: dict) -> str:
     return f"{format_time(detail.get('before_s'))} → {format_time(detail.get('after_s'))}"
 
 
+def _steps(reports: list[SeriesReport]) -> dict[tuple[str, str], float]:
+    """The MDE of each judged series (neither too short nor unstable)."""
+    from benchbench.analysis.detectable import step_effect
+
+    return {
+        (r.benchmark_id, r.environment_id): step_effect(r.noise_rel, r.points)
+        for r in reports
+        if not r.too_short and not r.unstable
+    }
+
+
+def _step_line(seen: Detectable) -> str:
+    from benchbench.analysis.detectable import format_effect
+
+    how = f"power {100 * seen.power:.0f} %, the detector's p < 0.001, at the newest 3 runs"
+    if seen.blind:
+        return (
+            f"no series could have shown a step below {format_effect(seen.smallest)} ({how}; "
+            f"median {format_effect(seen.median)}); more runs per series, or `--metric "
+            "instructions`"
+        )
+    return (
+        f"smallest step a series could show: median {format_effect(seen.median)} over "
+        f"{len(seen.known)} series, {seen.below_min_effect} could see the "
+        f"{100 * seen.min_effect:g} % minimum effect ({how})"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    from benchbench.analysis.changepoint import P_THRESHOLD
+    from benchbench.analysis.detectable import detectable, finite
     from benchbench.analysis.regressions import MIN_RUNS, detect
     from benchbench.store.history import list_alerts
     from benchbench.views.results import _iso
@@ -179,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
     unstable = [r for r in reports if r.unstable]
     note = history_note(reports, store.url)
     open_count = sum(1 for a in alerts if a["status"] == "open")
+    steps = _steps(reports)
+    seen = detectable(list(steps.values()), args.min_effect)
     if args.format == "json":
         flags.print_json(
             {
@@ -194,6 +234,14 @@ def run(args: argparse.Namespace) -> int:
                     for r in unstable
                 ],
                 "min_runs": MIN_RUNS,
+                "detectable": {
+                    **seen.to_dict(),
+                    "alpha_point": P_THRESHOLD,
+                    "series": [
+                        {"benchmark_id": b, "environment_id": e, "mde": finite(m)}
+                        for (b, e), m in steps.items()
+                    ],
+                },
                 "too_short": [
                     {
                         "benchmark_id": r.benchmark_id,
@@ -213,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
             f"{len(reports)} series, {len(unstable)} too noisy to judge, {new} new alert(s), "
             f"{open_count} open"
         )
+        if seen.smallest is not None and seen.median is not None:
+            flags.stderr().print(_step_line(seen), highlight=False, soft_wrap=True)
         if note:
             flags.stderr().print(note, highlight=False, soft_wrap=True)
     return 3 if args.fail and open_count else 0

@@ -61,6 +61,11 @@ AB_ROUND_S = 0.05
 MIN_EFFECT = 0.05
 #: Significance level; the interval is at ``1 - ALPHA`` = 95 %.
 ALPHA = 0.05
+#: The power at which ``compare`` states the smallest change a comparison could have
+#: seen (its minimum detectable effect, :mod:`benchbench.analysis.detectable`): the
+#: change the verdict finds in 80 % of comparisons like the one printed (Cohen's
+#: convention, the usual figure of a power analysis).
+POWER = 0.8
 #: The smallest change of an instruction count that counts, either way (in log space,
 #: as :data:`MIN_EFFECT`): no lower than twice what identical code varies between fresh
 #: callgrind processes. With the C allocator's own instructions in the count, small

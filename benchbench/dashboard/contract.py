@@ -44,6 +44,8 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "instructions_noise",
     "percent_of_peak",
     "compile_s",
+    "log_var",
+    "processes",
 )
 #: Measurement columns data may leave out (CPU-only data, runs that counted nothing, rows
 #: that are not captured calls): the site reads them as None (NaN for the numbers).
@@ -53,6 +55,8 @@ OPTIONAL_MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "instructions_noise",
     "percent_of_peak",
     "compile_s",
+    "log_var",
+    "processes",
 )
 ALERT_COLUMNS: tuple[str, ...] = (
     "alert_id",
@@ -94,6 +98,10 @@ class DashboardData:
     (the noise :func:`benchbench.analysis.verdict.estimate_counts` reads: within and
     between processes); both None (or absent) where nothing was counted. A row that was
     counted and not timed is ``ok`` with ``median_s`` None.
+    ``log_var`` and ``processes``: the variance of the mean of the point's per-process log
+    medians and their count (:func:`benchbench.analysis.detectable.side_variance`), from
+    which the compare page reads the smallest change a comparison could see; None (or
+    absent) for a point measured in one process.
     ``percent_of_peak`` (% of the roofline ceiling) and ``compile_s`` (a compiled
     whole's compile time) are set on captured calls' rows only (NaN or absent
     elsewhere): the breakdown page shows them.

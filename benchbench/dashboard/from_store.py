@@ -6,6 +6,7 @@ full rows only of the runs whose points the pages show (:mod:`.shown_runs`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,10 +14,11 @@ import numpy as np
 import pandas as pd
 
 from benchbench.analysis.changepoint import analyze
-from benchbench.analysis.compare import instructions
+from benchbench.analysis.detectable import side_variance
 from benchbench.analysis.fit import fit_curve
 from benchbench.analysis.regressions import SeriesReport
 from benchbench.analysis.roofline import roofline_numbers
+from benchbench.analysis.sides import instructions
 from benchbench.analysis.verdict import estimate_counts
 from benchbench.core.errors import BenchbenchError
 from benchbench.dashboard.contract import (
@@ -114,6 +116,9 @@ def load(
     else:
         frame["timing"] = pd.Series(_timings(store, frame, shown), index=frame.index, dtype=object)
         frame["instructions_noise"] = pd.Series(_noise(store, frame, shown), index=frame.index)
+        spreads = _spreads(store, frame, shown)
+        frame["log_var"] = pd.Series([s[0] for s in spreads], index=frame.index, dtype=float)
+        frame["processes"] = pd.Series([s[1] for s in spreads], index=frame.index, dtype=float)
         percent, compile_s = _captured(store, frame, shown)
         frame["percent_of_peak"] = pd.Series(percent, index=frame.index, dtype=float)
         frame["compile_s"] = pd.Series(compile_s, index=frame.index, dtype=float)
@@ -163,6 +168,20 @@ def _timings(store: Store, frame: pd.DataFrame, run_ids: Sequence[str]) -> list[
         at.tolist(), frame["run_id"].iloc[at], frame["benchmark_id"].iloc[at], strict=True
     ):
         out[k] = methods.get((str(r), str(bid)))
+    return out
+
+
+def _spreads(
+    store: Store, frame: pd.DataFrame, run_ids: Sequence[str]
+) -> list[tuple[float, float]]:
+    """Each row's share of the verdict's standard error (:func:`side_variance`: the
+    variance of its mean per-process log median and the process count); NaN for a point
+    measured in one process."""
+    medians = store.process_medians(run_ids)
+    out = []
+    for r, bid in zip(frame["run_id"], frame["benchmark_id"], strict=True):
+        side = side_variance(medians.get((str(r), str(bid)), ()))
+        out.append((math.nan, math.nan) if side is None else (side[0], float(side[1])))
     return out
 
 

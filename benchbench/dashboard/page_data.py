@@ -203,6 +203,8 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
     A run that counted instructions also has ``ins`` (per call, 8 significant digits:
     the compare page's ratio is then the CLI's to 1e-7, far inside a 1 % minimum
     effect) and ``ins_noise`` (``instructions_noise``); a point not counted has None.
+    A run measured in several processes has ``lv`` and ``pk`` (``log_var``, ``processes``):
+    the compare page's MDE is made of them (None for a point of one process).
     """
     m = m.sort_values(["r", "b"], kind="stable").reset_index(drop=True)
     cols = {
@@ -215,6 +217,10 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
     counted = pd.to_numeric(m["instructions_per_call"], errors="coerce")
     ins = compact(counted, 8)
     ins_noise = compact(pd.to_numeric(m["instructions_noise"], errors="coerce"), 4)
+    absent = pd.Series(np.nan, index=m.index)
+    spread = pd.to_numeric(m.get("log_var", absent), errors="coerce")
+    log_var = compact(spread, 4)
+    procs = compact(pd.to_numeric(m.get("processes", absent), errors="coerce"))
     status = m["sc"].tolist()
     bench = m["b"].tolist()
     units = m["unit"].tolist()
@@ -239,6 +245,8 @@ def run_payloads(m: pd.DataFrame) -> Iterator[tuple[int, dict[str, Any]]]:
         }
         if counted.iloc[lo:hi].notna().any():
             doc["ins"], doc["ins_noise"] = ins[lo:hi], ins_noise[lo:hi]
+        if spread.iloc[lo:hi].notna().any():
+            doc["lv"], doc["pk"] = log_var[lo:hi], procs[lo:hi]
         yield int(m["r"].to_numpy()[lo]), doc
 
 

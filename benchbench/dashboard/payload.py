@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbench.analysis.detectable import factor_table
 from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.dashboard.contract import DashboardData
 from benchbench.dashboard.json_numbers import compact
@@ -239,7 +240,13 @@ def index_payload(
         "newest_runs": data.newest_runs,
         # The compare page marks points with the CLI's rules and minimum effects: times
         # by analysis.verdict.mark, instruction counts by mark_counts.
-        "verdict": {"min_effect": MIN_EFFECT, "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT},
+        # The MDE column: the factor of compare's minimum detectable effect by degrees of
+        # freedom (analysis.detectable), read at the Welch df of the two runs' points.
+        "verdict": {
+            "min_effect": MIN_EFFECT,
+            "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT,
+            "mde": factor_table(),
+        },
     }
 
 

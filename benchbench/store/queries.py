@@ -363,6 +363,26 @@ def counted_extras(
         return {(str(r), str(bid)): extra for r, bid, extra in conn.execute(query)}
 
 
+def process_medians(
+    engine: Engine, run_ids: Sequence[str] | None = None
+) -> dict[tuple[str, str], list[float]]:
+    """Per-call medians of each worker process of every point measured in several (of
+    the runs ``run_ids`` only, when given), by ``(run_id, benchmark_id)``: the spread
+    between processes the verdict's test reads, which the DataFrame leaves out."""
+    m = t.measurement.c
+    query = sa.select(m.run_id, m.benchmark_id, m.process_medians_s).where(
+        m.process_medians_s.is_not(None)
+    )
+    if run_ids is not None:
+        query = query.where(m.run_id.in_(_literal_list(run_ids)))
+    with engine.connect() as conn:
+        return {
+            (str(r), str(bid)): [float(v) for v in medians]
+            for r, bid, medians in conn.execute(query)
+            if medians
+        }
+
+
 def benchmarks(engine: Engine) -> list[dict[str, Any]]:
     """Every ``benchmark`` row (id, the point's keys, code version)."""
     with engine.connect() as conn:

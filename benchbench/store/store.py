@@ -278,6 +278,12 @@ class Store:
         """See :func:`benchbench.store.queries.counted_extras`."""
         return queries.counted_extras(self.engine, run_ids)
 
+    def process_medians(
+        self, run_ids: Sequence[str] | None = None
+    ) -> dict[tuple[str, str], list[float]]:
+        """See :func:`benchbench.store.queries.process_medians`."""
+        return queries.process_medians(self.engine, run_ids)
+
     def benchmarks(self) -> list[dict[str, Any]]:
         """Every benchmark row: id, the point's keys (suite, workload, variant, device,
         dtype, size, shape, params) and code version."""

@@ -27,6 +27,12 @@ move a test. A test whose ``init`` raises, or that needs a device this machine l
 is a skipped point with the reason. A gradient test (``..._bwdall``) is a point of
 mode ``bwd``: its init marks the inputs that get gradients (``auto_set()``), and the
 timed call is the backward of ``forward`` (:mod:`benchbench.measure.backward`).
+
+One difference from upstream's harness, on purpose: a test whose ``forward`` returns one
+of its inputs (``exp_``, ``bernoulli_``) is an ``inplace`` variant, its input restored
+before every call outside the timed region. Upstream calls it on the same tensor again
+and again, so it times the operator on its own earlier outputs (``exp_`` of
+``torch.rand`` values: +inf everywhere from the 4th call on).
 """
 
 from __future__ import annotations
@@ -101,6 +107,8 @@ class Probe:
     shape: tuple[int, ...]
     dtype: str
     skip: str | None = None
+    #: ``forward`` returns one of its inputs (``exp_``, ``bernoulli_``): it overwrites it.
+    inplace: bool = False
 
 
 def load(path: Path) -> Suite:
@@ -125,7 +133,9 @@ def load(path: Path) -> Suite:
             suite.workload(
                 name,
                 setup=_setup(registration, attrs, probe.skip),
-                variants=[Variant(_direction(registration), _forward(registration))],
+                variants=[
+                    Variant(_direction(registration), _forward(registration), inplace=probe.inplace)
+                ],
                 sizes=[probe.shape],
                 dtypes=[dtype],
                 devices=[device],
@@ -278,7 +288,27 @@ def _probe(registration: Registration, attrs: Mapping[str, Any], torch: Any) -> 
     skip = None
     if dtype not in ITEMSIZE:
         skip = f"its first input is {dtype}, which benchbench does not measure"
-    return Probe(name, shape, dtype, skip)
+    return Probe(name, shape, dtype, skip, not registration.backward and _overwrites(op, torch))
+
+
+def _overwrites(op: Any, torch: Any) -> bool:
+    """Whether the test's ``forward`` returns one of its inputs: an in-place operator.
+    Upstream calls it again and again on the same tensor, so from the first few calls
+    on it times the operator on its own output: ``exp_`` of ``torch.rand`` values is
+    +inf everywhere after 4 calls, and exp of +inf took 4-11x as long as exp of the
+    values the test drew (BENCHMARKS.md, "Agreement with operator_benchmark"). Declared
+    ``inplace``, the variant's input is restored before every call, untimed
+    (:mod:`benchbench.measure.inplace`). One call on the probe's inputs (meta tensors,
+    or the CPU's where ``init`` could not run on meta)."""
+    inputs = getattr(op, "inputs", None)
+    if not isinstance(inputs, Mapping):
+        return False
+    tensors = [v for v in inputs.values() if isinstance(v, torch.Tensor)]
+    try:
+        out = op.forward(*inputs.values())
+    except Exception:
+        return False  # the run's own call will say what is wrong
+    return any(out is t for t in tensors)
 
 
 def _first_tensor(inputs: Any, torch: Any) -> tuple[tuple[int, ...], str]:

@@ -106,6 +106,15 @@ def test_compare_written_to_a_file_holds_every_point_label_and_ratio(two_runs) -
         assert point["label"] in out
         if point["ratio"] is not None:
             assert f"{point['ratio']:.3f}" in out
+    # The smallest change each point could have seen, and the run's line about it.
+    from benchbench.analysis.detectable import format_effect
+
+    assert "MDE" in out
+    for point in doc["points"]:
+        if point["mde"] is not None:
+            assert format_effect(point["mde"], doc["min_effect"]) in out
+    assert doc["detectable"]["power"] == 0.8
+    assert "could not have seen a change below" in err or "smallest detectable change" in err
     assert BROKEN in err
 
 

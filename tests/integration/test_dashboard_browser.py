@@ -204,7 +204,7 @@ def test_failures_change_points_alerts_and_commit_links(site: Path, tab: Page) -
     # The CLI's words, with "not significant" kept apart from "same".
     summary = page.locator("p.summary").inner_text()
     assert "slower" in summary and "not significant" in summary and "worse" not in summary
-    marks = set(page.locator("table.compare tr td:nth-child(6)").all_inner_texts())
+    marks = set(page.locator("table.compare tr td:nth-child(7)").all_inner_texts())
     assert marks <= {"slower", "faster", "same", "not significant", "failing", "new", "gone"}
     page = tab.open((site / "workload.html").as_uri() + "#workload=sum")
     assert "out of memory" in page.locator("main").inner_text()
@@ -317,19 +317,20 @@ def test_compare_page_marks_instruction_counts_as_the_cli_does(
     a, b = runs["timed"]
     page = tab.open((site / "compare.html").as_uri() + f"#a={a}&b={b}")
     headers = page.locator("table.compare th").all_inner_texts()
-    assert headers[6:10] == ["A instr/call", "B instr/call", "instr B/A", "instr verdict"]
+    assert headers[5] == "MDE"  # the smallest change each point could have seen
+    assert headers[7:11] == ["A instr/call", "B instr/call", "instr B/A", "instr verdict"]
     rows = {
         r.split("\t")[0].split(".")[0]: r.split("\t")
         for r in page.locator("table.compare tbody tr").all_inner_texts()
     }
-    assert rows["sqrt"][6:10] == ["1,000", "1,100", "1.1000", "slower"]
-    assert rows["exp"][8:10] == ["1.0002", "same"]
-    assert rows["log"][9] == "not significant"
+    assert rows["sqrt"][7:11] == ["1,000", "1,100", "1.1000", "slower"]
+    assert rows["exp"][9:11] == ["1.0002", "same"]
+    assert rows["log"][10] == "not significant"
     # The marks `benchbench compare` gives the same two runs, point by point.
     store = open_store(str(site.parent / "store.db"))
     cli = compare_rows(store.measurements(a), store.measurements(b))
     assert {p.workload: p.instructions_mark for p in cli.points} == {
-        w: cells[9] for w, cells in rows.items()
+        w: cells[10] for w, cells in rows.items()
     }
     # A count regression is a regression: its row is marked and listed first.
     first = page.locator("table.compare tbody tr").first
@@ -347,7 +348,7 @@ def test_runs_that_only_counted_compare_and_list_without_times(
     site, runs = counted_site
     a, b = runs["counted"]
     page = tab.open((site / "compare.html").as_uri() + f"#a={a}&b={b}")
-    assert set(page.locator("table.compare td:nth-child(6)").all_inner_texts()) == {"untimed"}
+    assert set(page.locator("table.compare td:nth-child(7)").all_inner_texts()) == {"untimed"}
     assert page.locator(".geomean").inner_text() == "–"
     assert (
         page.locator(".geomean-instructions").inner_text() == "1.0323"

@@ -34,11 +34,16 @@ def test_regression_is_found_listed_and_fails_the_job(tmp_path):
     assert alert["detail"]["good_sha"] == f"{29:040x}"
     assert len(doc["unstable"]) == 1
     assert doc["new_alerts"] == 1
+    # The smallest step each judged series could show: 1 % noise over 45 runs sees 5 %.
+    seen = doc["detectable"]
+    assert len(seen["series"]) == 2 and seen["power"] == 0.8 and not seen["blind"]
+    assert all(0 < s["mde"] < 0.05 for s in seen["series"])
     again = json_of(benchbench("regressions", "--store", str(db), "--json", cwd=tmp_path))
     assert again["new_alerts"] == 0 and len(again["alerts"]) == 1
 
     table = benchbench("regressions", "--store", str(db), cwd=tmp_path)
     assert table.returncode == 0 and "+2" in table.stdout and "major" in table.stdout
+    assert "smallest step a series could show: median" in table.stderr
     assert "sqrt:torch.sqrt[float32, cpu](n=2^10)" in table.stdout  # the label, whole
     summary = benchbench("regressions", "--store", str(db), "--format", "markdown", cwd=tmp_path)
     rows = [line for line in summary.stdout.splitlines() if line.startswith("| ")]

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from benchbench.analysis.compare import compare_rows
+from benchbench.analysis.detectable import factor_table, side_variance
 from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.core.errors import StoreError, UsageError
 from benchbench.core.values import Result
@@ -394,6 +396,7 @@ def test_counted_runs_carry_counts_and_the_noise_the_cli_reads(tmp_path: Path) -
     assert index["verdict"] == {
         "min_effect": MIN_EFFECT,
         "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT,
+        "mde": factor_table(),
     }
     runs = {r["label"]: r["i"] for r in index["runs"]}
     assert "ins" not in read_data(data / "runs" / f"r{runs['timed only']}.js")
@@ -491,3 +494,31 @@ def test_breakdown_page_without_captured_runs_says_so(tmp_path: Path) -> None:
     build_site(hand_data([1e-3]), tmp_path, now=NOW)
     assert read_data(tmp_path / "data" / "breakdown.js") == {"run": None, "breakdowns": []}
     assert "benchbench run models" in (tmp_path / "assets" / "breakdown.js").read_text()
+
+
+def test_run_documents_carry_what_the_compare_page_reads_compares_mde_from(tmp_path: Path):
+    """The page's MDE is ``compare``'s: each run's per-process log variance (lv, pk) and
+    the factor table, combined as Welch's test combines them (compare.js ``detectable``)."""
+    store = open_store(str(tmp_path / "s.db"))
+    sqrt = point()
+    a, b = write_history(
+        store, {sqrt: [1e-3, 1e-3]}, processes=4, process_noise=0.05, start=T0, seed=3
+    )
+    build_site(load(store), tmp_path / "site", now=NOW)
+    data = tmp_path / "site" / "data"
+    index = read_data(data / "index.js")
+    docs = {r["id"]: read_data(data / "runs" / f"r{r['i']}.js") for r in index["runs"]}
+    sides = []
+    for run in (a, b):
+        (row,) = store.measurements(run)
+        expected = side_variance(row["process_medians_s"])
+        assert expected is not None
+        assert docs[run]["lv"] == [pytest.approx(expected[0], rel=1e-3)]
+        assert docs[run]["pk"] == [4]
+        sides.append((docs[run]["lv"][0], docs[run]["pk"][0]))
+    (va, ka), (vb, kb) = sides
+    df = (va + vb) ** 2 / (va**2 / (ka - 1) + vb**2 / (kb - 1))
+    table = index["verdict"]["mde"]
+    page = np.expm1(np.interp(df, table["df"], table["factor"]) * np.sqrt(va + vb))
+    (cli,) = compare_rows(store.measurements(a), store.measurements(b)).points
+    assert cli.mde is not None and page == pytest.approx(cli.mde, rel=0.01)

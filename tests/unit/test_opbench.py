@@ -260,3 +260,15 @@ def test_random_sample_configs_are_the_same_in_every_process():
     assert first == module.random_sample_configs(**draw)
     assert len(first) == 6 and first[0][-1] == {"tags": "short"}
     assert {c[0]["M"] for c in first} <= {1, 2, 3}
+
+
+def test_an_in_place_test_is_restored_before_every_call_not_fed_its_own_output():
+    # Upstream calls exp_ on one tensor again and again: exp of +inf from the 4th call.
+    workload = _workload(UNARY, "exp__M512_N512_cpu")
+    (exp_,) = workload.variants
+    assert exp_.inplace and not _workload(UNARY, "sqrt_M512_N512_cpu").variants[0].inplace
+    (point,) = workload.points()
+    result = measure_point(workload, point, Options(policy=Policy(max_time_s=0.05)))
+    assert result.status == "ok", result.reason
+    # Measured as an in-place variant: working copies restored untimed before each call.
+    assert result.extra["inplace"] and result.extra["inplace_copies"] >= 1

@@ -12,6 +12,12 @@
  * significant" when either side's counts moved by more than m' / 2 (ins_noise), else
  * "slower" at ratio >= 1 + m', "faster" at ratio <= 1 / (1 + m'), "same" between. A
  * point both runs counted and neither timed has the time mark "untimed", as in the CLI.
+ * MDE: the smallest slowdown the CLI's verdict finds with probability ix.verdict.mde.power
+ * (analysis/detectable.py): exp(K(df) * se) - 1, se and df Welch's from both runs'
+ * per-process log medians (lv: s^2/k of a run's point, pk: k), K the noncentral-t factor
+ * Python computed at a grid of df (ix.verdict.mde), interpolated here; "< 5 %" below the
+ * minimum effect. The summary gives the median and, when no point could see the minimum
+ * effect, says so, as `benchbench compare` does.
  * With one run only, the page lists every point of it with its status and reason.
  * A site built from a store holds the points of some runs only (the newest per
  * environment, those open alerts name: index runs with `data`); the pickers offer
@@ -32,6 +38,28 @@
     const mark = 2 * Math.max(na, nb) > m ? "not significant" : ratio >= 1 + m ? "slower" : ratio <= 1 / (1 + m) ? "faster" : "same";
     return { ratio, mark };
   }
+
+  /* K at df, linear between the grid's points (analysis/detectable.py factor_table). */
+  function factorAt(t, df) {
+    const xs = t.df, ys = t.factor;
+    if (df <= xs[0]) return ys[0];
+    for (let k = 1; k < xs.length; k++) {
+      if (df <= xs[k]) return ys[k - 1] + (ys[k] - ys[k - 1]) * (df - xs[k - 1]) / (xs[k] - xs[k - 1]);
+    }
+    return ys[ys.length - 1];
+  }
+  /* The MDE of row i of A against row j of B (a fraction), or null (one process a side). */
+  function detectable(t, da, i, db, j) {
+    if (!t || !da.lv || !db.lv) return null;
+    const va = da.lv[i], vb = db.lv[j], ka = da.pk[i], kb = db.pk[j];
+    if (va === null || vb === null || !(ka > 1) || !(kb > 1)) return null;
+    const se = Math.sqrt(va + vb);
+    if (se === 0) return 0;
+    const den = (va * va) / (ka - 1) + (vb * vb) / (kb - 1);
+    const df = den > 0 ? (va + vb) ** 2 / den : ka + kb - 2;
+    return Math.expm1(factorAt(t, df) * se);
+  }
+  const effect = (e, m) => (e === null ? "–" : e <= m ? "< " + (100 * m).toFixed(0) + " %" : e < 0.1 ? (100 * e).toFixed(1) + " %" : (100 * e).toFixed(0) + " %");
 
   function runPicker(name, current, st) {
     const ix = BB.index();
@@ -123,7 +151,7 @@
         // Both runs counted it: the instruction mark, whatever the time says.
         const counts = okA && okB ? countMark(da, i, db, j, mi) : null;
         if (counts) { insLogSum += Math.log(counts.ratio); insN++; }
-        let mark, ratio = null, lo = null, hi = null;
+        let mark, ratio = null, lo = null, hi = null, mde = null;
         if (j !== undefined && db.s[j] === 2) mark = "failing";
         else if (j === undefined) mark = "gone";
         else if (db.s[j] === 1) mark = "skipped";
@@ -136,9 +164,10 @@
           const m = ix.verdict.min_effect, significant = (lo !== null && lo > 1) || (hi !== null && hi < 1);
           mark = !significant ? "not significant" : ratio >= 1 + m ? "slower" : ratio <= 1 / (1 + m) ? "faster" : "same";
           logSum += Math.log(ratio); n++;
+          mde = detectable(ix.verdict.mde, da, i, db, j);
         }
         const why = j !== undefined ? [db.reason[String(j)], ...(db.warn[String(j)] || [])].filter(Boolean).join("; ") : "";
-        out.push({ k, mark, ratio, lo, hi, ma: i !== undefined ? da.m[i] : null, mb: j !== undefined ? db.m[j] : null, why,
+        out.push({ k, mark, ratio, lo, hi, mde, ma: i !== undefined ? da.m[i] : null, mb: j !== undefined ? db.m[j] : null, why,
           ia: i !== undefined ? ins(da, i) : null, ib: j !== undefined ? ins(db, j) : null,
           iratio: counts ? counts.ratio : null, imark: counts ? counts.mark : null });
       }
@@ -152,13 +181,23 @@
         " · " + tally("slower") + " slower, " + tally("faster") + " faster, " + tally("same") + " same, " +
         tally("not significant") + " not significant, " + tally("failing") + " failing, " + tally("new") + " new, " +
         tally("gone") + " gone" + (tally("untimed") ? ", " + tally("untimed") + " untimed (counted only)" : ""))];
+      const m = ix.verdict.min_effect;
+      const mdes = out.map((o) => o.mde).filter((e) => e !== null).sort((x, y) => x - y);
+      if (mdes.length) {
+        const median = mdes[Math.floor((mdes.length - 1) / 2)] / 2 + mdes[Math.ceil((mdes.length - 1) / 2)] / 2;
+        const how = " (power " + (100 * ix.verdict.mde.power).toFixed(0) + " %, alpha " + String(+ix.verdict.mde.alpha_point.toPrecision(2)) + " a point: a change at every point)";
+        summary.push(el("p", { class: "detectable" + (mdes[0] > m ? " blind" : "") }, mdes[0] > m
+          ? "this comparison could not have seen a change below " + effect(mdes[0]) + how + "; median " + effect(median) + "; use `ab` or `--metric instructions`"
+          : "smallest detectable change: median " + effect(median) + " over " + mdes.length + " points, " + mdes.filter((e) => e <= m).length +
+            " could see the " + (100 * m).toFixed(0) + " % minimum effect" + how));
+      }
       if (insN) {
         summary.push(el("p", { class: "summary instructions" }, "geometric mean of instruction count ratios B/A over " + insN + " points: ",
           el("strong", { class: "geomean-instructions" }, (Math.exp(insLogSum / insN)).toFixed(4)),
           " · " + itally("slower") + " slower, " + itally("faster") + " faster, " + itally("same") + " same, " +
           itally("not significant") + " not significant (minimum effect " + (100 * mi).toFixed(1) + " %)"));
       }
-      const headers = ["point", "A median", "B median", "B/A", "CI of B/A", "verdict",
+      const headers = ["point", "A median", "B median", "B/A", "CI of B/A", "MDE", "verdict",
         ...(insN ? ["A instr/call", "B instr/call", "instr B/A", "instr verdict"] : []), "reason / warnings"];
       main.appendChild(BB.section("B versus A", ...summary,
         el("div", { class: "side" },
@@ -167,7 +206,7 @@
         BB.table(headers, out.map((o) => ({
           cls: (o.imark === "slower" && o.mark !== "failing" ? "slower" : o.mark).replace(" ", "-"),
           cells: [BB.benchLabel(o.k), BB.seconds(o.ma), BB.seconds(o.mb), o.ratio === null ? "–" : o.ratio.toFixed(3),
-            o.lo === null || o.hi === null ? "–" : o.lo.toFixed(3) + " – " + o.hi.toFixed(3), o.mark,
+            o.lo === null || o.hi === null ? "–" : o.lo.toFixed(3) + " – " + o.hi.toFixed(3), effect(o.mde, ix.verdict.min_effect), o.mark,
             ...(insN ? [BB.count(o.ia), BB.count(o.ib), o.iratio === null ? "–" : o.iratio.toFixed(4), o.imark || "–"] : []), o.why] })), "compare")));
       window.BB_READY = performance.now();
     },

@@ -1,0 +1,286 @@
+"""The smallest change a comparison could have seen: its minimum detectable effect (MDE).
+
+"not significant" says the data could not tell; it does not say whether the comparison
+could ever have told a 10 % slowdown. On our 2-core VM two runs of identical code differ
+by ~10 % and three processes a side give Welch's test about 4 degrees of freedom, so a
+point needs a change of 15-30 % before the verdict can call it: a clean +10 % went unseen
+at 20 of 20 points (issue 33). This module says so, per point and for the comparison.
+
+**Definition.** The verdict (:mod:`benchbench.analysis.verdict`) tests ``log(ratio)``
+with a t statistic ``log(ratio) / se`` on ``df`` degrees of freedom (Welch's test on the
+per-process log medians: each run's variance between its processes, the two runs'
+variances apart; the paired test of ``ab``'s rounds; for one process a side the
+bootstrap interval read as a normal one, ``df`` infinite). For a true slowdown ``d``
+(``log(1 + d)`` in log space) the statistic is noncentral t with noncentrality
+``log(1 + d) / se``. The MDE is the ``d`` at which the verdict finds it (``p`` below the
+per-point alpha, on the slower side) with probability ``power`` (default 0.8,
+:data:`~benchbench.core.defaults.POWER`)::
+
+    P(T'(df, log(1 + d) / se) > t(df, 1 - alpha_point / 2)) = power
+
+``se`` and ``df`` are those the two runs showed, so the figure is what the verdict's own
+test could flag, not a separate model. It is symmetric in log space, as the verdict is:
+a speedup of ``1 / (1 + d)`` is found as often.
+
+**Many points.** ``compare`` judges a comparison's points as one family (Benjamini-
+Hochberg q-values). What p-value a point needs depends on how many others changed:
+
+- a change at every point, found at a share ``power`` of them: BH flags the ``k`` smallest
+  p-values with ``p_(k) <= k alpha / N``, i.e. ``alpha * power`` at ``k = power * N``.
+  This is the figure printed (``mde``): a regression of the code that shows everywhere;
+- a change at one point alone: it must reach ``p <= alpha / N`` (``mde_alone`` in the
+  JSON output, and the comparison's note).
+
+**What it leaves out.** A shift of the whole machine between the two runs (the issue's
+~10 % drift) moves every point alike; the verdict cannot tell it from a change of the
+code, and neither figure contains it: that is what ``benchbench ab`` (both sides in
+lockstep) and instruction counts are for. The verdict also calls nothing below
+``--min-effect`` a change, whatever the test: a point whose MDE is below it is printed
+as ``< 5 %``.
+
+**Validated like a classifier** (tests/unit/test_detectable.py: injected per-process
+medians, log-normal spread 2-12 % per point plus one process in ten 17-39 % slow, a
+second run's MDE printed from an A/A comparison of two runs, then a slowdown of 1.5x and
+0.5x that point's figure injected into a third run): see the table in that test's
+module docstring.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from benchbench.analysis.changepoint import MIN_SIZE, P_THRESHOLD, WINDOW
+from benchbench.core.defaults import ALPHA, MIN_EFFECT, POWER
+from benchbench.core.stats import log_spread
+
+
+def point_alpha(alpha: float = ALPHA, power: float = POWER) -> float:
+    """The p-value a point needs when a change at every point is found at a share
+    ``power`` of them, under Benjamini-Hochberg (module docstring): ``alpha * power``."""
+    return alpha * power
+
+
+@lru_cache(maxsize=4096)
+def _factor(df: float, alpha: float, power: float) -> float:
+    # Noncentral t: scipy.stats costs ~0.5 s to import, paid by comparisons only.
+    from scipy.optimize import brentq
+    from scipy.special import ndtri, stdtrit
+    from scipy.stats import nct
+
+    if not math.isfinite(df) or df > 1e4:
+        return float(ndtri(1.0 - alpha / 2.0) + ndtri(power))
+    critical = float(stdtrit(df, 1.0 - alpha / 2.0))
+    return float(brentq(lambda nc: nct.sf(critical, df, nc) - power, 0.0, 50.0 + 10 * critical))
+
+
+def detectable_factor(df: float, alpha: float = ALPHA, power: float = POWER) -> float:
+    """``K``: a true ``|log ratio|`` of ``K * se`` is found with probability ``power`` by a
+    two-sided t-test at ``alpha`` on ``df`` degrees of freedom (infinite: the normal).
+    ValueError for ``df <= 0`` or ``alpha`` / ``power`` outside (0, 1)."""
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha} and {power}")
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be > 0, got {df}")
+    # Rounded so that a comparison's points share a handful of root solves.
+    return _factor(round(df, 1) if math.isfinite(df) else math.inf, alpha, power)
+
+
+def detectable_effect(
+    se_log: float, df: float, alpha: float = ALPHA, power: float = POWER
+) -> float:
+    """The smallest slowdown (``ratio - 1``) found with probability ``power`` by the
+    verdict's test of standard error ``se_log`` on ``df`` degrees of freedom at
+    ``alpha``: ``exp(K * se_log) - 1`` (module docstring). NaN for an unknown ``se_log``,
+    infinity for an infinite one (too few samples to test)."""
+    if math.isnan(se_log) or math.isnan(df):
+        return math.nan
+    if math.isinf(se_log):
+        return math.inf
+    if se_log == 0.0:
+        return 0.0
+    return math.expm1(detectable_factor(df, alpha, power) * se_log)
+
+
+def family_effects(
+    se_log: float | None, df: float | None, alpha: float, power: float, family: int
+) -> tuple[float, float]:
+    """A point's MDE in a family of ``family`` points judged together: for a change at
+    every point (at :func:`point_alpha`) and for a change at this point alone (at
+    ``alpha / family``); NaN for a point without a test."""
+    if se_log is None or df is None:
+        return math.nan, math.nan
+    return (
+        detectable_effect(se_log, df, point_alpha(alpha, power), power),
+        detectable_effect(se_log, df, alpha / max(1, family), power),
+    )
+
+
+def step_effect(
+    noise_rel: float | None,
+    values: int,
+    power: float = POWER,
+    p_threshold: float = P_THRESHOLD,
+    min_size: int = MIN_SIZE,
+    window: int = WINDOW,
+) -> float:
+    """The smallest step at a series' newest ``min_size`` runs that ``regressions``' test
+    finds with probability ``power``: the detector's Student t-test (pooled variance,
+    :class:`benchbench.analysis.edivisive.TTest`) at ``p_threshold`` between those runs
+    and the ``values - min_size`` before them (at most a window's worth), with the
+    series' own per-run noise (``noise_rel``, :func:`benchbench.analysis.changepoint
+    .analyze`'s). E-divisive also searches for where the step is, so it finds a step of
+    this size somewhat less often: the figure is a floor. NaN for a series too short to
+    judge (fewer than ``2 * min_size`` values) or without a noise figure."""
+    before = min(values, window) - min_size
+    if noise_rel is None or before < min_size or not math.isfinite(noise_rel):
+        return math.nan
+    se = noise_rel * math.sqrt(1.0 / min_size + 1.0 / before)
+    return detectable_effect(se, float(before + min_size - 2), p_threshold, power)
+
+
+def side_variance(process_medians: Sequence[float]) -> tuple[float, int] | None:
+    """One run's share of the verdict's Welch standard error at a point: the variance of
+    the mean of its per-process log medians (``s^2 / k``) and ``k``; None for fewer than
+    two processes (the verdict then falls back to the bootstrap)."""
+    if len(process_medians) < 2 or min(process_medians) <= 0:
+        return None
+    _mean, spread = log_spread(process_medians)
+    return spread**2 / len(process_medians), len(process_medians)
+
+
+#: Degrees of freedom at which :func:`factor_table` gives the factor; the dashboard
+#: interpolates between them: the page's MDE is within ~1 % of compare's (tested).
+TABLE_DF = (
+    1,
+    1.25,
+    1.5,
+    1.75,
+    2,
+    2.25,
+    2.5,
+    3,
+    3.5,
+    4,
+    5,
+    6,
+    7,
+    8,
+    10,
+    12,
+    15,
+    20,
+    30,
+    50,
+    100,
+    1000,
+)
+
+
+def factor_table(alpha: float = ALPHA, power: float = POWER) -> dict[str, object]:
+    """:func:`detectable_factor` at :data:`TABLE_DF` for a change at every point (at
+    :func:`point_alpha`): what the dashboard's compare page multiplies a point's Welch
+    standard error by, so that its MDE is ``compare``'s."""
+    alpha_point = point_alpha(alpha, power)
+    return {
+        "power": power,
+        "alpha_point": alpha_point,
+        "df": list(TABLE_DF),
+        "factor": [round(detectable_factor(df, alpha_point, power), 4) for df in TABLE_DF],
+    }
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """The MDE of one comparison's points, and what it means for the whole."""
+
+    #: Per point compared (NaN where none could be computed), at :func:`point_alpha`.
+    effects: tuple[float, ...]
+    min_effect: float = MIN_EFFECT
+    alpha: float = ALPHA
+    power: float = POWER
+
+    @property
+    def known(self) -> list[float]:
+        return sorted(e for e in self.effects if not math.isnan(e))
+
+    @property
+    def smallest(self) -> float | None:
+        return self.known[0] if self.known else None
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.known) if self.known else None
+
+    @property
+    def blind(self) -> bool:
+        """True when every point compared could only have seen changes above the
+        minimum effect: the comparison could not have seen a change that counts."""
+        return bool(self.known) and self.known[0] > self.min_effect
+
+    @property
+    def below_min_effect(self) -> int:
+        """Points that could see a change as small as the minimum effect."""
+        return sum(e <= self.min_effect for e in self.known)
+
+    def sentence(self) -> str | None:
+        """The comparison's line about what it could have seen (None: nothing tested)."""
+        if self.smallest is None or self.median is None:
+            return None
+        how = (
+            f"power {100 * self.power:.0f} %, alpha {point_alpha(self.alpha, self.power):.2g} a "
+            "point: a change at every point"
+        )
+        if self.blind:
+            return (
+                f"this comparison could not have seen a change below "
+                f"{format_effect(self.smallest)} ({how}; median {format_effect(self.median)}); "
+                "use `ab` or `--metric instructions`"
+            )
+        return (
+            f"smallest detectable change: median {format_effect(self.median)} over "
+            f"{len(self.known)} points, {self.below_min_effect} could see the "
+            f"{100 * self.min_effect:g} % minimum effect ({how})"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "power": self.power,
+            "alpha_point": point_alpha(self.alpha, self.power),
+            "smallest": finite(self.smallest),
+            "median": finite(self.median),
+            "below_min_effect": self.below_min_effect,
+            "blind": self.blind,
+        }
+
+
+def finite(value: float | None) -> float | None:
+    """``value`` where it is a finite number, else None (JSON has no NaN)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def format_effect(effect: float | None, min_effect: float | None = None) -> str:
+    """An MDE as a table cell: ``12 %``, ``< 5 %`` below the minimum effect (the verdict
+    calls nothing smaller a change), ``-`` unknown, ``untestable`` infinite."""
+    if effect is None or math.isnan(effect):
+        return "-"
+    if math.isinf(effect):
+        return "untestable"
+    if min_effect is not None and effect <= min_effect:
+        return f"< {100 * min_effect:.0f} %"
+    return f"{100 * effect:.1f} %" if effect < 0.1 else f"{100 * effect:.0f} %"
+
+
+def detectable(
+    effects: Sequence[float | None],
+    min_effect: float = MIN_EFFECT,
+    alpha: float = ALPHA,
+    power: float = POWER,
+) -> Detectable:
+    """:class:`Detectable` of per-point MDEs (None: that point was not tested)."""
+    return Detectable(
+        tuple(math.nan if e is None else e for e in effects), min_effect, alpha, power
+    )

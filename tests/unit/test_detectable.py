@@ -1,0 +1,200 @@
+"""The minimum detectable effect (MDE), validated like a classifier on injected timings.
+
+A simulated gate suite of 20 points, 3 processes a run (``run``'s default rounds), 10
+samples a process; per point a between-process log spread drawn from 2-12 %, one process
+in ten 17-39 % slow throughout (DESIGN.md: "about one process in ten runs 17-39 % slow"),
+samples within a process 1 % apart. As a user would: two runs of identical code are
+compared and print an MDE per point; a third run carries a slowdown of ``f`` times that
+point's printed MDE; ``compare`` (the family verdict, alpha 0.05, min effect 5 %) of the
+second run against the third says at how many points it was found. 60 trials of 20
+points, no clock; four seeds (33, 1, 2, 3):
+
+======================  ==================================
+injected slowdown       points marked ``slower``
+======================  ==================================
+1.5x the printed MDE    88.2-89.7 %
+1.0x the printed MDE    63.9-68.9 %
+0.5x the printed MDE    8.7-12.3 %
+none (A/A)              3.3 % of comparisons flag a point
+======================  ==================================
+
+The median printed MDE was 44 %: three processes a side leave Welch's test ~4 degrees
+of freedom. At exactly the printed figure the share is below the nominal 80 %: the
+figure is read from one A/A pair's variances (4 degrees of freedom, so an estimate that
+is itself uncertain by a factor of ~2) and the wild processes widen the tail; at 1.5x it
+is above 80 % and at 0.5x below 30 %, the issue's criterion.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchbench.analysis import compare, detectable
+
+POINTS, PROCESSES, SAMPLES, TRIALS = 20, 3, 10, 60
+
+
+def _run(rng: np.random.Generator, spreads: np.ndarray, slowdown: np.ndarray) -> list[dict]:
+    rows = []
+    for k, (spread, slow) in enumerate(zip(spreads, slowdown, strict=True)):
+        medians = 1e-4 * slow * np.exp(rng.normal(0.0, spread, PROCESSES))
+        wild = rng.random(PROCESSES) < 0.1
+        medians = medians * np.where(wild, 1 + rng.uniform(0.17, 0.39, PROCESSES), 1.0)
+        samples = np.concatenate([m * np.exp(rng.normal(0.0, 0.01, SAMPLES)) for m in medians])
+        rows.append(
+            {
+                "benchmark_id": f"p{k}",
+                "suite": "gate",
+                "workload": f"w{k % 5}",
+                "variant": "torch",
+                "device": "cpu",
+                "dtype": "float32",
+                "size": 2**16 * (1 + k // 5),
+                "shape": [2**16 * (1 + k // 5)],
+                "params": {},
+                "status": "ok",
+                "reason": None,
+                "samples_s": samples.tolist(),
+                "calls_per_sample": 1,
+                "process_samples": [SAMPLES] * PROCESSES,
+                "median_s": float(np.median(samples)),
+            }
+        )
+    return rows
+
+
+def _shares(factor: float, seed: int = 33) -> tuple[float, float, float]:
+    """(share of points found slower, share of A/A comparisons flagging any point, the
+    median printed MDE) over the trials, with a slowdown of ``factor`` x each point's MDE."""
+    rng = np.random.default_rng(seed)
+    found = tested = alarms = 0
+    mdes: list[float] = []
+    for _ in range(TRIALS):
+        spreads = rng.uniform(0.02, 0.12, POINTS)
+        same = np.ones(POINTS)
+        first, second = _run(rng, spreads, same), _run(rng, spreads, same)
+        aa = compare.compare_rows(first, second)
+        alarms += any(p.mark in (compare.SLOWER, compare.FASTER) for p in aa.points)
+        printed = np.array([p.mde for p in aa.points], dtype=float)
+        mdes.extend(printed.tolist())
+        ab = compare.compare_rows(second, _run(rng, spreads, 1 + factor * printed))
+        found += sum(p.mark == compare.SLOWER for p in ab.points)
+        tested += len(ab.points)
+    return found / tested, alarms / TRIALS, float(np.median(mdes))
+
+
+def test_a_slowdown_half_again_the_printed_mde_is_found_at_most_points():
+    found, alarms, median = _shares(1.5)
+    assert found >= 0.80, (found, median)
+    assert alarms <= 0.10
+
+
+def test_a_slowdown_half_the_printed_mde_is_rarely_found():
+    found, _alarms, _median = _shares(0.5)
+    assert found <= 0.30, found
+
+
+def test_the_factor_is_the_noncentral_t_power_and_the_normal_in_the_limit():
+    from scipy.special import stdtrit
+    from scipy.stats import nct
+
+    k = detectable.detectable_factor(4.0, 0.04, 0.8)
+    assert nct.sf(stdtrit(4.0, 1 - 0.02), 4.0, k) == pytest.approx(0.8, abs=1e-6)
+    # z(0.975) + z(0.8) = 1.960 + 0.842: the textbook sample-size constant.
+    assert detectable.detectable_factor(math.inf, 0.05, 0.8) == pytest.approx(2.8016, abs=1e-3)
+    # Fewer degrees of freedom, a larger factor: three processes a side cost a lot.
+    assert detectable.detectable_factor(2.0) > detectable.detectable_factor(4.0) > 2.8016
+
+
+def test_the_effect_grows_with_the_standard_error_and_is_exact_at_the_edges():
+    assert detectable.detectable_effect(0.0, 4.0) == 0.0
+    assert detectable.detectable_effect(math.inf, 4.0) == math.inf
+    assert math.isnan(detectable.detectable_effect(math.nan, 4.0))
+    small, large = detectable.detectable_effect(0.01, 4.0), detectable.detectable_effect(0.05, 4.0)
+    assert 0 < small < large
+    k = detectable.detectable_factor(4.0)
+    assert large == pytest.approx(math.expm1(k * 0.05))
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        detectable.detectable_factor(0.0)
+    with pytest.raises(ValueError, match="power"):
+        detectable.detectable_effect(0.01, 4.0, power=1.0)
+
+
+def test_a_point_alone_needs_more_than_a_change_at_every_point():
+    every, alone = detectable.family_effects(0.03, 4.0, 0.05, 0.8, 20)
+    assert alone > every > 0
+    assert detectable.family_effects(None, None, 0.05, 0.8, 20) == (
+        pytest.approx(math.nan, nan_ok=True),
+        pytest.approx(math.nan, nan_ok=True),
+    )
+
+
+def test_a_comparison_that_could_not_see_the_minimum_effect_says_so():
+    blind = detectable.detectable([0.18, 0.25, None, 0.4], min_effect=0.05)
+    assert blind.blind and blind.smallest == 0.18
+    line = blind.sentence() or ""
+    assert "could not have seen a change below 18 %" in line
+    assert "use `ab` or `--metric instructions`" in line
+    seeing = detectable.detectable([0.03, 0.25], min_effect=0.05)
+    assert not seeing.blind and seeing.below_min_effect == 1
+    assert "could not" not in (seeing.sentence() or "")
+    assert detectable.detectable([None]).sentence() is None
+    assert detectable.format_effect(0.03, 0.05) == "< 5 %"
+    assert detectable.format_effect(0.183) == "18 %"
+    assert detectable.format_effect(0.072) == "7.2 %"
+
+
+def test_compare_carries_the_mde_per_point_and_for_the_run_in_json():
+    rng = np.random.default_rng(1)
+    spreads = np.full(POINTS, 0.05)
+    first, second = _run(rng, spreads, np.ones(POINTS)), _run(rng, spreads, np.ones(POINTS))
+    out = compare.compare_rows(first, second).to_dict()
+    assert all(p["mde"] is not None and p["mde_alone"] > p["mde"] > 0 for p in out["points"])
+    run = out["detectable"]
+    assert run["power"] == 0.8 and run["alpha_point"] == pytest.approx(0.04)
+    assert run["smallest"] == min(p["mde"] for p in out["points"])
+
+
+def test_the_step_a_series_could_show_shrinks_with_runs_and_grows_with_noise():
+    assert math.isnan(detectable.step_effect(0.02, 5))  # fewer than 6 runs: no test
+    assert math.isnan(detectable.step_effect(None, 30))
+    short, long = detectable.step_effect(0.02, 6), detectable.step_effect(0.02, 40)
+    assert short > long > 0
+    assert detectable.step_effect(0.05, 40) > long
+    # The detector's t-test at p < 0.001 with 3 runs after the step and 37 before.
+    k = detectable.detectable_factor(38.0, 0.001, 0.8)
+    assert long == pytest.approx(math.expm1(k * 0.02 * math.sqrt(1 / 3 + 1 / 37)))
+    # Beyond a window (50 runs) the runs before the step stop helping.
+    assert detectable.step_effect(0.02, 500) == detectable.step_effect(0.02, 50)
+
+
+def test_the_verdict_hands_over_the_standard_error_and_df_its_test_used():
+    from benchbench.analysis import verdict
+
+    rng = np.random.default_rng(7)
+    base = (1e-3 * np.exp(rng.normal(0, 0.03, 40))).tolist()
+    head = (1e-3 * np.exp(rng.normal(0, 0.03, 40))).tolist()
+    welch = verdict.estimate(base, head, base_processes=[10] * 4, contender_processes=[10] * 4)
+    paired = verdict.estimate(
+        base, head, paired=True, base_processes=[10] * 4, contender_processes=[10] * 4
+    )
+    alone = verdict.estimate(base, head)  # one process a side: the bootstrap
+    assert welch.level == "process" and 1.0 <= welch.df <= 6.0 and welch.se_log > 0
+    assert paired.df == 3.0 and paired.se_log > 0  # one-sample t on 4 per-round ratios
+    assert alone.level == "sample" and alone.df == math.inf and alone.se_log > 0
+    # The bootstrap's se is its interval read as a normal one.
+    assert math.log(alone.ci_high / alone.ci_low) == pytest.approx(2 * 1.959964 * alone.se_log)
+
+
+def test_power_outside_0_1_is_a_usage_error_naming_the_flag():
+    import argparse
+
+    from benchbench.cli.compare import check_verdict
+    from benchbench.core.errors import UsageError
+
+    args = argparse.Namespace(min_effect=0.05, alpha=0.05, instructions_min_effect=0.02, power=1.2)
+    with pytest.raises(UsageError, match="--power must be in"):
+        check_verdict(args)
