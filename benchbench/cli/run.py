@@ -21,14 +21,23 @@ clock for the run (root needed). None of the GPU paths has run on a real GPU yet
 
 Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
 point is kept, the run is marked interrupted, and `benchbench run --resume RUN_ID`
-measures the rest (a second Ctrl-C stops at once).
+measures the rest (a second Ctrl-C stops at once). A resume is refused (exit 2, naming
+what differs) when the environment ($BENCHBENCH_MACHINE or the hostname, CPU, torch,
+threads, ...), benchbench, a suite file or the git sha is not the run's: a requeued job
+on another node would mix two machines in one run. --resume RUN_ID --force measures the
+rest into a new run of the same group, under its own environment.
+
+Every flag, the suites and the points they select are checked before the store is
+opened, so a bad command line creates no store.
 
 Exit codes:
   0    every point measured or skipped
   1    a point failed (crash, timeout, out of memory, exception, wrong result),
-       nothing could be measured, or another error (store, suite file)
+       nothing could be measured, or another error (a suite file; the store damaged,
+       read-only, full or gone: every finished point is kept, whole)
   2    usage error (bad flag, unknown suite, a suite's optional extra missing:
-       zoo needs pip install 'benchbench[models]', --resume with conflicting options)
+       zoo needs pip install 'benchbench[models]', --resume with conflicting options,
+       or on another machine or code without --force)
   130  interrupted by SIGINT (Ctrl-C); finished points are stored
   143  interrupted by SIGTERM; finished points are stored
 """
@@ -152,7 +161,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume",
         metavar="RUN_ID",
         help="measure only the points RUN_ID has not stored yet, with the run's own suites, "
-        "filters and policy (SUITE and those flags may be omitted; if given they must match)",
+        "filters and policy (SUITE and those flags may be omitted; if given they must match); "
+        "refused when the environment (e.g. $BENCHBENCH_MACHINE), torch, benchbench, a suite "
+        "file or the git sha differs from the run's",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume, where the machine or code differs: measure the rest into a new "
+        "run of RUN_ID's group, under its own environment (show and compare of the group "
+        "see both)",
     )
     parser.add_argument(
         "--shard",
@@ -255,8 +273,59 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
     )
 
 
+#: What ``--memory-limit`` accepts, for its error.
+MEMORY_FORMS = "8G, 512M, 64k or a number of bytes such as 2**33; 0 for no limit"
+
+
 def _memory_limit(text: str | None) -> int:
-    return parse_one_size(text) if text not in (None, "0") else 0
+    if text is None or text.strip() == "0":
+        return 0
+    try:
+        return parse_one_size(text, MEMORY_FORMS)
+    except UsageError:
+        raise UsageError(
+            f"--memory-limit {text!r} is not a size: give {MEMORY_FORMS} "
+            "(binary units, no B: 8G is 8 GiB)"
+        ) from None
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Every flag whose value can be wrong on its own, before anything is opened."""
+    from benchbench.run import sharding
+    from benchbench.run.instrumented import parse_metrics
+
+    if args.budget is not None and not args.budget > 0:
+        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}; e.g. --budget 0.5")
+    if args.target is not None and not 0 < args.target < 1:
+        raise UsageError(
+            f"--target must be a fraction between 0 and 1, got {args.target}; e.g. --target 0.03"
+        )
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}; e.g. --timeout 60")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {args.threads}; e.g. --threads 1")
+    for flag, value in (
+        ("--rounds", args.rounds),
+        ("--max-rounds", args.max_rounds),
+        ("--points-per-process", args.points_per_process),
+    ):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be >= 1, got {value}; e.g. {flag} 3")
+    if args.force and not args.resume:
+        raise UsageError("--force goes with --resume RUN_ID; drop it for a new run")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}; e.g. --seed 0")
+    flags.cpus_from(args)
+    flags.selection_from(args)
+    flags.default_rounds()
+    if args.metric is not None:
+        parse_metrics(args.metric)
+    if args.shard is not None:
+        sharding.parse_shard(args.shard, os.environ)
+    _memory_limit(args.memory_limit)
+    _repo(args.repo)
+    if args.suites:
+        flags.suite_paths(args)
 
 
 def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
@@ -264,7 +333,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
     from benchbench.run import runner, sharding
     from benchbench.run.instrumented import parse_metrics
 
-    stored = runner.resume_config(store, args.resume)
+    stored = runner.resume_config(store, args.resume, force=args.force, repo=_repo(args.repo))
     shard = sharding.parse_shard(args.shard, os.environ)[0] if args.shard else None
     given: dict[str, tuple[object, object]] = {}
     if args.suites:
@@ -347,13 +416,17 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.store.profiles import latest_profiles
     from benchbench.views import results as views
 
-    if args.budget is not None and args.budget <= 0:
-        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
-    if args.target is not None and not 0 < args.target < 1:
-        raise UsageError(f"--target must be a fraction between 0 and 1, got {args.target}")
-    flags.cpus_from(args)  # checked before a store is created
-    store = flags.store_from(args)
-    config = _resumed_config(args, store) if args.resume else _fresh_config(args)
+    # Every flag, the suites and the points they select are checked before the store is
+    # opened: a bad command line never creates a store (or its folder).
+    _check_flags(args)
+    if args.resume:
+        store = flags.store_from(args, create=False)  # the run to resume must be there
+        config = _resumed_config(args, store)
+    else:
+        config = _fresh_config(args)
+        if not runner.plan(config):  # loads the suites (cached for the run itself)
+            raise UsageError(runner.NO_POINTS)
+        store = flags.store_from(args)
     if args.profile:
         config = dataclasses.replace(
             config, profile_dir=profile_dir_for(store.url, store.engine.url.database)
