@@ -176,6 +176,8 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
             # Create or migrate under an exclusive lock, then look again: another process
             # opening the same new store at the same moment may have done it already.
             store.write(_locked_ensure_schema)
+    except SchemaVersionError as exc:
+        raise SchemaVersionError(f"store {store.url}: {exc}") from None
     except sa.exc.DBAPIError as exc:
         message = f"cannot open store {store.url}: {store.scrub(_first_line(exc))}"
         if engine.dialect.name == "sqlite":
@@ -237,11 +239,16 @@ def _current_version(conn: Connection) -> int | None:
         return None
     version = conn.execute(sa.select(sa.func.max(t.schema_version.c.version))).scalar_one()
     if version is not None and version > t.SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"the store has schema version {version}, newer than this benchbench "
-            f"understands ({t.SCHEMA_VERSION}); upgrade benchbench to read it"
-        )
+        raise _newer(version)
     return int(version) if version is not None else None
+
+
+def _newer(version: int) -> SchemaVersionError:
+    return SchemaVersionError(
+        f"the store has schema version {version}, newer than this benchbench "
+        f"understands ({t.SCHEMA_VERSION}); upgrade benchbench (pip install -U benchbench) "
+        "to read it, or give --store PATH of another store"
+    )
 
 
 def _locked_ensure_schema(conn: Connection) -> None:
@@ -264,10 +271,7 @@ def _ensure_schema(conn: Connection) -> None:
     if version is None:
         raise StoreError("the store's schema_version table is empty: the store is damaged")
     if version > t.SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"the store has schema version {version}, newer than this benchbench "
-            f"understands ({t.SCHEMA_VERSION}); upgrade benchbench to read it"
-        )
+        raise _newer(version)
     while version < t.SCHEMA_VERSION:
         MIGRATIONS[version](conn)
         version += 1
