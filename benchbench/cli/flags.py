@@ -171,6 +171,31 @@ def suite_paths(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(resolve_suite(name) for name in args.suites)
 
 
+def check_output(flag: str, path: str, formats: Sequence[str] = ()) -> None:
+    """A usage error, before anything is measured or opened, unless ``path`` can be
+    written: its folder exists, it is not a folder, and (``formats``) its extension is
+    one of them. ``-`` (stdout) passes."""
+    if path == "-":
+        return
+    from pathlib import Path
+
+    out = Path(path)
+    if formats:
+        suffix = out.suffix.lower().lstrip(".")
+        if suffix not in formats:
+            raise UsageError(
+                f"{flag} {path!r}: the extension says the format, and "
+                f"{out.suffix or '(none)'!r} is not one; use " + ", ".join("." + f for f in formats)
+            )
+    if out.is_dir():
+        raise UsageError(f"{flag} {path!r} is a folder; give a file name in it")
+    if not out.parent.is_dir():
+        raise UsageError(
+            f"{flag} {path!r}: folder {str(out.parent)!r} does not exist; create it or give "
+            "a path in an existing folder"
+        )
+
+
 def store_from(args: argparse.Namespace, *, create: bool | None = None) -> Store:
     """The store ``--store`` names, created if missing only where :func:`add_store` said so
     (``create=False``: not this time, e.g. ``run --resume``, whose run must be stored).

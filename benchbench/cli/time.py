@@ -44,7 +44,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from benchbench.cli import flags
-from benchbench.core.defaults import MIN_EFFECT, TIME_BUDGET_S
+from benchbench.core.defaults import MIN_EFFECT, PLOT_FORMATS, TIME_BUDGET_S
 from benchbench.core.errors import UsageError
 from benchbench.core.notes import merge_warnings, names_process
 from benchbench.core.units import SHAPE_FORMS, format_size, format_time, parse_shapes
@@ -165,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.run.statements import time_statements
 
     config = config_from(args)
+    if args.plot:  # before measuring: a bad name would lose the whole measurement
+        flags.check_output("--plot", args.plot, PLOT_FORMATS)
     store = None if args.no_store else flags.store_from(args)
     err = flags.stderr()
     started = time.monotonic()
@@ -185,8 +187,9 @@ def run(args: argparse.Namespace) -> int:
     rows = rows_from_results(outcome.results, config.reference_text, min_effect)
     crossovers = find_crossovers(rows)
     if args.plot:
-        figure = _plot(rows, config)
-        figure.savefig(args.plot)
+        from benchbench.views.plot import save_figure
+
+        save_figure(_plot(rows, config), args.plot)
     if args.format == "json":
         flags.print_json(document(config, outcome, rows, crossovers, elapsed))
     else:
