@@ -90,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
 
     # Checked before the store is opened; serve rebuilds into its folder, so the same.
     check_target(args.output if args.action == "build" else args.directory)
+    url = args.repo_url
+    if url is not None and not (url.startswith(("http://", "https://")) and " " not in url):
+        raise UsageError(
+            f"--repo-url {url!r} is not an http(s) URL; give e.g. "
+            "--repo-url https://github.com/OWNER/REPO (commits link to URL/commit/SHA)"
+        )
     if args.action == "serve" and not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0-65535, got {args.port}; e.g. --port 8000")
     store = flags.store_from(args)

@@ -13,6 +13,7 @@ by ``benchbench run --resume RUN``.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -57,6 +58,11 @@ def describe(url: str, text: str, *, server: bool = True) -> str:
     ``server``: a PostgreSQL failure may be the server or the connection."""
     if url.startswith("sqlite"):
         where = url.removeprefix("sqlite:///") or url
+        if Path(where).is_dir():
+            return (
+                f"store {where}: it is a folder, not an SQLite file ({text}); give --store "
+                f"PATH of a file, e.g. --store {Path(where) / 'benchbench.db'}"
+            )
         lowered = text.lower()
         for words, meaning, fix in _SQLITE:
             if any(w in lowered for w in words):

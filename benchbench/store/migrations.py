@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from benchbench.core.errors import SchemaVersionError, StoreError, UsageError
 from benchbench.store import schema as t
+from benchbench.store.failures import describe
 from benchbench.store.store import Store, normalize_url, safe_url
 
 
@@ -181,9 +182,8 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
     except sa.exc.DBAPIError as exc:
         message = f"cannot open store {store.url}: {store.scrub(_first_line(exc))}"
         if engine.dialect.name == "sqlite":
-            # Server and credentials mean nothing for a file: say what to check there.
-            where = path if path is not None else "the store"
-            message += f"; check that {where} is an SQLite database file you may read and write"
+            # Server and credentials mean nothing for a file: what happened to it, the fix.
+            message = describe(store.url, store.scrub(_first_line(exc)))
         elif isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
             message += "; check the URL, that the server runs and the credentials"
         raise StoreError(message) from None
