@@ -183,9 +183,11 @@ def check_output(flag: str, path: str, formats: Sequence[str] = ()) -> None:
     if formats:
         suffix = out.suffix.lower().lstrip(".")
         if suffix not in formats:
+            *rest, last = ("." + f for f in formats)
+            choices = f"{', '.join(rest)} or {last}" if rest else last
             raise UsageError(
                 f"{flag} {path!r}: the extension says the format, and "
-                f"{out.suffix or '(none)'!r} is not one; use " + ", ".join("." + f for f in formats)
+                f"{out.suffix or '(none)'!r} is not one; use {choices}"
             )
     if out.is_dir():
         raise UsageError(f"{flag} {path!r} is a folder; give a file name in it")
