@@ -169,8 +169,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--force",
         action="store_true",
         help="with --resume, where the machine or code differs: measure the rest into a new "
-        "run of RUN_ID's group, under its own environment (show and compare of the group "
-        "see both)",
+        "run of RUN_ID's group, under its own environment (its config's 'continues' names "
+        "RUN_ID; a later --resume of either measures no point twice)",
     )
     parser.add_argument(
         "--shard",

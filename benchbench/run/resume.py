@@ -10,8 +10,8 @@ the first node's history.
 When something differs, ``--resume RUN`` is refused naming what differs; ``--resume RUN
 --force`` measures the points RUN still lacks into a new run of RUN's group (a
 *continuation*, its config's ``continues`` naming RUN) under its own environment, code
-and suite hashes, so that ``show`` and ``compare`` of the group see the whole run and no
-history mixes two machines.
+and suite hashes: each run's points keep the history of the machine and code that
+measured them, and resuming the continuation measures none of RUN's points again.
 """
 
 from __future__ import annotations
