@@ -170,7 +170,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --resume, where the machine or code differs: measure the rest into a new "
         "run of RUN_ID's group, under its own environment (its config's 'continues' names "
-        "RUN_ID; a later --resume of either measures no point twice)",
+        "RUN_ID; resuming it measures none of RUN_ID's points again)",
     )
     parser.add_argument(
         "--shard",
