@@ -24,11 +24,14 @@ Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**2
 --size takes numbers of elements (one-dimensional inputs) or shapes, separated by
 commas: 1024,4096; 2**10..2**22 and 1k..16M (the start, then the powers of two up to
 the end); 64x1024 or (64,1024); 64x1024..8192 (a range on one dimension: 64x1024,
-64x2048, 64x4096, 64x8192). Sizes are at least 1.
+64x2048, 64x4096, 64x8192). Sizes are at least 1 and at most 2**62 elements.
+
+Every flag, --plot's file name included (its extension and folder), is checked before
+anything is measured or a store opened: a bad name never loses a measurement.
 
 Exit codes: 0 every statement measured at every point; 1 a point failed (including
 a wrong result) or nothing could be measured; 2 usage error (a statement with a
-syntax or name error, a malformed --size).
+syntax or name error, a malformed --size, a --plot that cannot be written).
 """
 
 from __future__ import annotations

@@ -103,6 +103,9 @@ CATALOGUE: dict[str, Row] = {
     "runs/engine": Row("runs --store mysql://u@h/db", U, ("'mysql'", "not supported", "give")),
     "runs/limit": Row("runs --limit -1 --store good.db", U, ("--limit", "got -1", "e.g.")),
     "runs/format": Row("runs --format xml --store good.db", U, ("--format", "'xml'", "table")),
+    "runs/postgres-down": Row(
+        "runs --store postgresql://u@127.0.0.1:1/x", E, ("127.0.0.1:1", "the server runs")
+    ),
     "runs/newer": Row("runs --store newer.db", E, ("newer.db", "schema version 99", "upgrade")),
     # -- show ------------------------------------------------------------------------
     "show/unknown-run": Row("show nope --store good.db", E, ("'nope'", "recent runs")),
