@@ -99,9 +99,8 @@ class Job:
 class RunRecord:
     """Where results go: run ``run_id`` in ``store`` (None: they are not stored).
 
-    ``new_row(environment)`` builds the row of a new run (see :func:`run_row`); None
-    when the run exists already (``--resume``). ``environment``: the one a worker
-    described already (:func:`environment_of`); None: the loop asks its first worker.
+    ``new_row(environment)`` builds a new run's row (:func:`run_row`), None when it exists
+    (``--resume``); ``environment``: one a worker described (:func:`environment_of`), or None.
     """
 
     run_id: str
@@ -402,17 +401,16 @@ def environment_of(pool: WorkerPool, threads: int | None) -> Environment:
 
 
 def _open_run(store: Store, record: RunRecord, env: Environment) -> None:
-    if record.new_row is None:
-        stored = store.resolve_run(record.run_id)["environment_id"]
-        if stored != env.id:  # never file points under another machine's run
-            raise MeasurementError(
-                f"run {record.run_id} was measured in environment {stored}, not this one "
-                f"({env.id}); resume it with --force to measure the rest into a run of its own"
-            )
-        store.update_run(record.run_id, status="running", finished_at=None)
-        return
+    if record.new_row is None and store.resolve_run(record.run_id)["environment_id"] != env.id:
+        raise MeasurementError(  # never file points under another machine's run
+            f"run {record.run_id} was measured in another environment; --resume it with "
+            "--force to measure the rest into a run of its own"
+        )
     store.save_environment(env)
-    store.create_run(record.new_row(env))
+    if record.new_row is None:
+        store.update_run(record.run_id, status="running", finished_at=None)
+    else:
+        store.create_run(record.new_row(env))
 
 
 def run_row(

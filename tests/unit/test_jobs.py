@@ -175,7 +175,7 @@ def test_resuming_on_another_machine_files_nothing_under_the_run(store):
 
     measure_jobs([_job(1)], ScriptedPool(), _record(store), timeout_s=5)
     elsewhere = Environment(fields={"machine": "other"})
-    with pytest.raises(MeasurementError, match="run run-1 was measured in environment"):
+    with pytest.raises(MeasurementError, match="run run-1 was measured in another environment"):
         measure_jobs([_job(2)], ScriptedPool(), RunRecord("run-1", store, None, elsewhere),
                      timeout_s=5)  # fmt: skip
     assert [r["size"] for r in store.measurements("run-1")] == [1]
