@@ -278,7 +278,7 @@ def inject_regressions(folder: Path, kills: int, rng: random.Random) -> dict[str
         k += 1
         db = folder / f"regressions-{k}.db"
         shutil.copy(clean, db)
-        landed += _kill_at(_start(["regressions", "--store", str(db)], folder), rng, 4.0)
+        landed += _kill_at(_start(["regressions", "--store", str(db)], folder), rng, 2.0)
         runs = _check_run_store(db)
         if len(runs) != 12:
             raise AssertionError(f"regressions killed: the store holds {len(runs)} runs, not 12")
@@ -314,7 +314,7 @@ def inject_dashboard(folder: Path, source: Path, kills: int, rng: random.Random)
         k += 1
         before = _tree(site)
         proc = _start(["dashboard", "build", "-o", str(site), "--store", str(source)], folder)
-        landed += _kill_at(proc, rng, 4.0)
+        landed += _kill_at(proc, rng, 2.5)
         after = _tree(site)
         if after == before:
             old += 1
