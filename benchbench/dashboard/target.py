@@ -50,6 +50,12 @@ def check_target(out_dir: Path) -> None:
         raise UsageError(
             f"dashboard output '{out_dir}' is a file; give -o a folder, e.g. -o dashboards/latest"
         )
+    here = Path.cwd().resolve()
+    if out_dir.resolve() in (here, *here.parents):
+        raise UsageError(
+            f"dashboard output '{out_dir}' is the current folder or holds it, and a build "
+            "replaces the folder whole; give -o a folder inside it, e.g. -o dashboards/latest"
+        )
     if not out_dir.is_dir() or _ours(out_dir):
         return
     entries = sorted(p.name for p in out_dir.iterdir())
@@ -67,6 +73,7 @@ def building(out_dir: Path) -> Iterator[Path]:
     """The temporary folder to write the site into; swapped in for ``out_dir`` when the
     block completes, removed when it raises."""
     check_target(out_dir)
+    out_dir = out_dir.resolve()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out_dir)
     new = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}"

@@ -184,6 +184,9 @@ CATALOGUE: dict[str, Row] = {
         U,
         ("'project'", "not a dashboard", "data", "new or empty folder"),
     ),
+    "dashboard/current-folder": Row(
+        "dashboard build -o . --store good.db", U, ("'.'", "current folder", "-o dashboards/")
+    ),
     "dashboard/a-file": Row("dashboard build -o notes.txt --store good.db", U, ("is a file",)),
     "dashboard/no-store": Row("dashboard build -o site --store missing.db", E, ("missing.db",)),
     "dashboard/damaged": Row("dashboard build -o site --store damaged.db", E, ("damaged.db",)),
