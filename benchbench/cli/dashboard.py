@@ -11,7 +11,8 @@ the alerts already stored and marks their first bad runs, not every change point
 
 A build writes into a temporary folder beside DIR and swaps it in when complete: a build
 that fails or is killed leaves the old site whole. DIR must be new, empty or a dashboard
-(it holds .benchbench-dashboard); any other folder is refused, since a build replaces it.
+(it holds .benchbench-dashboard), and not the current folder; any other folder is refused,
+since a build replaces it.
 """
 
 from __future__ import annotations
