@@ -136,9 +136,12 @@ def _finite(value: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Rows:
-    """The stored rows of one run (``Store.measurements``), with look-ups for claims."""
+    """The stored rows of one run (``Store.measurements``), with look-ups for claims, and
+    the comparability fields of the run's environment (``rocm``, ``mps``, ``gpus``...:
+    :mod:`benchbench.machine.environment`) for claims about a kind of machine."""
 
     rows: tuple[Row, ...] = field(default_factory=tuple)
+    environment: Mapping[str, Any] = field(default_factory=dict)
 
     def find(self, workload: str, variant: str | None = None, **where: Any) -> list[Row]:
         """Rows of ``workload`` (and ``variant``) whose fields or params equal ``where``."""
@@ -192,6 +195,33 @@ def instructions_ratio(slow: Row, fast: Row) -> float | None:
     if slow_side is None or fast_side is None or min(slow_side[0] + fast_side[0]) <= 0:
         return None
     return estimate_counts(fast_side[0], slow_side[0]).ratio
+
+
+def faster(slow: Row, fast: Row) -> tuple[float, tuple[float, float], str]:
+    """Whether ``fast`` is faster than ``slow``, from the interval of median(slow) /
+    median(fast): ``holds`` when the whole interval is above 1, ``does not hold`` when it
+    is below, ``inconclusive`` when it straddles 1."""
+    ratio, ci = ratio_of_medians(slow, fast)
+    return ratio, ci, band_verdict(ci, 1.0)
+
+
+def above(ci: tuple[float, float], threshold: float) -> bool | None:
+    """True when interval ``ci`` lies above ``threshold``, False when it does not reach
+    it, None when it straddles it."""
+    if ci[0] > threshold:
+        return True
+    if ci[1] <= threshold:
+        return False
+    return None
+
+
+def all_of(parts: Iterable[bool | None]) -> str:
+    """The verdict of a claim that holds when every part does: any part false does not
+    hold, every part true holds, else (a part undecided) inconclusive."""
+    seen = list(parts)
+    if any(p is False for p in seen):
+        return FAILS
+    return HOLDS if all(p is True for p in seen) else INCONCLUSIVE
 
 
 def band_verdict(ci: tuple[float, float], low: float, high: float = math.inf) -> str:
@@ -302,12 +332,15 @@ def _timed(row: Row) -> bool:
     return row["status"] != "ok" or bool(row.get("samples_s"))
 
 
-def evaluate(claims: Sequence[Claim], rows: Sequence[Row]) -> list[ClaimResult]:
-    """Each claim's finding on a run's stored ``rows``; pure, for tests and views."""
+def evaluate(
+    claims: Sequence[Claim], rows: Sequence[Row], environment: Mapping[str, Any] | None = None
+) -> list[ClaimResult]:
+    """Each claim's finding on a run's stored ``rows`` (measured in ``environment``, its
+    comparability fields); pure, for tests and views."""
     results = []
     for claim in claims:
         suite = [r for r in rows if r["suite"] == claim.suite]
-        mine = Rows(tuple(r for r in suite if _timed(r)))
+        mine = Rows(tuple(r for r in suite if _timed(r)), dict(environment or {}))
         hint = f"run `benchbench run {claim.suite} --tag {claim.tag}`"
         if not any(r["workload"] in claim.workloads for r in mine.rows) and any(
             r["workload"] in claim.workloads for r in suite if not _timed(r)
@@ -336,4 +369,7 @@ def evaluate_claims(store: Store, run_id: str) -> list[ClaimResult]:
     their claims files (:func:`claims_of`: no suite loaded, no torch imported)."""
     from benchbench.suite.load import builtin_suites
 
-    return evaluate(claims_of(builtin_suites().values()), store.measurements(run_id))
+    run = store.resolve_run(run_id)
+    env = store.environment(run["environment_id"]) if run.get("environment_id") else None
+    fields = (env or {}).get("fields") or {}
+    return evaluate(claims_of(builtin_suites().values()), store.measurements(run_id), fields)

@@ -1,7 +1,9 @@
 """The command line: parse arguments, call the library, map errors to exit codes.
 
 Exit codes: 0 ok; 1 error (including a run in which a point failed or nothing
-could be measured); 2 usage; 3 regression found; 130/143 interrupted.
+could be measured, and a store that is damaged, read-only, full or whose server went
+away: one line naming it and the fix, never a traceback); 2 usage; 3 regression found;
+130/143 interrupted.
 
 :func:`build_parser` imports every command's module for its ``HELP`` and
 ``add_arguments``, so those modules import nothing heavy at their top: torch (~1.2 s),
@@ -79,7 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        return int(args.handler(args))
+        try:
+            return int(args.handler(args))
+        except Exception as exc:
+            message = _store_failure(exc, getattr(args, "store", None))
+            if message is None:
+                raise
+            print(f"benchbench: error: {message}", file=sys.stderr)
+            return EXIT_ERROR
     except UsageError as exc:
         print(f"benchbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -91,6 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_ERROR
+
+
+def _store_failure(exc: Exception, store: str | None) -> str | None:
+    """The one line of a store's failure (damaged, read-only, full, server gone), or None
+    for any other exception; SQLAlchemy is only imported if a command loaded it."""
+    if "sqlalchemy" not in sys.modules:
+        return None
+    from benchbench.store.failures import explain
+    from benchbench.store.store import normalize_url, safe_url
+
+    return explain(exc, safe_url(normalize_url(store)))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from benchbench.cli import flags
-from benchbench.core.defaults import ACCURACY_DTYPES
+from benchbench.core.defaults import ACCURACY_DTYPES, PLOT_FORMATS
 from benchbench.core.errors import UsageError
 
 HELP = "plot relative error versus input magnitude per dtype for an operator"
@@ -40,6 +40,14 @@ def run(args: argparse.Namespace) -> int:
     dtypes = [d.strip() for d in args.dtype.split(",") if d.strip()]
     if not dtypes:
         raise UsageError("--dtype is empty; give e.g. float16,float32")
+    flags.check_output("-o", args.output, PLOT_FORMATS)
+    if not 0 < args.low < args.high:
+        raise UsageError(
+            f"--low {args.low:g} and --high {args.high:g}: need 0 < low < high, e.g. "
+            "--low 1e-12 --high 1e12"
+        )
+    if args.points < 2:
+        raise UsageError(f"--points must be >= 2, got {args.points}; e.g. --points 2001")
     figure = accuracy_figure(args.op, dtypes, args.low, args.high, args.points)
     try:
         figure.savefig(args.output, dpi=120)

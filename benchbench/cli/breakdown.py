@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 
 from benchbench.cli import flags
+from benchbench.core.defaults import PLOT_FORMATS
 from benchbench.core.errors import NotFoundError, UsageError
 
 HELP = "rank a captured callable's aten calls by count x median, beside the whole callable"
@@ -52,11 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.views.results import with_roofline
 
     if args.plot is not None:
-        suffix = args.plot.rsplit(".", 1)[-1].lower() if "." in args.plot else ""
-        if suffix not in ("png", "svg", "pdf"):
-            raise UsageError(
-                f"--plot {args.plot!r}: the extension says the format; use .png, .svg or .pdf"
-            )
+        flags.check_output("--plot", args.plot, PLOT_FORMATS)
     store = flags.store_from(args)
     run_row = store.resolve_run(args.run_ref)
     rows = store.measurements(run_row["id"])

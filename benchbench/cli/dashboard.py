@@ -8,6 +8,11 @@ at most every 5 s; /__rebuild forces it). Regression detection runs first, so th
 pages show current alerts; it judges only the series whose values changed since their
 stored verdicts (right after `benchbench regressions`: none). `build --no-detect` shows
 the alerts already stored and marks their first bad runs, not every change point.
+
+A build writes into a temporary folder beside DIR and swaps it in when complete: a build
+that fails or is killed leaves the old site whole. DIR must be new, empty or a dashboard
+(it holds .benchbench-dashboard), and not the current folder; any other folder is refused,
+since a build replaces it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchbench.cli import flags
+from benchbench.core.errors import UsageError
 
 if TYPE_CHECKING:
     from benchbench.store import Store
@@ -81,6 +87,18 @@ def build(store: Store, output: Path, repo_url: str | None, detect: bool = True)
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchbench.dashboard.target import check_target
+
+    # Checked before the store is opened; serve rebuilds into its folder, so the same.
+    check_target(args.output if args.action == "build" else args.directory)
+    url = args.repo_url
+    if url is not None and not (url.startswith(("http://", "https://")) and " " not in url):
+        raise UsageError(
+            f"--repo-url {url!r} is not an http(s) URL; give e.g. "
+            "--repo-url https://github.com/OWNER/REPO (commits link to URL/commit/SHA)"
+        )
+    if args.action == "serve" and not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0-65535, got {args.port}; e.g. --port 8000")
     store = flags.store_from(args)
     if args.action == "build":
         index = build(store, args.output, args.repo_url, detect=not args.no_detect)

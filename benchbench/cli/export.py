@@ -60,10 +60,9 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.interchange import ci_formats, exports
     from benchbench.interchange.bundle import export_bundle, write_bundle
 
+    flags.check_output("-o", args.output)
     store = flags.store_from(args)
     out = Path(args.output)
-    if args.output != "-" and not out.parent.is_dir():
-        raise UsageError(f"-o {args.output}: directory {out.parent} does not exist")
     run_row = store.resolve_run(args.run_ref)
     if args.format == "bundle":
         document = export_bundle(store, run_row["id"])

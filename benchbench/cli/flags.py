@@ -160,7 +160,9 @@ def selection_from(args: argparse.Namespace) -> Selection:
         for name in dtypes:
             if name not in ITEMSIZE:
                 raise UsageError(f"--dtype {name!r} is unknown; known: {', '.join(ITEMSIZE)}")
-    return Selection(devices=devices, dtypes=dtypes, pattern=args.filter, tags=tuple(args.tag))
+    selection = Selection(devices=devices, dtypes=dtypes, pattern=args.filter, tags=tuple(args.tag))
+    selection.compiled_pattern()  # a bad --filter regex is a usage error now, not later
+    return selection
 
 
 def suite_paths(args: argparse.Namespace) -> tuple[Any, ...]:
@@ -169,8 +171,36 @@ def suite_paths(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(resolve_suite(name) for name in args.suites)
 
 
-def store_from(args: argparse.Namespace) -> Store:
-    """The store ``--store`` names, created if missing only where :func:`add_store` said so.
+def check_output(flag: str, path: str, formats: Sequence[str] = ()) -> None:
+    """A usage error, before anything is measured or opened, unless ``path`` can be
+    written: its folder exists, it is not a folder, and (``formats``) its extension is
+    one of them. ``-`` (stdout) passes."""
+    if path == "-":
+        return
+    from pathlib import Path
+
+    out = Path(path)
+    if formats:
+        suffix = out.suffix.lower().lstrip(".")
+        if suffix not in formats:
+            *rest, last = ("." + f for f in formats)
+            choices = f"{', '.join(rest)} or {last}" if rest else last
+            raise UsageError(
+                f"{flag} {path!r}: the extension says the format, and "
+                f"{out.suffix or '(none)'!r} is not one; use {choices}"
+            )
+    if out.is_dir():
+        raise UsageError(f"{flag} {path!r} is a folder; give a file name in it")
+    if not out.parent.is_dir():
+        raise UsageError(
+            f"{flag} {path!r}: folder {str(out.parent)!r} does not exist; create it or give "
+            "a path in an existing folder"
+        )
+
+
+def store_from(args: argparse.Namespace, *, create: bool | None = None) -> Store:
+    """The store ``--store`` names, created if missing only where :func:`add_store` said so
+    (``create=False``: not this time, e.g. ``run --resume``, whose run must be stored).
 
     A command that reads (runs, show, compare, plot, export, regressions, claims, the
     dashboard, annotate) refuses a store that does not exist, so a mistyped path is an
@@ -178,7 +208,9 @@ def store_from(args: argparse.Namespace) -> Store:
     """
     from benchbench.store import open_store  # SQLAlchemy, ~0.15 s: only when a store is read
 
-    return open_store(args.store, create=bool(getattr(args, "store_create", False)))
+    if create is None:
+        create = bool(getattr(args, "store_create", False))
+    return open_store(args.store, create=create)
 
 
 def stdout() -> Console:

@@ -15,7 +15,6 @@ import argparse
 from typing import Any
 
 from benchbench.cli import flags
-from benchbench.core.errors import UsageError
 
 HELP = "plot throughput versus size (or a roofline) of runs to PNG, SVG or PDF"
 
@@ -61,11 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.views.plot import FORMATS, roofline_figure, save_figure, throughput_figure
     from benchbench.views.results import above_ceiling_note
 
-    suffix = args.output.rsplit(".", 1)[-1].lower() if "." in args.output else ""
-    if suffix not in FORMATS:
-        raise UsageError(
-            f"-o {args.output!r}: the extension says the format; use .png, .svg or .pdf"
-        )
+    flags.check_output("-o", args.output, FORMATS)
     store = flags.store_from(args)
     run_rows = [store.resolve_run(ref) for ref in args.runs]
     rows: list[dict[str, Any]] = []

@@ -61,9 +61,11 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.machine.probe import run_probe
     from benchbench.store.profiles import save_profile
 
+    if args.device.partition(":")[0] not in flags.DEVICES:
+        raise UsageError(f"--device {args.device!r} is not a device; use cpu, cuda, cuda:N or mps")
     if args.threads is not None:
         if args.threads < 1:
-            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+            raise UsageError(f"--threads must be >= 1, got {args.threads}; e.g. --threads 1")
         torch.set_num_threads(args.threads)
     # Open first: a bad --store fails before 30 s of probing.
     store = flags.store_from(args)

@@ -21,14 +21,23 @@ clock for the run (root needed). None of the GPU paths has run on a real GPU yet
 
 Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
 point is kept, the run is marked interrupted, and `benchbench run --resume RUN_ID`
-measures the rest (a second Ctrl-C stops at once).
+measures the rest (a second Ctrl-C stops at once). A resume is refused (exit 2, naming
+what differs) when the environment ($BENCHBENCH_MACHINE or the hostname, CPU, torch,
+threads, ...), benchbench, a suite file or the git sha is not the run's: a requeued job
+on another node would mix two machines in one run. --resume RUN_ID --force measures the
+rest into a new run of the same group, under its own environment.
+
+Every flag, the suites and the points they select are checked before the store is
+opened, so a bad command line creates no store.
 
 Exit codes:
   0    every point measured or skipped
   1    a point failed (crash, timeout, out of memory, exception, wrong result),
-       nothing could be measured, or another error (store, suite file)
+       nothing could be measured, or another error (a suite file; the store damaged,
+       read-only, full or gone: every finished point is kept, whole)
   2    usage error (bad flag, unknown suite, a suite's optional extra missing:
-       zoo needs pip install 'benchbench[models]', --resume with conflicting options)
+       zoo needs pip install 'benchbench[models]', --resume with conflicting options,
+       or on another machine or code without --force)
   130  interrupted by SIGINT (Ctrl-C); finished points are stored
   143  interrupted by SIGTERM; finished points are stored
 """
@@ -45,15 +54,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbench.cli import flags
+from benchbench.cli import flags, run_input
 from benchbench.core import defaults
 from benchbench.core.errors import UsageError
-from benchbench.core.units import format_time, parse_one_size
+from benchbench.core.units import format_time
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
 
 if TYPE_CHECKING:
     from benchbench.run import runner
-    from benchbench.store import Store
 
 HELP = "measure suites and store the results"
 
@@ -153,7 +161,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--resume",
         metavar="RUN_ID",
         help="measure only the points RUN_ID has not stored yet, with the run's own suites, "
-        "filters and policy (SUITE and those flags may be omitted; if given they must match)",
+        "filters and policy (SUITE and those flags may be omitted; if given they must match); "
+        "refused when the environment (e.g. $BENCHBENCH_MACHINE), torch, benchbench, a suite "
+        "file or the git sha differs from the run's",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume, where the machine or code differs: measure the rest into a new "
+        "run of RUN_ID's group, under its own environment (its config's 'continues' names "
+        "RUN_ID; resuming it measures none of RUN_ID's points again)",
     )
     parser.add_argument(
         "--shard",
@@ -193,20 +210,6 @@ def profile_dir_for(store_url: str, database: str | None) -> Path:
     return Path("results") / "profiles"
 
 
-def _repo(value: str | None) -> Path | None:
-    if value is None:
-        return None
-    from benchbench.machine.vcs import git_state
-
-    path = Path(value).expanduser()
-    if git_state(path).sha is None:
-        raise UsageError(
-            f"--repo {value!r} is not a git checkout (git rev-parse HEAD fails there); "
-            "give the directory of the code under test"
-        )
-    return path
-
-
 def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
     from benchbench.measure.policy import Policy
     from benchbench.run import runner, sharding
@@ -241,7 +244,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         compile_timeout_s=args.timeout,  # None: COMPILE_TIMEOUT_S for compile variants
-        memory_limit_bytes=_memory_limit(args.memory_limit),
+        memory_limit_bytes=run_input.memory_limit(args.memory_limit),
         allocator=args.allocator or "system",
         rounds=dataclasses.replace(
             flags.rounds_from(args),
@@ -252,74 +255,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         shard=shard,
         shard_by=args.shard_by or "cost",
         group=group,
-        repo=_repo(args.repo),
-    )
-
-
-def _memory_limit(text: str | None) -> int:
-    return parse_one_size(text) if text not in (None, "0") else 0
-
-
-def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
-    """The run's stored config; flags given must agree with it (timeout/memory may change)."""
-    from benchbench.run import runner, sharding
-    from benchbench.run.instrumented import parse_metrics
-
-    stored = runner.resume_config(store, args.resume)
-    shard = sharding.parse_shard(args.shard, os.environ)[0] if args.shard else None
-    given: dict[str, tuple[object, object]] = {}
-    if args.suites:
-        paths = tuple(Path(p).resolve() for p in flags.suite_paths(args))
-        given["SUITE"] = (paths, tuple(p.resolve() for p in stored.suites))
-    if any(v for v in (args.device, args.dtype, args.filter, args.tag)):
-        selection = flags.selection_from(args)
-        for flag, name in (
-            ("--device", "devices"),
-            ("--dtype", "dtypes"),
-            ("--filter", "pattern"),
-            ("--tag", "tags"),
-        ):
-            value = getattr(selection, name)
-            if value not in (None, ()):
-                given[flag] = (value, getattr(stored.selection, name))
-    for flag, value, before in (
-        ("--budget", args.budget, stored.policy.max_time_s),
-        ("--target", args.target, stored.policy.target_rel_ci),
-        ("--cuda-graph", args.cuda_graph, stored.policy.cuda_graph),
-        ("--cache", args.cache, stored.cache),
-        ("--outputs", args.outputs, stored.outputs),
-        ("--metric", parse_metrics(args.metric) if args.metric else None, stored.metrics),
-        ("--threads", args.threads, stored.threads),
-        ("--cpus", flags.cpus_from(args) or None, stored.cpus or None),
-        ("--allocator", args.allocator, stored.allocator),
-        ("--rounds", args.rounds, stored.rounds.count),
-        ("--max-rounds", args.max_rounds, stored.rounds.max_count),
-        ("--seed", args.seed, stored.rounds.seed),
-        ("--points-per-process", args.points_per_process, stored.rounds.per_process),
-        ("--kind", args.kind, stored.kind),
-        ("--label", args.label, stored.label),
-        ("--shard", shard, stored.shard),
-    ):
-        if value is not None:
-            given[flag] = (value, before)
-    conflicts = [
-        f"{flag} {now} (the run has {then})" for flag, (now, then) in given.items() if now != then
-    ]
-    if conflicts:
-        raise UsageError(
-            f"--resume {args.resume}: " + "; ".join(conflicts) + ". A resumed run keeps its "
-            "own suites, filters and policy: drop these flags, or start a new run"
-        )
-    timeout = args.timeout if args.timeout is not None else stored.timeout_s
-    compile_timeout = args.timeout if args.timeout is not None else stored.compile_timeout_s
-    memory = _memory_limit(args.memory_limit) if args.memory_limit else stored.memory_limit_bytes
-    return runner.RunConfig(
-        **{
-            **{f: getattr(stored, f) for f in runner.RunConfig.__dataclass_fields__},
-            "timeout_s": timeout,
-            "compile_timeout_s": compile_timeout,
-            "memory_limit_bytes": memory,
-        }
+        repo=run_input.repo(args.repo),
     )
 
 
@@ -355,13 +291,17 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.store.profiles import latest_profiles
     from benchbench.views import results as views
 
-    if args.budget is not None and args.budget <= 0:
-        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
-    if args.target is not None and not 0 < args.target < 1:
-        raise UsageError(f"--target must be a fraction between 0 and 1, got {args.target}")
-    flags.cpus_from(args)  # checked before a store is created
-    store = flags.store_from(args)
-    config = _resumed_config(args, store) if args.resume else _fresh_config(args)
+    # Every flag, the suites and the points they select are checked before the store is
+    # opened: a bad command line never creates a store (or its folder).
+    run_input.check_flags(args)
+    if args.resume:
+        store = flags.store_from(args, create=False)  # the run to resume must be there
+        config = run_input.resumed_config(args, store)
+    else:
+        config = _fresh_config(args)
+        if not runner.plan(config):  # loads the suites (cached for the run itself)
+            raise UsageError(runner.NO_POINTS)
+        store = flags.store_from(args)
     if args.profile:
         config = dataclasses.replace(
             config, profile_dir=profile_dir_for(store.url, store.engine.url.database)

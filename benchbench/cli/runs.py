@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from benchbench.cli import flags
+from benchbench.core.errors import UsageError
 from benchbench.views.tables import Column, Grid
 
 HELP = "list the runs in the store"
@@ -30,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from benchbench.views.results import _iso
 
+    if args.limit < 1:
+        raise UsageError(f"--limit must be >= 1, got {args.limit}; e.g. --limit 50")
     store = flags.store_from(args)
     runs = store.runs(limit=args.limit)
     if args.format == "json":

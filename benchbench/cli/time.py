@@ -24,11 +24,14 @@ Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**2
 --size takes numbers of elements (one-dimensional inputs) or shapes, separated by
 commas: 1024,4096; 2**10..2**22 and 1k..16M (the start, then the powers of two up to
 the end); 64x1024 or (64,1024); 64x1024..8192 (a range on one dimension: 64x1024,
-64x2048, 64x4096, 64x8192). Sizes are at least 1.
+64x2048, 64x4096, 64x8192). Sizes are at least 1 and at most 2**62 elements.
+
+Every flag, --plot's file name included (its extension and folder), is checked before
+anything is measured or a store opened: a bad name never loses a measurement.
 
 Exit codes: 0 every statement measured at every point; 1 a point failed (including
 a wrong result) or nothing could be measured; 2 usage error (a statement with a
-syntax or name error, a malformed --size).
+syntax or name error, a malformed --size, a --plot that cannot be written).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from benchbench.cli import flags
-from benchbench.core.defaults import MIN_EFFECT, TIME_BUDGET_S
+from benchbench.core.defaults import MIN_EFFECT, PLOT_FORMATS, TIME_BUDGET_S
 from benchbench.core.errors import UsageError
 from benchbench.core.notes import merge_warnings, names_process
 from benchbench.core.units import SHAPE_FORMS, format_size, format_time, parse_shapes
@@ -165,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.run.statements import time_statements
 
     config = config_from(args)
+    if args.plot:  # before measuring: a bad name would lose the whole measurement
+        flags.check_output("--plot", args.plot, PLOT_FORMATS)
     store = None if args.no_store else flags.store_from(args)
     err = flags.stderr()
     started = time.monotonic()
@@ -185,8 +190,9 @@ def run(args: argparse.Namespace) -> int:
     rows = rows_from_results(outcome.results, config.reference_text, min_effect)
     crossovers = find_crossovers(rows)
     if args.plot:
-        figure = _plot(rows, config)
-        figure.savefig(args.plot)
+        from benchbench.views.plot import save_figure
+
+        save_figure(_plot(rows, config), args.plot)
     if args.format == "json":
         flags.print_json(document(config, outcome, rows, crossovers, elapsed))
     else:

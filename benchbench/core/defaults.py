@@ -21,6 +21,11 @@ POLICY_MAX_TIME_S = 0.5
 #: interval cannot use.
 POLICY_TARGET_REL_CI = 0.03
 
+#: The image formats plots are written in, chosen by the file's extension
+#: (``views.plot.save_figure``; ``plot -o``, ``time --plot``, ``breakdown --plot``,
+#: ``accuracy -o``).
+PLOT_FORMATS = ("png", "svg", "pdf")
+
 # -- a run (benchbench.run) ----------------------------------------------------------------
 
 #: Rounds (fresh processes) per point by default: BENCHMARKS.md, "Rounds across

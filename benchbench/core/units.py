@@ -54,17 +54,28 @@ SIZE_FORMS = "2**10..2**24, 1024,4096, 1k..16M"
 SHAPE_FORMS = SIZE_FORMS + ", 64x1024, (64,1024), 64x1024..8192 (a range on one dimension)"
 
 
+#: The largest size (elements, or bytes for ``--memory-limit``) any flag accepts: past it
+#: no tensor and no memory fits, and ``2**N`` is refused before it is computed
+#: (``--size 10**100000000`` would take minutes and gigabytes to compute).
+MAX_SIZE = 2**62
+
+
 def parse_one_size(text: str, forms: str = SIZE_FORMS) -> int:
-    """One size: ``1024``, ``2**10``, ``1k``/``16M``/``1G`` (binary); at least 1."""
+    """One size: ``1024``, ``2**10``, ``1k``/``16M``/``1G`` (binary); 1 to :data:`MAX_SIZE`."""
     match = _NUMBER.match(text)
     if not match:
         raise UsageError(f"size {text!r} is not a number; accepted forms: {forms}")
     if match.group(1):
-        value = int(match.group(1)) ** int(match.group(2))
+        base, exponent = int(match.group(1)), int(match.group(2))
+        if base > 1 and exponent * math.log2(base) > math.log2(MAX_SIZE):
+            raise UsageError(f"size {text!r} is larger than 2**62; accepted forms: {forms}")
+        value = base**exponent
     else:
         value = int(match.group(3)) * _SUFFIX[match.group(4).lower()]
     if value < 1:
         raise UsageError(f"size {text!r} must be >= 1; accepted forms: {forms}")
+    if value > MAX_SIZE:
+        raise UsageError(f"size {text!r} is larger than 2**62; accepted forms: {forms}")
     return value
 
 
@@ -149,4 +160,11 @@ def parse_shapes(text: str) -> list[tuple[int, ...]]:
     shapes = {shape for item in _split_items(text) for shape in _shapes_of(item, text)}
     if not shapes:
         raise UsageError(f"--size {text!r} holds no size; accepted forms: {SHAPE_FORMS}")
+    for shape in shapes:
+        if math.prod(shape) > MAX_SIZE:
+            shown = "x".join(map(str, shape))
+            raise UsageError(
+                f"--size {text!r}: shape {shown} has more than 2**62 elements; accepted "
+                f"forms: {SHAPE_FORMS}"
+            )
     return sorted(shapes, key=lambda shape: (math.prod(shape), shape))

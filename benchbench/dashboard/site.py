@@ -29,7 +29,6 @@ import dataclasses
 import json
 import multiprocessing
 import os
-import shutil
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -63,6 +62,7 @@ from benchbench.dashboard.page_data import (
     workload_payload,
 )
 from benchbench.dashboard.payload import ChangepointFn, FitFn, Keys, add_throughput, index_payload
+from benchbench.dashboard.target import building, check_target
 
 PAGES: dict[str, str] = {
     "index.html": "Overview",
@@ -175,17 +175,18 @@ def build_site(
     workload pages; ``changepoints(values) -> [index, ...]`` marks change points on
     history pages where ``data.change_points`` does not (the detector's, from the
     store); without either those overlays are left out. ``now`` stamps the pages
-    (default: the current UTC time). Only ``assets/`` and ``data/`` inside ``out_dir``
-    are replaced; other files there are left alone.
+    (default: the current UTC time). The site is written beside ``out_dir`` and swapped
+    in whole when complete (:mod:`benchbench.dashboard.target`); ``out_dir`` must be
+    absent, empty or a dashboard (a :class:`UsageError` names it otherwise); files a
+    user put beside the site there are kept.
 
     History (history pages, sparklines, each run's point counts) comes from
     ``data.series`` when given, else from ``data.measurements``; the workload, compare
     and breakdown pages from ``data.measurements``, whose runs each get a run file (as
     does a run that recorded nothing); the index says which runs have one.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise StoreError(f"dashboard output '{out_dir}' is a file; pass a directory with -o DIR")
+    target = Path(out_dir)
+    check_target(target)
     runs = _frame(data.runs, RUN_COLUMNS, "runs")
     environments = _frame(data.environments, ENVIRONMENT_COLUMNS, "environments")
     alerts = _frame(data.alerts, ALERT_COLUMNS, "alerts")
@@ -227,43 +228,44 @@ def build_site(
     # Run files: the runs of ``measurements``, and runs that recorded nothing (killed at
     # start), which still open on the compare page.
     files = set(np.unique(m["r"]).tolist()) | set(np.flatnonzero(counts.sum(axis=1) == 0).tolist())
-    for sub in ("assets", "data"):
-        shutil.rmtree(out_dir / sub, ignore_errors=True)
-    (out_dir / "assets").mkdir(parents=True)
-    source = resources.files("benchbench.dashboard") / "assets"
-    for name in ASSETS:
-        (out_dir / "assets" / name).write_bytes((source / name).read_bytes())
+    with building(target) as out_dir:
+        (out_dir / "assets").mkdir(parents=True)
+        source = resources.files("benchbench.dashboard") / "assets"
+        for name in ASSETS:
+            (out_dir / "assets" / name).write_bytes((source / name).read_bytes())
 
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
-    index = index_payload(data, keys, counts, files)
-    index["generated"] = stamp
-    _write(out_dir / "data" / "index.js", data_script("index", index))
-    envs = environments_payload(environments, data.profiles or {}, keys)
-    _write(out_dir / "data" / "environments.js", data_script("environments", envs))
-    _write(out_dir / "data" / "breakdown.js", data_script("breakdown", breakdown_payload(m)))
-    job = _Pages(
-        out_dir=out_dir,
-        shown=m,
-        rows=dict(iter(m.groupby("w", sort=True))),
-        empty=m.iloc[:0],
-        history=history,
-        bounds=history.workload_bounds(keys.bench_workload, len(keys.workload)),
-        annotations=data.annotations,
-        keys=keys,
-        profiles=data.profiles or {},
-        fit=fit,
-        changepoints=changepoints,
-        marks=change_marks(data.change_points, keys) if data.change_points is not None else None,
-    )
-    _write_pages(job, parallel=history.r.size + len(m) >= PARALLEL_FROM_ROWS)
-    written = set(np.unique(m["r"]).tolist())  # by the "runs" task
-    nothing: dict[str, Any] = {k: [] for k in ("b", "s", "unit", "m", "lo", "hi", "thr", "err")}
-    nothing.update(reason={}, warn={})
-    for r in sorted(files - written):
-        _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", nothing))
-    for page, title in PAGES.items():
-        _write(out_dir / page, _page_html(page, title, stamp))
-    return out_dir / "index.html"
+        stamp = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
+        index = index_payload(data, keys, counts, files)
+        index["generated"] = stamp
+        _write(out_dir / "data" / "index.js", data_script("index", index))
+        envs = environments_payload(environments, data.profiles or {}, keys)
+        _write(out_dir / "data" / "environments.js", data_script("environments", envs))
+        _write(out_dir / "data" / "breakdown.js", data_script("breakdown", breakdown_payload(m)))
+        job = _Pages(
+            out_dir=out_dir,
+            shown=m,
+            rows=dict(iter(m.groupby("w", sort=True))),
+            empty=m.iloc[:0],
+            history=history,
+            bounds=history.workload_bounds(keys.bench_workload, len(keys.workload)),
+            annotations=data.annotations,
+            keys=keys,
+            profiles=data.profiles or {},
+            fit=fit,
+            changepoints=changepoints,
+            marks=change_marks(data.change_points, keys)
+            if data.change_points is not None
+            else None,
+        )
+        _write_pages(job, parallel=history.r.size + len(m) >= PARALLEL_FROM_ROWS)
+        written = set(np.unique(m["r"]).tolist())  # by the "runs" task
+        nothing: dict[str, Any] = {k: [] for k in ("b", "s", "unit", "m", "lo", "hi", "thr", "err")}
+        nothing.update(reason={}, warn={})
+        for r in sorted(files - written):
+            _write(out_dir / "data" / "runs" / f"r{r}.js", data_script(f"runs/r{r}", nothing))
+        for page, title in PAGES.items():
+            _write(out_dir / page, _page_html(page, title, stamp))
+    return target / "index.html"
 
 
 #: Rows (history and shown runs') from which the pages drawn from every run or many

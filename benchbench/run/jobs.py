@@ -99,13 +99,14 @@ class Job:
 class RunRecord:
     """Where results go: run ``run_id`` in ``store`` (None: they are not stored).
 
-    ``new_row(environment)`` builds the row of a new run (see :func:`run_row`); None
-    when the run exists already (``--resume``).
+    ``new_row(environment)`` builds a new run's row (:func:`run_row`), None when it exists
+    (``--resume``); ``environment``: one a worker described (:func:`environment_of`), or None.
     """
 
     run_id: str
     store: Store | None
     new_row: Callable[[Environment], dict[str, Any]] | None = None
+    environment: Environment | None = None
 
 
 @dataclass
@@ -166,7 +167,7 @@ def measure_jobs(
     opened = False
     try:
         if store is not None:
-            summary.environment = _environment(pool, threads)
+            summary.environment = record.environment or environment_of(pool, threads)
             _open_run(store, record, summary.environment)
             opened = True
         total = len(jobs) * (plan.count if timed else 0) + (len(jobs) if counter else 0)
@@ -388,7 +389,8 @@ class _Budget:
         return max(0.0, self.total_s - self.spent_s)
 
 
-def _environment(pool: WorkerPool, threads: int | None) -> Environment:
+def environment_of(pool: WorkerPool, threads: int | None) -> Environment:
+    """The environment ``pool``'s worker describes (with ``threads`` torch threads)."""
     try:
         message = pool.request(
             {"op": "environment", "threads": threads}, ("environment",), ENVIRONMENT_TIMEOUT_S
@@ -399,6 +401,11 @@ def _environment(pool: WorkerPool, threads: int | None) -> Environment:
 
 
 def _open_run(store: Store, record: RunRecord, env: Environment) -> None:
+    if record.new_row is None and store.resolve_run(record.run_id)["environment_id"] != env.id:
+        raise MeasurementError(  # never file points under another machine's run
+            f"run {record.run_id} was measured in another environment; --resume it with "
+            "--force to measure the rest into a run of its own"
+        )
     store.save_environment(env)
     if record.new_row is None:
         store.update_run(record.run_id, status="running", finished_at=None)

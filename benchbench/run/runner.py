@@ -27,7 +27,7 @@ from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
-from benchbench.run import sharding
+from benchbench.run import resume, sharding
 from benchbench.run.instrumented import InstrumentedLauncher, parse_metrics
 from benchbench.run.jobs import (
     Job,
@@ -35,6 +35,7 @@ from benchbench.run.jobs import (
     RunRecord,
     RunSummary,
     WorkerPool,
+    environment_of,
     measure_jobs,
     run_row,
 )
@@ -59,6 +60,12 @@ __all__ = [
 RUN_KINDS = defaults.RUN_KINDS
 COMPILE_TIMEOUT_S = defaults.COMPILE_TIMEOUT_S
 
+#: A fresh run whose suites and filters select nothing (checked before a store is opened).
+NO_POINTS = (
+    "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing; "
+    "`benchbench list SUITE` shows the points a suite has"
+)
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -78,6 +85,9 @@ class RunConfig:
     label: str | None = None
     tags: tuple[str, ...] = ()
     resume: str | None = None
+    #: ``run --resume RUN --force``: when the machine or code differs from RUN's, measure
+    #: the rest into a new run of RUN's group (:mod:`benchbench.run.resume`).
+    force: bool = False
     repo: Path | None = None
     shard: sharding.Shard | None = None
     shard_by: str = "cost"  # or "count": ignore the store's history
@@ -136,16 +146,22 @@ def _benchmark_id(planned: tuple[Path, Workload, Point]) -> str:
     return planned[2].benchmark_id(planned[1].version)
 
 
-def resume_config(store: Store, ref: str) -> RunConfig:
+def resume_config(
+    store: Store, ref: str, *, force: bool = False, repo: Path | None = None
+) -> RunConfig:
     """The configuration stored run ``ref`` was started with, set to resume it.
 
     Suites (by path), selection, policy, cache mode, output lifetime, threads, pinned
-    cores, timeout, memory limit, allocator, rounds, kind, label, tags and the shard come
-    from the run, so that ``--resume RUN`` alone measures exactly the points the run
-    still lacks.
+    cores, timeout, memory limit, allocator, rounds, kind, label, tags, the repository
+    and the shard come from the run, so that ``--resume RUN`` alone measures exactly the
+    points the run still lacks. A usage error when benchbench, a suite file or the git
+    sha of ``repo`` (default: the run's own) differs from the run's, unless ``force``
+    (the environment is checked when the first worker describes it, in :func:`run`).
     """
     row = store.resolve_run(ref)
     stored: dict[str, Any] = row.get("config") or {}
+    if repo is None and stored.get("repo"):
+        repo = Path(stored["repo"])
     suites = tuple(Path(s["path"]) for s in row.get("suites") or [])
     missing = [str(p) for p in suites if not p.is_file()]
     if missing:
@@ -153,6 +169,9 @@ def resume_config(store: Store, ref: str) -> RunConfig:
             f"cannot resume run {row['id']}: its suite file(s) {', '.join(missing)} no longer "
             "exist; restore them or start a new run"
         )
+    changed = resume.code_changes(row, repo)
+    if changed and not force:
+        raise resume.refusal(row["id"], changed)
     known = {f.name for f in dataclasses.fields(Policy)}
     policy = Policy(**{k: v for k, v in (stored.get("policy") or {}).items() if k in known})
     selection = Selection(
@@ -181,15 +200,22 @@ def resume_config(store: Store, ref: str) -> RunConfig:
         label=row.get("label"),
         tags=tuple(row.get("tags") or ()),
         resume=row["id"],
+        force=force,
+        repo=repo,
         shard=sharding.Shard(shard["index"], shard["count"]) if shard else None,
         shard_by=(shard or {}).get("by", "cost"),
     )
 
 
 def _plan_run(
-    config: RunConfig, store: Store
+    config: RunConfig, store: Store, env: Environment | None = None
 ) -> tuple[str, str, list[tuple[Path, Workload, Point]], dict[str, Any] | None]:
-    """Run id, group id, the points to measure and the shard document."""
+    """Run id, group id, the points to measure and the shard document.
+
+    ``env``: where a resumed run goes on, whose points the run must not mix with its
+    own unless ``config.force``; then they go to a new run of its group (its id is
+    returned, with the shard document to store in it).
+    """
     points = plan(config)
     if config.resume:
         row = store.resolve_run(config.resume)
@@ -197,18 +223,30 @@ def _plan_run(
         if shard_doc is not None:
             mine = set(shard_doc["benchmark_ids"])
             points = [p for p in points if _benchmark_id(p) in mine]
-        done = store.done_benchmark_ids(row["id"])
-        return row["id"], row["group_id"], [p for p in points if _benchmark_id(p) not in done], None
+        done = resume.done_ids(store, row)
+        rest = [p for p in points if _benchmark_id(p) not in done]
+        if not _moved(config, store, row, env):
+            return row["id"], row["group_id"], rest, None
+        return str(uuid.uuid4()), row["group_id"], rest, shard_doc
     run_id = str(uuid.uuid4())
     group_id = sharding.group_id_for(config.group) if config.group else run_id
     if not points:
-        raise UsageError(
-            "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing"
-        )
+        raise UsageError(NO_POINTS)
     if config.shard is None:
         return run_id, group_id, points, None
     chosen, shard_doc = shard_points(points, config.shard, config.shard_by, store, group_id)
     return run_id, group_id, chosen, shard_doc
+
+
+def _moved(config: RunConfig, store: Store, row: dict[str, Any], env: Environment | None) -> bool:
+    """Whether resumed run ``row`` goes on under another environment or other code
+    (refused without ``config.force``: :mod:`benchbench.run.resume`)."""
+    changed = resume.code_changes(row, config.repo)
+    if env is not None:
+        changed += resume.environment_changes(resume.stored_fields(store, row), env)
+    if changed and not config.force:
+        raise resume.refusal(row["id"], changed)
+    return bool(changed)
 
 
 def shard_points(
@@ -275,19 +313,22 @@ def run(
         ) as pool,
         counter or contextlib.nullcontext(),
     ):
-        run_id, group_id, points, shard_doc = _plan_run(config, store)
+        env = environment_of(pool, config.threads)
+        run_id, group_id, points, shard_doc = _plan_run(config, store, env)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
         jobs = [
             job_for(config, path, workload, point, profile_dir) for path, workload, point in points
         ]
+        continues = config.resume if config.resume and run_id != config.resume else None
 
         def new_row(env: Environment) -> dict[str, Any]:
-            return _run_row(run_id, group_id, config, env, shard_doc)
+            return _run_row(run_id, group_id, config, env, shard_doc, continues)
 
+        fresh = config.resume is None or continues is not None
         return measure_jobs(
             jobs,
             pool,
-            RunRecord(run_id, store, None if config.resume else new_row),
+            RunRecord(run_id, store, new_row if fresh else None, env),
             timeout_s=config.timeout_s,
             threads=config.threads,
             stop=stop,
@@ -325,7 +366,10 @@ def _run_row(
     config: RunConfig,
     env: Environment,
     shard_doc: dict[str, Any] | None,
+    continues: str | None = None,
 ) -> dict[str, Any]:
+    """The row of run ``run_id``; ``continues``: the run whose rest it measures
+    (``--resume RUN --force`` on another machine or code)."""
     suites = []
     for path in config.suites:
         suite = load_suite(path)
@@ -354,5 +398,8 @@ def _run_row(
             "selection": dataclasses.asdict(config.selection),
             "group": config.group,
             "shard": shard_doc,
+            # Where the git state was read: a resume compares that checkout's sha now.
+            "repo": str((config.repo or Path.cwd()).resolve()),
+            "continues": continues,
         },
     )

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from benchbench.core.errors import SchemaVersionError, StoreError, UsageError
 from benchbench.store import schema as t
+from benchbench.store.failures import describe
 from benchbench.store.store import Store, normalize_url, safe_url
 
 
@@ -176,12 +177,13 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
             # Create or migrate under an exclusive lock, then look again: another process
             # opening the same new store at the same moment may have done it already.
             store.write(_locked_ensure_schema)
+    except SchemaVersionError as exc:
+        raise SchemaVersionError(f"store {store.url}: {exc}") from None
     except sa.exc.DBAPIError as exc:
         message = f"cannot open store {store.url}: {store.scrub(_first_line(exc))}"
         if engine.dialect.name == "sqlite":
-            # Server and credentials mean nothing for a file: say what to check there.
-            where = path if path is not None else "the store"
-            message += f"; check that {where} is an SQLite database file you may read and write"
+            # Server and credentials mean nothing for a file: what happened to it, the fix.
+            message = describe(store.url, store.scrub(_first_line(exc)))
         elif isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
             message += "; check the URL, that the server runs and the credentials"
         raise StoreError(message) from None
@@ -237,11 +239,16 @@ def _current_version(conn: Connection) -> int | None:
         return None
     version = conn.execute(sa.select(sa.func.max(t.schema_version.c.version))).scalar_one()
     if version is not None and version > t.SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"the store has schema version {version}, newer than this benchbench "
-            f"understands ({t.SCHEMA_VERSION}); upgrade benchbench to read it"
-        )
+        raise _newer(version)
     return int(version) if version is not None else None
+
+
+def _newer(version: int) -> SchemaVersionError:
+    return SchemaVersionError(
+        f"the store has schema version {version}, newer than this benchbench "
+        f"understands ({t.SCHEMA_VERSION}); upgrade benchbench (pip install -U benchbench) "
+        "to read it, or give --store PATH of another store"
+    )
 
 
 def _locked_ensure_schema(conn: Connection) -> None:
@@ -264,10 +271,7 @@ def _ensure_schema(conn: Connection) -> None:
     if version is None:
         raise StoreError("the store's schema_version table is empty: the store is damaged")
     if version > t.SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"the store has schema version {version}, newer than this benchbench "
-            f"understands ({t.SCHEMA_VERSION}); upgrade benchbench to read it"
-        )
+        raise _newer(version)
     while version < t.SCHEMA_VERSION:
         MIGRATIONS[version](conn)
         version += 1

@@ -19,6 +19,7 @@ from benchbench.core.values import Result
 from benchbench.machine.environment import Environment
 from benchbench.store import lookup, queries
 from benchbench.store import schema as t
+from benchbench.store.failures import describe
 from benchbench.store.rows import (
     benchmark_row_for,
     bulk_insert,
@@ -93,9 +94,8 @@ class Store:
                 message = str(exc.orig).strip()
                 locked = "locked" in message or "busy" in message or "deadlock" in message
                 if not locked or attempt == attempts - 1:
-                    raise StoreError(
-                        f"store {self.url}: write failed: {self.scrub(message)}"
-                    ) from None
+                    first = self.scrub(message).splitlines()[0] if message else "no message"
+                    raise StoreError(describe(self.url, f"write failed: {first}")) from None
                 time.sleep(0.05 * 2**attempt * random.uniform(0.5, 1.5))
         raise StoreError(f"store {self.url}: write failed: no attempt made (attempts={attempts})")
 

@@ -29,6 +29,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from benchbench.analysis.axes import ELEMENTS, Axis, axis_of, work_unit_of
 from benchbench.analysis.curves import Analysis, Curve, CurveKey, analyze
+from benchbench.core import defaults
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.core.units import format_bytes, format_rate, format_size
 from benchbench.machine.hardware import Profile
@@ -44,7 +45,7 @@ BY_FIELDS = {
     "dtype": "dtype",
     "environment": "environment_id",
 }
-FORMATS = ("png", "svg", "pdf")
+FORMATS = defaults.PLOT_FORMATS
 _UNITS = {"bytes": ("GB/s", 1e9), "flop": ("GFLOP/s", 1e9), "items": ("Mitems/s", 1e6)}
 _STYLES = ("-", "--", ":", "-.")
 _WORK_AXES = {

@@ -5,11 +5,16 @@ adds no speed) and D (mps and ROCm reachable, profilers and asynchronous CUDA).
 """
 
 from benchbench.analysis.claims import (
+    FAILS,
     HOLDS,
     INCONCLUSIVE,
+    NOT_MEASURED,
+    UNMEASURABLE,
     Claim,
     Finding,
     Rows,
+    above,
+    all_of,
     ratio_of_medians,
     speedup,
 )
@@ -19,17 +24,35 @@ def _devices_claim(rows: Rows) -> Finding:
     gpu = rows.one("sqrt", "torch.sqrt", device="cuda")
     if isinstance(gpu, Finding):
         return gpu
-    ratios = []
+    found = []  # (size, cpu/gpu ratio, its 95 % interval) at the sizes measured on both
     for row in rows.find("sqrt", "torch.sqrt", device="cuda"):
         cpu = rows.one("sqrt", "torch.sqrt", device="cpu", size=row["size"])
         if row["status"] == "ok" and not isinstance(cpu, Finding):
-            ratios.append((row["size"], ratio_of_medians(cpu, row)[0]))
-    ratios.sort()
-    spread = max(max(r, 1 / r) for _, r in ratios)
-    small_cpu, large_gpu = ratios[0][1] < 1, ratios[-1][1] > 1
-    figure = ", ".join(f"n={n}: cpu/gpu {r:.3g}x" for n, r in ratios)
-    verdict = HOLDS if spread > 17 and small_cpu and large_gpu else "does not hold"
-    return Finding(verdict, figure, spread, reason="> 17x apart, CPU wins small, GPU wins large")
+            found.append((row["size"], *ratio_of_medians(cpu, row)))
+    if not found:
+        return Finding(
+            UNMEASURABLE,
+            reason="no size has both a cpu and a cuda point of sqrt:torch.sqrt; run "
+            "elementwise with --device cpu,cuda",
+        )
+    found.sort()
+    (_, _, small), (_, _, large) = found[0], found[-1]
+    # How far apart at best and at worst: max(r, 1/r) over the sizes, bounded by the CIs.
+    lowest = max(max(lo, 1 / hi) for _, _, (lo, hi) in found)
+    highest = max(max(hi, 1 / lo) for _, _, (lo, hi) in found)
+    apart = True if lowest > 17 else (False if highest <= 17 else None)
+    small_cpu = above((1 / small[1], 1 / small[0]), 1.0)  # gpu/cpu above 1: the CPU wins
+    large_gpu = above(large, 1.0)
+    figure = ", ".join(
+        f"n={n}: cpu/gpu {r:.3g}x (95% CI {lo:.3g}-{hi:.3g})" for n, r, (lo, hi) in found
+    )
+    spread = max(max(r, 1 / r) for _, r, _ in found)
+    return Finding(
+        all_of((apart, small_cpu, large_gpu)),
+        figure,
+        spread,
+        reason="> 17x apart, CPU wins small, GPU wins large (each from its 95% interval)",
+    )
 
 
 def _numpy_claim(rows: Rows) -> Finding:
@@ -45,12 +68,11 @@ def _numpy_claim(rows: Rows) -> Finding:
         if isinstance(torch_row, Finding):
             return torch_row
         found.append((size, *ratio_of_medians(numpy_row, torch_row)))
-    (n0, r0, _), (n1, r1, ci) = found
-    trails = ci[0] > 1
-    grows = r1 > r0
-    verdict = (
-        HOLDS if trails and grows else ("does not hold" if ci[1] < 1 or not grows else INCONCLUSIVE)
-    )
+    (n0, r0, ci0), (n1, r1, ci) = found
+    trails = above(ci, 1.0)
+    # The gap grows when the largest size's interval lies above the smallest's.
+    grows = True if ci[0] > ci0[1] else (False if ci[1] < ci0[0] else None)
+    verdict = all_of((trails, grows))
     figure = (
         f"numpy/torch = {r0:.3g}x at n={n0}, {r1:.3g}x (95% CI {ci[0]:.3g}-{ci[1]:.3g}) at n={n1}"
     )
@@ -114,17 +136,30 @@ claims = [
 
 
 def _devices_reachable(rows: Rows) -> Finding:
-    found = {}
-    for device in ("mps", "cuda"):
-        row = rows.one("sqrt", "torch.sqrt", device=device)
-        found[device] = row
-    ok = [d for d, r in found.items() if not isinstance(r, Finding)]
-    if ok:
-        return Finding(HOLDS, f"torch.sqrt measured on {', '.join(ok)}", float(len(ok)))
-    reasons = "; ".join(f.reason for f in found.values() if isinstance(f, Finding))
-    verdicts = {f.verdict for f in found.values() if isinstance(f, Finding)}
-    verdict = "not measured" if verdicts == {"not measured"} else "not measurable here"
-    return Finding(verdict, reason=reasons)
+    # Two parts: Apple GPUs through mps, AMD GPUs through cuda. A cuda point shows the
+    # ROCm part only on a ROCm build of torch (the environment's ``rocm``); on an NVIDIA
+    # GPU it shows nothing about AMD.
+    mps = rows.one("sqrt", "torch.sqrt", device="mps")
+    cuda = rows.one("sqrt", "torch.sqrt", device="cuda")
+    rocm = rows.environment.get("rocm")
+    seen = []
+    if not isinstance(mps, Finding):
+        seen.append("torch.sqrt measured on mps")
+    if not isinstance(cuda, Finding) and rocm:
+        seen.append(f"torch.sqrt measured on cuda under ROCm {rocm}")
+    if len(seen) == 2:
+        return Finding(HOLDS, "; ".join(seen), 2.0)
+    missing = []
+    if isinstance(mps, Finding):
+        missing.append(f"the mps part: {mps.reason}")
+    if isinstance(cuda, Finding):
+        missing.append(f"the ROCm part: {cuda.reason}")
+    elif not rocm:
+        missing.append("the ROCm part: the cuda points ran on a CUDA (not ROCm) build of torch")
+    reason = "; ".join(missing) + " (one machine shows at most one part)"
+    verdicts = [f.verdict if isinstance(f, Finding) else UNMEASURABLE for f in (mps, cuda)]
+    verdict = NOT_MEASURED if set(verdicts) == {NOT_MEASURED} else UNMEASURABLE
+    return Finding(verdict, "; ".join(seen), float(len(seen)), reason=reason)
 
 
 def _profiler_async(rows: Rows) -> Finding:
@@ -134,16 +169,32 @@ def _profiler_async(rows: Rows) -> Finding:
     profiled = (gpu.get("extra") or {}).get("profile")
     if not profiled:
         return Finding(
-            "not measured",
+            NOT_MEASURED,
             reason="run `benchbench run elementwise --tag quick --device cuda --profile "
             "--filter 'sqrt:torch.sqrt'` to profile the CUDA point",
         )
-    cpu_s = sum(op["self_cpu_s"] for op in profiled["top"])
-    device_s = sum(op["self_device_s"] for op in profiled["top"])
+    calls = profiled["calls"]
+    cpu_s = sum(op["self_cpu_s"] for op in profiled["top"]) / calls
+    device_s = sum(op["self_device_s"] for op in profiled["top"]) / calls
+    if device_s <= 0:
+        return Finding(
+            UNMEASURABLE,
+            reason="the trace holds no device time: it recorded no CUDA activity",
+        )
+    lo, hi = gpu.get("ci_low_s"), gpu.get("ci_high_s")
     figure = (
-        f"profiled self CPU {cpu_s:.3g} s vs device {device_s:.3g} s over {profiled['calls']} calls"
+        f"profiled self CPU {cpu_s:.3g} s/call, device {device_s:.3g} s/call; measured with "
+        f"CUDA events {gpu['median_s']:.3g} s/call"
     )
-    return Finding(HOLDS if abs(cpu_s - device_s) > 0.1 * device_s else "does not hold", figure)
+    if lo is None or hi is None:
+        return Finding(INCONCLUSIVE, figure, reason="the point has no interval of its median")
+    figure += f" (95% CI {lo:.3g}-{hi:.3g})"
+    # The CPU side misreports when its time per call lies outside the interval of the
+    # time the GPU took; it does not when it lies inside.
+    verdict = HOLDS if not lo <= cpu_s <= hi else FAILS
+    return Finding(
+        verdict, figure, cpu_s, (lo, hi), reason="CPU-side time outside the measured interval"
+    )
 
 
 claims += [

@@ -4,7 +4,7 @@ SEEDS A (float16 ``sqrt``), C (autocast, softmax, cross-entropy) and D (matmul
 errors per dtype, TF32, reduced-precision reductions, batched versus sliced ``bmm``).
 """
 
-from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows
+from benchbench.analysis.claims import HOLDS, Claim, Finding, Rows, faster, ratio_of_medians
 
 
 def _float16_sqrt(rows: Rows) -> Finding:
@@ -70,13 +70,14 @@ def _cuda_only(workload: str, variant: str, baseline: str, dtype: str):
         off = rows.one(workload, baseline, device="cuda", dtype=dtype, size=on["size"])
         if isinstance(off, Finding):
             return off
-        ratio = off["median_s"] / on["median_s"]
+        ratio, ci, quicker = faster(off, on)
         figure = (
-            f"{baseline}/{variant} = {ratio:.3g}x; max rel error {on['max_rel_error']:.3g} "
-            f"vs {off['max_rel_error']:.3g}"
+            f"{baseline}/{variant} = {ratio:.3g}x (95% CI {ci[0]:.3g}-{ci[1]:.3g}); max rel "
+            f"error {on['max_rel_error']:.3g} vs {off['max_rel_error']:.3g}"
         )
-        holds = ratio > 1 and on["max_rel_error"] >= off["max_rel_error"]
-        return Finding(HOLDS if holds else "does not hold", figure, ratio)
+        coarser = on["max_rel_error"] >= off["max_rel_error"]
+        verdict = quicker if coarser else "does not hold"
+        return Finding(verdict, figure, ratio, ci, reason="faster (CI > 1x) and less precise")
 
     return evaluate
 
@@ -88,20 +89,24 @@ def _autocast(rows: Rows) -> Finding:
     if not isinstance(cpu, Finding):
         base = rows.one("autocast step", "float32", device="cpu", mode=step)
         if not isinstance(base, Finding):
-            ratio = base["median_s"] / cpu["median_s"]
-            cpu_note = f"; CPU bfloat16 autocast: float32/autocast = {ratio:.3g}x"
+            ratio, ci = ratio_of_medians(base, cpu)
+            cpu_note = (
+                f"; CPU bfloat16 autocast: float32/autocast = {ratio:.3g}x "
+                f"(95% CI {ci[0]:.3g}-{ci[1]:.3g})"
+            )
     gpu = rows.one("autocast step", "autocast float16", device="cuda", mode=step)
     if isinstance(gpu, Finding):
         return Finding(gpu.verdict, cpu_note.lstrip("; "), reason=gpu.reason)
     base = rows.one("autocast step", "float32", device="cuda", mode=step)
     if isinstance(base, Finding):
         return base
-    ratio = base["median_s"] / gpu["median_s"]
+    ratio, ci, verdict = faster(base, gpu)
     return Finding(
-        HOLDS if ratio > 1 else "does not hold",
-        f"CUDA float32/autocast float16 = {ratio:.3g}x{cpu_note}",
+        verdict,
+        f"CUDA float32/autocast float16 = {ratio:.3g}x (95% CI {ci[0]:.3g}-{ci[1]:.3g})" + cpu_note,
         ratio,
-        reason="up to 2x: holds when autocast is faster",
+        ci,
+        reason="up to 2x: holds when autocast is faster (CI > 1x)",
     )
 
 

@@ -171,3 +171,78 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
     assert missing.returncode == 1 and "no run 'nope'" in missing.stderr
     no_suite = benchbench("run", "--store", str(db), cwd=tmp_path)
     assert no_suite.returncode == 2 and "--resume RUN_ID" in no_suite.stderr
+
+
+def _machine(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchbench", *args],
+        cwd=cwd,
+        env={**env(), "BENCHBENCH_MACHINE": name},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _half_done(db: Path, run_id: str) -> None:
+    """Drop the run's last point and mark it interrupted, as a kill would leave it."""
+    import sqlalchemy as sa
+
+    from benchbench.store import schema as t
+
+    store = open_store(str(db))
+    with store.transaction() as conn:
+        last = conn.execute(
+            sa.select(sa.func.max(t.measurement.c.id)).where(t.measurement.c.run_id == run_id)
+        ).scalar_one()
+        conn.execute(t.telemetry.delete().where(t.telemetry.c.measurement_id == last))
+        conn.execute(t.measurement.delete().where(t.measurement.c.id == last))
+        conn.execute(t.run.update().where(t.run.c.id == run_id).values(status="interrupted"))
+
+
+def test_a_resume_on_another_machine_is_refused_and_with_force_lands_under_its_own(tmp_path):
+    db = tmp_path / "store.db"
+    suite = tmp_path / "grid.py"
+    suite.write_text(GRID.read_text())
+    args = ("--budget", "0.02", "--filter", "/sqrt:.*n=(64|128)\\)", "--store", str(db))
+    first = _machine("node-a", "run", str(suite), *args, "--json", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    run_id = json_of(first)["run_id"]
+    _half_done(db, run_id)
+    before = _stored_labels(db, run_id)
+    assert len(before) == 1
+
+    refused = _machine("node-b", "run", "--resume", run_id, "--store", str(db), cwd=tmp_path)
+    assert refused.returncode == 2, refused.stderr
+    assert "environment machine 'node-a' -> 'node-b'" in refused.stderr
+    assert f"--resume {run_id} --force" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert _stored_labels(db, run_id) == before  # nothing filed under node-a's run
+
+    forced = _machine(
+        "node-b", "run", "--resume", run_id, "--force", "--store", str(db), "--json", cwd=tmp_path
+    )
+    assert forced.returncode == 0, forced.stderr
+    store = open_store(str(db))
+    new_id = json_of(forced)["run_id"]
+    assert new_id != run_id and _stored_labels(db, run_id) == before
+    first_row, new_row = store.resolve_run(run_id), store.resolve_run(new_id)
+    assert new_row["group_id"] == first_row["group_id"]
+    assert new_row["config"]["continues"] == run_id
+    machines = {r: store.environment(store.resolve_run(r)["environment_id"])["machine"]
+                for r in (run_id, new_id)}  # fmt: skip
+    assert machines == {run_id: "node-a", new_id: "node-b"}
+    assert len(_stored_labels(db, new_id)) == 1
+    assert set(_stored_labels(db, new_id)).isdisjoint(before)
+
+    # The continuation is resumed like any run: nothing is left, nothing is measured twice.
+    again = _machine("node-b", "run", "--resume", new_id, "--store", str(db), "--json",
+                     cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert len(_stored_labels(db, new_id)) == 1
+
+    # Changed code is refused too, before any worker starts: here a suite file.
+    suite.write_text(GRID.read_text() + "\n# changed\n")
+    changed = _machine("node-a", "run", "--resume", run_id, "--store", str(db), cwd=tmp_path)
+    assert changed.returncode == 2
+    assert f"suite file {suite}" in changed.stderr and "hash" in changed.stderr

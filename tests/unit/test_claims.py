@@ -278,3 +278,65 @@ def test_bmm_claim_holds_only_for_a_nonzero_difference():
     # A run stored before the column kept the difference in ``extra``.
     old = [row("bmm difference", "d", 1e-4, suite="precision", extra={"max_abs_error": 1e-7})]
     assert evaluate([claim], old)[0].finding.verdict == HOLDS
+
+
+def _sqrt(device: str, median: float, size: int, **kw: Any) -> dict[str, Any]:
+    return row("sqrt", "torch.sqrt", median, suite="elementwise", device=device, size=size, **kw)
+
+
+def test_devices_claim_without_a_size_on_both_devices_is_not_measurable_here():
+    claim = _claims()["A-devices"]
+    only_cuda = [_sqrt("cuda", 1e-5, 2**20), _sqrt("cpu", 1e-5, 2**10)]
+    finding = evaluate([claim], only_cuda)[0].finding
+    assert finding.verdict == UNMEASURABLE and "both a cpu and a cuda point" in finding.reason
+
+
+def test_devices_claim_decides_from_the_intervals():
+    claim = _claims()["A-devices"]
+
+    def rows(large_cpu_s: float, half_width: float) -> list[dict[str, Any]]:
+        return [
+            _sqrt("cpu", 1e-6, 2**10), _sqrt("cuda", 1e-5, 2**10),  # CPU 10x faster small
+            _sqrt("cpu", large_cpu_s, 2**24, half_width=half_width),
+            _sqrt("cuda", 1e-4, 2**24, half_width=half_width),
+        ]  # fmt: skip
+
+    assert evaluate([claim], rows(4e-3, 0.01))[0].finding.verdict == HOLDS  # 40x apart
+    assert evaluate([claim], rows(1e-3, 0.01))[0].finding.verdict == FAILS  # 10x at most
+    # 18x measured, but each side +-30 %: the interval reaches below 17x.
+    assert evaluate([claim], rows(1.8e-3, 0.3))[0].finding.verdict == INCONCLUSIVE
+
+
+def test_devices_reachable_needs_mps_and_a_rocm_build_not_any_cuda():
+    claim = _claims()["D-devices"]
+    cuda = [_sqrt("cuda", 1e-5, 2**20)]
+    nvidia = evaluate([claim], cuda, {"rocm": None, "gpus": ["NVIDIA H100"]})[0].finding
+    assert nvidia.verdict == UNMEASURABLE
+    assert "CUDA (not ROCm) build" in nvidia.reason
+    mps_and_rocm = [_sqrt("mps", 1e-5, 2**20), *cuda]
+    assert evaluate([claim], mps_and_rocm, {"rocm": "6.2"})[0].finding.verdict == HOLDS
+
+
+def test_profiler_claim_reads_the_cpu_time_against_the_measured_interval():
+    claim = _claims()["D-profiler"]
+
+    def finding(cpu_s: float, device_s: float = 1e-3) -> Finding:
+        top = [{"name": "aten::sqrt", "self_cpu_s": cpu_s, "self_device_s": device_s}]
+        extra = {"profile": {"calls": 100, "top": top, "trace": "t.json"}}
+        gpu = _sqrt("cuda", 1e-5, 2**20, extra=extra)  # 10 us per call, CI +-1 %
+        return evaluate([claim], [gpu])[0].finding
+
+    assert finding(1e-4).verdict == HOLDS  # 1 us per call on the CPU side: misreported
+    assert finding(1e-3).verdict == FAILS  # 10 us per call: inside the interval
+    assert finding(1e-4, device_s=0.0).verdict == UNMEASURABLE  # no CUDA activity
+
+
+def test_a_speed_claim_whose_interval_straddles_one_is_inconclusive():
+    claim = _claims()["C-autocast"]
+    w, step = "autocast step", {"mode": "fwd_bwd"}
+    rows = [
+        row(w, "float32", 2.0e-3, suite="precision", device="cuda", params=step, half_width=0.2),
+        row(w, "autocast float16", 1.9e-3, suite="precision", device="cuda", params=step,
+            half_width=0.2),
+    ]  # fmt: skip
+    assert evaluate([claim], rows)[0].finding.verdict == INCONCLUSIVE

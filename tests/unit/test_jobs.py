@@ -170,6 +170,18 @@ def test_resuming_reopens_the_existing_run_and_adds_to_it(store):
     assert len(store.runs()) == 1
 
 
+def test_resuming_on_another_machine_files_nothing_under_the_run(store):
+    from benchbench.machine.environment import Environment
+
+    measure_jobs([_job(1)], ScriptedPool(), _record(store), timeout_s=5)
+    elsewhere = Environment(fields={"machine": "other"})
+    with pytest.raises(MeasurementError, match="run run-1 was measured in another environment"):
+        measure_jobs([_job(2)], ScriptedPool(), RunRecord("run-1", store, None, elsewhere),
+                     timeout_s=5)  # fmt: skip
+    assert [r["size"] for r in store.measurements("run-1")] == [1]
+    assert store.resolve_run("run-1")["status"] == "finished"
+
+
 def test_without_a_store_nothing_asks_for_the_environment():
     pool = ScriptedPool()
     summary = measure_jobs(

@@ -86,13 +86,13 @@ def test_an_sqlite_failure_gives_file_advice_not_server_advice(tmp_path):
         open_store(str(tmp_path))
     message = str(info.value)
     assert "unable to open database file" in message
-    assert f"check that {tmp_path} is an SQLite database file" in message
+    assert f"store {tmp_path}: it is a folder, not an SQLite file" in message
     assert "credentials" not in message and "server" not in message
     garbage = tmp_path / "notes.db"
     garbage.write_text("not a database, just text that is long enough to have a header\n" * 4)
     with pytest.raises(StoreError) as info:
         open_store(str(garbage), create=False)
-    assert "file is not a database" in str(info.value)
+    assert "file is not a database" in str(info.value) and "the file is damaged" in str(info.value)
     assert "credentials" not in str(info.value)
 
 
