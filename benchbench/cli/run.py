@@ -4,10 +4,13 @@ Each point runs in a worker process: warm-up, calibration (samples >= 1 ms), the
 samples until the median's 95 % CI is within --target of it or --budget seconds
 have passed. A point that crashes, hangs past --timeout, runs out of memory,
 raises or computes a wrong result is stored as an error with the reason; the run
-goes on with a fresh worker. --cpus pins the workers to cores (one torch thread per
-core unless --threads says otherwise). Telemetry (CPU clocks, load, other processes,
+goes on with a fresh worker. Workers use one torch thread unless --threads says
+otherwise (--threads all: torch's default, one per core, or per core of --cpus);
+--cpus pins the workers to cores. Telemetry (CPU clocks, load, other processes,
 idle cores, GPU clocks) is sampled by the runner beside each point and stored with it;
-a point with more torch threads than idle cores gets a warning. --profile saves a
+a process with more torch threads than idle cores is measured again later in its round
+while the run's budget allows (noted `retaken`), and the note `busy core` stays on a
+point whose retake was crowded too. --profile saves a
 torch.profiler trace of each selected point (after its timing) beside the store and
 lists its top operators. --metric instructions counts each point's instructions per
 call under valgrind's callgrind instead of (or, with time,instructions, beside) timing it.
@@ -236,7 +239,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         cache=args.cache or "warm",
         outputs=args.outputs,
         metrics=parse_metrics(args.metric),
-        threads=args.threads,
+        threads=flags.threads_from(args),
         cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         compile_timeout_s=args.timeout,  # None: COMPILE_TIMEOUT_S for compile variants
@@ -288,7 +291,7 @@ def _resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--cache", args.cache, stored.cache),
         ("--outputs", args.outputs, stored.outputs),
         ("--metric", parse_metrics(args.metric) if args.metric else None, stored.metrics),
-        ("--threads", args.threads, stored.threads),
+        ("--threads", args.threads, stored.threads or defaults.ALL_THREADS),
         ("--cpus", flags.cpus_from(args) or None, stored.cpus or None),
         ("--allocator", args.allocator, stored.allocator),
         ("--rounds", args.rounds, stored.rounds.count),
