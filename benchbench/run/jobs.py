@@ -41,15 +41,24 @@ from benchbench.machine.vcs import git_state
 from benchbench.run.allocate import (
     BUDGET_SPENT,
     FIRST_SHARE,
+    HEADROOM,
     Spread,
     next_process,
     spread_of,
     why_stopped,
 )
 from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
-from benchbench.run.observed import observed_request
+from benchbench.run.observed import crowded, observed_request
 from benchbench.run.pool import WorkerPool
-from benchbench.run.rounds import Rounds, merge, process_request, round_request, target_of
+from benchbench.run.rounds import (
+    Rounds,
+    SetAside,
+    merge,
+    process_request,
+    round_request,
+    target_of,
+    wild_pending,
+)
 from benchbench.run.rounds import order as rounds_order
 from benchbench.run.workers import (
     StopRequest,
@@ -193,7 +202,9 @@ def measure_jobs(
         # Two processes or more give a spread to allocate by; one does not.
         adaptive = rounds is not None and plan.count >= 2 and plan.max_count > plan.count
         share = FIRST_SHARE if adaptive else 1.0
-        budget = _Budget(sum(_max_time_s(job) for job in jobs) if adaptive else 0.0)
+        # The run's sampling budget: the allocation's, and the retakes' (processes stop
+        # early when precise, so a run without allocation has some left too).
+        budget = _Budget(sum(_max_time_s(job) for job in jobs))
 
         def take(index: int, request: dict[str, Any], round_label: int) -> list[Result] | None:
             job = jobs[index]
@@ -226,9 +237,36 @@ def measure_jobs(
 
         # The first rounds: every point in plan.count fresh processes, shuffled rounds;
         # a process measures plan.per_process points of its round, never two of a point.
+        # A process whose threads outnumbered the idle cores is measured again at the end
+        # of its round while the budget allows (_Retakes; once a point: beside a neighbour
+        # busy half the time a third of the processes may be crowded, and each retake
+        # costs a fork and a warm-up besides its samples), and a point with a wild process
+        # once the rounds are done.
         sharing = plan.per_process > 1
         if sharing:
             pool.share(plan.per_process)
+        retakes = _Retakes(len(jobs))
+        round_cost_s = sum(_max_time_s(job) for job in jobs) * share / plan.count
+
+        def retake(index: int, position: int, request: dict[str, Any], why: str) -> None:
+            """Process ``position`` of job ``index`` measured again, the first set aside."""
+            nonlocal total
+            total += 1
+            if take(index, request, position + 1) is None:
+                return
+            results, wall = taken[index].pop(), walls[index].pop()
+            retakes.set_aside(index, position, taken[index][position], why)
+            taken[index][position], walls[index][position] = results, wall
+
+        def ready(index: int) -> bool:
+            """True when a point of the last round can be written: no wild process to
+            measure again, and no more processes wanted (or none to allocate)."""
+            return not _wild(taken[index]) and (not adaptive or settled(index))
+
+        def finish(index: int) -> None:
+            open_jobs.discard(index)
+            write(index, _merged(jobs[index], taken[index], walls[index], None, retakes.of(index)))
+
         for round_index in range(plan.count):
             if not open_jobs or stop.requested:
                 break
@@ -240,6 +278,8 @@ def measure_jobs(
             )
             if round_index > 0:
                 pool.renew()  # a fresh layout and a new worker a round (WorkerPool.renew)
+            last = round_index + 1 == plan.count
+            crowded_now: list[tuple[int, dict[str, Any], str]] = []
             for index in visit:
                 if index not in open_jobs:
                     continue
@@ -250,10 +290,42 @@ def measure_jobs(
                 if results is None:
                     break
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
-                last = round_index + 1 == plan.count
-                if first_failed or (last and not adaptive) or (last and settled(index)):
-                    open_jobs.discard(index)
-                    write(index, _merged(jobs[index], taken[index], walls[index]))
+                why = None if first_failed else _crowded(results)
+                if why is not None and rounds is not None and not retakes.of(index):
+                    crowded_now.append((index, request, why))
+                elif first_failed or (last and ready(index)):
+                    finish(index)
+            # Later in the round: the crowded processes again, while the budget allows
+            # (the rounds still to come keep their share).
+            reserve_s = round_cost_s * (plan.count - round_index - 1)
+            for index, request, why in crowded_now:
+                if stop.requested:
+                    break
+                cap_s = _max_time_s_of(request)
+                if budget.left_s - reserve_s >= cap_s * HEADROOM:
+                    retake(index, round_index, request, why)
+                if last and ready(index):
+                    finish(index)
+        # A wild process that its point had to keep (too few agreeing others): one more
+        # process for that point, while the budget allows.
+        for index in sorted(open_jobs):
+            if stop.requested:
+                break
+            if len(taken[index]) < plan.count:
+                continue
+            request = process_request(
+                jobs[index].request, _max_time_s(jobs[index]) * share / plan.count, plan.count
+            )
+            for _attempt in range(MAX_WILD_RETAKES):
+                if not _wild(taken[index]) or stop.requested:
+                    break
+                if budget.left_s < _max_time_s_of(request) * HEADROOM:
+                    break
+                total += 1
+                if take(index, request, len(walls[index]) + 1) is None:
+                    break
+            if not stop.requested and (not adaptive or settled(index)):
+                finish(index)
         # Then the budget left, a process at a time, to the points furthest from target.
         if sharing:
             pool.share(1)  # the same point may be chosen twice in a row: a fresh process each
@@ -273,14 +345,14 @@ def measure_jobs(
             if take(index, request, len(walls[index]) + 1) is None:
                 break
             if settled(index):  # within target now, or at its most processes: written now
-                open_jobs.discard(index)
-                write(index, _merged(jobs[index], taken[index], walls[index]))
+                finish(index)
         if adaptive:  # what is still open is done, or the run stopped: write what is whole
             for index in sorted(open_jobs):
                 if len(taken[index]) < plan.count:
                     continue  # cut short by a stop: --resume measures it
                 why = why_stopped(spread(index), target, plan.max_count)
-                write(index, _merged(jobs[index], taken[index], walls[index], why))
+                merged = _merged(jobs[index], taken[index], walls[index], why, retakes.of(index))
+                write(index, merged)
         summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
@@ -347,13 +419,59 @@ def _counts(
 
 
 def _merged(
-    job: Job, taken: list[list[Result]], walls: Sequence[float] = (), why: str | None = None
+    job: Job,
+    taken: list[list[Result]],
+    walls: Sequence[float] = (),
+    why: str | None = None,
+    set_aside: Sequence[tuple[int, list[Result], str]] = (),
 ) -> list[Result]:
-    """Each point of ``job`` merged over the processes taken so far."""
+    """Each point of ``job`` merged over the processes taken so far; ``set_aside``: the
+    processes retakes replaced, as (0-based position, their results, why)."""
     target = target_of(job.request)
     return [
-        merge([results[k] for results in taken], target, walls, why) for k in range(len(job.points))
+        merge(
+            [results[k] for results in taken],
+            target,
+            walls,
+            why,
+            [SetAside(position + 1, results[k], reason) for position, results, reason in set_aside],
+        )
+        for k in range(len(job.points))
     ]
+
+
+#: Processes a point with a wild one may take beyond its rounds (each within the budget).
+MAX_WILD_RETAKES = 2
+
+
+def _wild(taken: list[list[Result]]) -> bool:
+    """True when a point of the job has a wild process it must keep for now."""
+    if len(taken) < 3:
+        return False
+    return any(wild_pending([results[k] for results in taken]) for k in range(len(taken[0])))
+
+
+def _crowded(results: Sequence[Result]) -> str | None:
+    """Why a process must be measured again: its threads outnumbered the idle cores."""
+    return next((why for r in results if (why := crowded(r)) is not None), None)
+
+
+def _max_time_s_of(request: dict[str, Any]) -> float:
+    policy = request.get("policy") or {}
+    return float(policy.get("max_time_s") or 0.0)
+
+
+class _Retakes:
+    """The processes of each job that a retake replaced: (position, results, why)."""
+
+    def __init__(self, jobs: int) -> None:
+        self._aside: list[list[tuple[int, list[Result], str]]] = [[] for _ in range(jobs)]
+
+    def set_aside(self, index: int, position: int, results: list[Result], why: str) -> None:
+        self._aside[index].append((position, results, why))
+
+    def of(self, index: int) -> list[tuple[int, list[Result], str]]:
+        return self._aside[index]
 
 
 def _spread(job: Job, taken: list[list[Result]], walls: Sequence[float]) -> Spread | None:
@@ -369,8 +487,7 @@ def _target(jobs: Sequence[Job]) -> float:
 
 
 def _max_time_s(job: Job) -> float:
-    policy = job.request.get("policy") or {}
-    return float(policy.get("max_time_s") or 0.0)
+    return _max_time_s_of(job.request)
 
 
 class _Budget:
