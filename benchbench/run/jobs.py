@@ -30,34 +30,38 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from benchbench.core.errors import BenchbenchError, MeasurementError
 from benchbench.core.values import Point, Result
-from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
-from benchbench.machine.vcs import git_state
 from benchbench.run.allocate import (
     BUDGET_SPENT,
     FIRST_SHARE,
     HEADROOM,
     Spread,
     next_process,
-    spread_of,
     why_stopped,
 )
 from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
-from benchbench.run.observed import crowded, observed_request
+from benchbench.run.observed import observed_request
 from benchbench.run.pool import WorkerPool
+from benchbench.run.processes import (
+    MAX_WILD_RETAKES,
+    Budget,
+    Retakes,
+    crowded_why,
+    max_time_s,
+    merged,
+    run_target,
+    widest_spread,
+    wild,
+)
+from benchbench.run.record import RunRecord, run_row
 from benchbench.run.rounds import (
     Rounds,
-    SetAside,
-    merge,
     process_request,
     round_request,
-    target_of,
-    wild_pending,
 )
 from benchbench.run.rounds import order as rounds_order
 from benchbench.run.workers import (
@@ -66,6 +70,18 @@ from benchbench.run.workers import (
 )
 from benchbench.store import Store
 from benchbench.store.store import now
+
+#: ``run_row`` and ``RunRecord`` live in :mod:`benchbench.run.record`; their callers import
+#: them from here, with the loop.
+__all__ = [
+    "Job",
+    "ProgressFn",
+    "RunRecord",
+    "RunSummary",
+    "WorkerPool",
+    "measure_jobs",
+    "run_row",
+]
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
@@ -102,19 +118,6 @@ class Job:
             Result(point=p, status="error", reason=reason, code_version=self.code_version)
             for p in self.points
         ]
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """Where results go: run ``run_id`` in ``store`` (None: they are not stored).
-
-    ``new_row(environment)`` builds the row of a new run (see :func:`run_row`); None
-    when the run exists already (``--resume``).
-    """
-
-    run_id: str
-    store: Store | None
-    new_row: Callable[[Environment], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -204,7 +207,7 @@ def measure_jobs(
         share = FIRST_SHARE if adaptive else 1.0
         # The run's sampling budget: the allocation's, and the retakes' (processes stop
         # early when precise, so a run without allocation has some left too).
-        budget = _Budget(sum(_max_time_s(job) for job in jobs))
+        budget = Budget(sum(max_time_s(job.request) for job in jobs))
 
         def take(index: int, request: dict[str, Any], round_label: int) -> list[Result] | None:
             job = jobs[index]
@@ -220,14 +223,16 @@ def measure_jobs(
             notify("advance", {"total": total})
             return results
 
-        target = _target(jobs)
+        target = run_target(job.request for job in jobs)
         # Each job's spread, merged once per new process rather than once per choice
         # (the merge and its statistics cost ~1 ms a job, beside a measuring worker).
         spreads: dict[int, Spread | None] = {}
 
         def spread(index: int) -> Spread | None:
             if index not in spreads:
-                spreads[index] = _spread(jobs[index], taken[index], walls[index])
+                spreads[index] = widest_spread(
+                    jobs[index].request, len(jobs[index].points), taken[index], walls[index]
+                )
             return spreads[index]
 
         def settled(index: int) -> bool:
@@ -238,15 +243,15 @@ def measure_jobs(
         # The first rounds: every point in plan.count fresh processes, shuffled rounds;
         # a process measures plan.per_process points of its round, never two of a point.
         # A process whose threads outnumbered the idle cores is measured again at the end
-        # of its round while the budget allows (_Retakes; once a point: beside a neighbour
+        # of its round while the budget allows (Retakes; once a point: beside a neighbour
         # busy half the time a third of the processes may be crowded, and each retake
         # costs a fork and a warm-up besides its samples), and a point with a wild process
         # once the rounds are done.
         sharing = plan.per_process > 1
         if sharing:
             pool.share(plan.per_process)
-        retakes = _Retakes(len(jobs))
-        round_cost_s = sum(_max_time_s(job) for job in jobs) * share / plan.count
+        retakes = Retakes(len(jobs))
+        round_cost_s = sum(max_time_s(job.request) for job in jobs) * share / plan.count
 
         def retake(index: int, position: int, request: dict[str, Any], why: str) -> None:
             """Process ``position`` of job ``index`` measured again, the first set aside."""
@@ -261,11 +266,16 @@ def measure_jobs(
         def ready(index: int) -> bool:
             """True when a point of the last round can be written: no wild process to
             measure again, and no more processes wanted (or none to allocate)."""
-            return not _wild(taken[index]) and (not adaptive or settled(index))
+            return not wild(taken[index]) and (not adaptive or settled(index))
 
-        def finish(index: int) -> None:
+        def finish(index: int, why: str | None = None) -> None:
+            """Job ``index`` merged over its processes and written; ``why``: the reason it
+            got no more processes, for its ``not converged`` warning."""
             open_jobs.discard(index)
-            write(index, _merged(jobs[index], taken[index], walls[index], None, retakes.of(index)))
+            job = jobs[index]
+            points = len(job.points)
+            aside = retakes.of(index)
+            write(index, merged(job.request, points, taken[index], walls[index], why, aside))
 
         for round_index in range(plan.count):
             if not open_jobs or stop.requested:
@@ -290,7 +300,7 @@ def measure_jobs(
                 if results is None:
                     break
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
-                why = None if first_failed else _crowded(results)
+                why = None if first_failed else crowded_why(results)
                 if why is not None and rounds is not None and not retakes.of(index):
                     crowded_now.append((index, request, why))
                 elif first_failed or (last and ready(index)):
@@ -301,7 +311,7 @@ def measure_jobs(
             for index, request, why in crowded_now:
                 if stop.requested:
                     break
-                cap_s = _max_time_s_of(request)
+                cap_s = max_time_s(request)
                 if budget.left_s - reserve_s >= cap_s * HEADROOM:
                     retake(index, round_index, request, why)
                 if last and ready(index):
@@ -314,12 +324,14 @@ def measure_jobs(
             if len(taken[index]) < plan.count:
                 continue
             request = process_request(
-                jobs[index].request, _max_time_s(jobs[index]) * share / plan.count, plan.count
+                jobs[index].request,
+                max_time_s(jobs[index].request) * share / plan.count,
+                plan.count,
             )
             for _attempt in range(MAX_WILD_RETAKES):
-                if not _wild(taken[index]) or stop.requested:
+                if not wild(taken[index]) or stop.requested:
                     break
-                if budget.left_s < _max_time_s_of(request) * HEADROOM:
+                if budget.left_s < max_time_s(request) * HEADROOM:
                     break
                 total += 1
                 if take(index, request, len(walls[index]) + 1) is None:
@@ -350,9 +362,7 @@ def measure_jobs(
             for index in sorted(open_jobs):
                 if len(taken[index]) < plan.count:
                     continue  # cut short by a stop: --resume measures it
-                why = why_stopped(spread(index), target, plan.max_count)
-                merged = _merged(jobs[index], taken[index], walls[index], why, retakes.of(index))
-                write(index, merged)
+                finish(index, why_stopped(spread(index), target, plan.max_count))
         summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
@@ -418,93 +428,6 @@ def _counts(
     return counted
 
 
-def _merged(
-    job: Job,
-    taken: list[list[Result]],
-    walls: Sequence[float] = (),
-    why: str | None = None,
-    set_aside: Sequence[tuple[int, list[Result], str]] = (),
-) -> list[Result]:
-    """Each point of ``job`` merged over the processes taken so far; ``set_aside``: the
-    processes retakes replaced, as (0-based position, their results, why)."""
-    target = target_of(job.request)
-    return [
-        merge(
-            [results[k] for results in taken],
-            target,
-            walls,
-            why,
-            [SetAside(position + 1, results[k], reason) for position, results, reason in set_aside],
-        )
-        for k in range(len(job.points))
-    ]
-
-
-#: Processes a point with a wild one may take beyond its rounds (each within the budget).
-MAX_WILD_RETAKES = 2
-
-
-def _wild(taken: list[list[Result]]) -> bool:
-    """True when a point of the job has a wild process it must keep for now."""
-    if len(taken) < 3:
-        return False
-    return any(wild_pending([results[k] for results in taken]) for k in range(len(taken[0])))
-
-
-def _crowded(results: Sequence[Result]) -> str | None:
-    """Why a process must be measured again: its threads outnumbered the idle cores."""
-    return next((why for r in results if (why := crowded(r)) is not None), None)
-
-
-def _max_time_s_of(request: dict[str, Any]) -> float:
-    policy = request.get("policy") or {}
-    return float(policy.get("max_time_s") or 0.0)
-
-
-class _Retakes:
-    """The processes of each job that a retake replaced: (position, results, why)."""
-
-    def __init__(self, jobs: int) -> None:
-        self._aside: list[list[tuple[int, list[Result], str]]] = [[] for _ in range(jobs)]
-
-    def set_aside(self, index: int, position: int, results: list[Result], why: str) -> None:
-        self._aside[index].append((position, results, why))
-
-    def of(self, index: int) -> list[tuple[int, list[Result], str]]:
-        return self._aside[index]
-
-
-def _spread(job: Job, taken: list[list[Result]], walls: Sequence[float]) -> Spread | None:
-    """The widest spread among ``job``'s points (a ``time`` job has several)."""
-    spreads = [spread_of(r, walls) for r in _merged(job, taken, walls)]
-    known = [s for s in spreads if s is not None]
-    return max(known, key=lambda s: s.rel_half_width, default=None)
-
-
-def _target(jobs: Sequence[Job]) -> float:
-    """The runs' precision target (the same policy for every job of a run)."""
-    return next((t for job in jobs if (t := target_of(job.request)) is not None), 0.01)
-
-
-def _max_time_s(job: Job) -> float:
-    return _max_time_s_of(job.request)
-
-
-class _Budget:
-    """A run's sampling budget: the seconds of samples its points may take in all."""
-
-    def __init__(self, total_s: float) -> None:
-        self.total_s = total_s
-        self.spent_s = 0.0
-
-    def spend(self, results: Sequence[Result]) -> None:
-        self.spent_s += sum(sum(r.samples_s) for r in results if r.status == "ok")
-
-    @property
-    def left_s(self) -> float:
-        return max(0.0, self.total_s - self.spent_s)
-
-
 def _environment(pool: WorkerPool, threads: int | None) -> Environment:
     try:
         message = pool.request(
@@ -521,40 +444,3 @@ def _open_run(store: Store, record: RunRecord, env: Environment) -> None:
         store.update_run(record.run_id, status="running", finished_at=None)
     else:
         store.create_run(record.new_row(env))
-
-
-def run_row(
-    run_id: str,
-    env: Environment,
-    *,
-    kind: str,
-    label: str | None,
-    suites: list[dict[str, Any]],
-    config: dict[str, Any],
-    tags: Sequence[str] = (),
-    group_id: str | None = None,
-    repo: Path | None = None,
-) -> dict[str, Any]:
-    """The row of a new run: what every run records, plus its own ``config``.
-
-    ``group_id`` defaults to the run's id; git state is read from ``repo`` (default:
-    the current directory).
-    """
-    git = git_state(repo or Path.cwd())
-    return {
-        "id": run_id,
-        "group_id": group_id or run_id,
-        "kind": kind,
-        "label": label,
-        "status": "running",
-        "started_at": now(),
-        "finished_at": None,
-        "suites": suites,
-        "harness_version": __version__,
-        "git_sha": git.sha,
-        "git_branch": git.branch,
-        "git_dirty": git.dirty,
-        "tags": list(tags),
-        "config": config,
-        "environment_id": env.id,
-    }
