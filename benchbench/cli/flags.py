@@ -77,7 +77,7 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
     """``--threads`` and ``--cpus``, the same for ``run``, ``time`` and ``ab``."""
     parser.add_argument(
         "--threads",
-        type=_threads,
+        type=parse_threads,
         metavar="N|all",
         help=f"torch threads in the workers (default {DEFAULT_THREADS}: small and mid ops "
         "agree across processes within 1-5 %% with one thread, while with two about one "
@@ -94,7 +94,7 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _threads(text: str) -> int | str:
+def parse_threads(text: str) -> int | str:
     """``--threads``'s value: a count (checked >= 1 by the config) or ``all``."""
     if text.strip().lower() == ALL_THREADS:
         return ALL_THREADS

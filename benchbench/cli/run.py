@@ -349,6 +349,7 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.run import runner
     from benchbench.store.profiles import latest_profiles
     from benchbench.views import results as views
+    from benchbench.views.run_notes import run_footer
 
     if args.budget is not None and args.budget <= 0:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
@@ -380,7 +381,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         flags.print_json(views.run_document(run_row, rows))
     else:
-        grid = views.results_grid(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
+        grid = views.results_grid(
+            rows,
+            title=f"run {summary.run_id}",
+            profiled=bool(profiles),
+            footer=run_footer(store, run_row, rows),
+        )
         flags.print_tables(args, [grid])
     flags.print_failures(views.failures(rows))
     where = f"run {summary.run_id} stored in {store.url}"
