@@ -9,7 +9,9 @@ which owns the lifecycle:
 2. each job is one request per round to a fresh worker, with the machine telemetry
    the runner samples meanwhile (:func:`~benchbench.run.observed.observed_request`);
    its answer is one result per point of the job; when the point's rounds are in,
-   their merge is written to the store in its own transaction at once;
+   their merge is written to the store in its own transaction at once (a process on a
+   crowded core is measured again at the end of its round, a point with a wild process
+   takes one more: :mod:`benchbench.run.processes`);
 3. a worker that crashes, hangs past the timeout or is killed for memory costs that
    job only: its points are recorded as errors with the reason (:meth:`Job.failed`)
    and the next job gets a fresh worker from the :class:`WorkerPool`;

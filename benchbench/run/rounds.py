@@ -17,6 +17,12 @@ round, up to ``max_rounds``; the others are done. ``converged`` of the merged re
 that test: every process met its own rule and the two-level interval is within the
 target.
 
+**Wild processes.** A process whose median lies far outside the others'
+(:func:`~benchbench.core.stats.wild_processes`) is left out of the merge once
+:data:`MIN_AGREEING` others agree (the runner takes another process for such a point),
+named in a ``retaken`` warning, its samples in ``extra.set_aside``; so one descheduled
+process cannot stretch an interval over orders of magnitude.
+
 This module is pure (no processes): the order of the rounds, the per-round request and
 the merge; :func:`benchbench.run.jobs.measure_jobs` drives them.
 """
