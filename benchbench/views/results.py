@@ -246,7 +246,7 @@ def results_grid(
             names = (*names, ", ".join(f"{k}={v}" for k, v in (row.get("params") or {}).items()))
         if row["status"] != "ok":
             style = "yellow" if row["status"] == "skipped" else "red"
-            reason = Text(str(row.get("reason") or ""), style=style)
+            reason = Text(_reason_cell(row), style=style)
             cells.append((*names, Text(row["status"], style=style), *[""] * 5, reason))
             continue
         bandwidth = row.get("bytes_per_s")
@@ -298,6 +298,18 @@ def results_grid(
             for c, row, m in zip(cells, rows, methods, strict=True)
         ]
     return Grid.of(columns, cells, title=title, notes=notes)
+
+
+#: A failure's reason longer than this shows its head in the table (``RuntimeError``):
+#: ``run`` and ``show`` print it whole under the table (``failed: LABEL: REASON``).
+REASON_WIDTH = 40
+
+
+def _reason_cell(row: Mapping[str, Any]) -> str:
+    reason = str(row.get("reason") or "")
+    if row["status"] != "error" or len(reason) <= REASON_WIDTH:
+        return reason
+    return reason.split(":", 1)[0][:REASON_WIDTH] + " (whole below)"
 
 
 def _rate(value: float | None, is_derived: bool) -> str:
