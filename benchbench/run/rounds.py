@@ -204,7 +204,7 @@ def merge(
     process's wall time as the runner saw it, kept in ``extra.processes``.
     """
     first = rounds[0]
-    if first.status != "ok" or len(rounds) == 1:
+    if first.status != "ok" or (len(rounds) == 1 and not set_aside):
         return first
     kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
     failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]

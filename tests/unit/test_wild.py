@@ -235,3 +235,9 @@ def test_without_budget_left_a_wild_process_stays_and_says_so(tmp_path: Path):
     results = _run(tmp_path, pool, [_job(1)])
     assert pool.seen == {1: 3}
     assert any(w.startswith("wild process: process 2 of 3") for w in results[1].warnings)
+
+
+def test_a_single_process_replaced_by_its_retake_still_says_so():
+    merged = merge([_process(24e-6)], 0.03, set_aside=[SetAside(1, _process(90e-6), "busy")])
+    assert merged.samples_s == _process(24e-6).samples_s
+    assert merged.warnings[-1] == "retaken: process 1 of 2 measured again: busy"
