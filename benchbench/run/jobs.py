@@ -311,10 +311,11 @@ def measure_jobs(
             # (the rounds still to come keep their share).
             reserve_s = round_cost_s * (plan.count - round_index - 1)
             for index, request, why in crowded_now:
-                if stop.requested:
-                    break
-                cap_s = max_time_s(request)
-                if budget.left_s - reserve_s >= cap_s * HEADROOM:
+                # A stop leaves the crowded process as it is: its point is whole.
+                if (
+                    not stop.requested
+                    and budget.left_s - reserve_s >= max_time_s(request) * HEADROOM
+                ):
                     retake(index, round_index, request, why)
                 if last and ready(index):
                     finish(index)
@@ -360,7 +361,8 @@ def measure_jobs(
                 break
             if settled(index):  # within target now, or at its most processes: written now
                 finish(index)
-        if adaptive:  # what is still open is done, or the run stopped: write what is whole
+        # What is still open is done, or the run stopped: write what is whole.
+        if adaptive or stop.requested:
             for index in sorted(open_jobs):
                 if len(taken[index]) < plan.count:
                     continue  # cut short by a stop: --resume measures it
