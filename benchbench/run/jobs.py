@@ -247,8 +247,8 @@ def measure_jobs(
         # A process whose threads outnumbered the idle cores is measured again at the end
         # of its round while the budget allows (Retakes; once a point: beside a neighbour
         # busy half the time a third of the processes may be crowded, and each retake
-        # costs a fork and a warm-up besides its samples), and a point with a wild process
-        # once the rounds are done.
+        # costs a fork and a warm-up; not with --rounds 1, whose points are written as
+        # measured), and a point with a wild process once the rounds are done.
         sharing = plan.per_process > 1
         if sharing:
             pool.share(plan.per_process)
@@ -303,7 +303,7 @@ def measure_jobs(
                     break
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
                 why = None if first_failed else crowded_why(results)
-                if why is not None and rounds is not None and not retakes.of(index):
+                if why is not None and plan.count > 1 and not retakes.of(index):
                     crowded_now.append((index, request, why))
                 elif first_failed or (last and ready(index)):
                     finish(index)
