@@ -84,7 +84,7 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
         "process in ten runs 17-39 %% slow; torch.utils.benchmark.Timer measures with one "
         f"too); '{ALL_THREADS}': torch's default, one per core (or per core of --cpus). A "
         "process with more threads than the cores other processes left idle is measured "
-        "again later in its round while the run's budget allows",
+        "again later in its round (--rounds 2 or more) while the run's budget allows",
     )
     parser.add_argument(
         "--cpus",
