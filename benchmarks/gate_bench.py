@@ -294,7 +294,7 @@ def main() -> None:
         "--max-rounds", type=int, help="--max-rounds of every time run (default: --rounds)"
     )
     parser.add_argument("--ab-rounds", type=int, default=20, help="--rounds of every ab run")
-    parser.add_argument("--threads", type=int, help="--threads of every run (default: torch's)")
+    parser.add_argument("--threads", help="--threads of every run: N or all (default 1, the CLI's)")
     parser.add_argument(
         "--filter", help="--filter of every run: fewer points (e.g. 'n=(65536|262144)')"
     )

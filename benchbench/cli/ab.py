@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             max_time_s=args.budget if args.budget is not None else AB_ROUND_S * args.rounds,
         ),
         cache=args.cache or "warm",
-        threads=args.threads,
+        threads=flags.threads_from(args),
         timeout_s=args.timeout if args.timeout is not None else run_cli.DEFAULT_TIMEOUT_S,
         allocator=args.allocator or "system",
         rounds=Rounds.fixed(args.rounds, args.seed or 0),

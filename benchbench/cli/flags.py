@@ -18,7 +18,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
+from benchbench.core.defaults import (
+    ALL_THREADS,
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_ROUNDS,
+    DEFAULT_THREADS,
+)
 from benchbench.core.errors import UsageError
 from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import parse_cpus
@@ -69,13 +74,17 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 
 def add_threads(parser: argparse.ArgumentParser) -> None:
-    """``--threads`` and ``--cpus``, the same for ``run`` and ``time``."""
+    """``--threads`` and ``--cpus``, the same for ``run``, ``time`` and ``ab``."""
     parser.add_argument(
         "--threads",
-        type=int,
-        metavar="N",
-        help="torch threads in the workers (default: torch's, or one per core of --cpus); a "
-        "point with more threads than the cores other processes left idle gets a warning",
+        type=parse_threads,
+        metavar="N|all",
+        help=f"torch threads in the workers (default {DEFAULT_THREADS}: small and mid ops "
+        "agree across processes within 1-5 %% with one thread, while with two about one "
+        "process in ten runs 17-39 %% slow; torch.utils.benchmark.Timer measures with one "
+        f"too); '{ALL_THREADS}': torch's default, one per core (or per core of --cpus). A "
+        "process with more threads than the cores other processes left idle is measured "
+        "again later in its round (--rounds 2 or more) while the run's budget allows",
     )
     parser.add_argument(
         "--cpus",
@@ -83,6 +92,27 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
         help="pin the worker processes to these cores, e.g. 0, 0-1 or 0,2-3 "
         "(sched_setaffinity; Linux); recorded with the run and every point",
     )
+
+
+def parse_threads(text: str) -> int | str:
+    """``--threads``'s value: a count (checked >= 1 by the config) or ``all``."""
+    if text.strip().lower() == ALL_THREADS:
+        return ALL_THREADS
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a thread count; give a number like 1 or 2, or '{ALL_THREADS}' "
+            "for torch's default (one per core)"
+        ) from None
+
+
+def threads_from(args: argparse.Namespace) -> int | None:
+    """The workers' torch threads: ``--threads N``, None for ``--threads all`` (torch's
+    default), :data:`DEFAULT_THREADS` without the flag."""
+    if args.threads is None:
+        return DEFAULT_THREADS
+    return None if args.threads == ALL_THREADS else int(args.threads)
 
 
 def cpus_from(args: argparse.Namespace) -> tuple[int, ...]:

@@ -44,9 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
-        type=int,
-        metavar="N",
-        help="torch threads, as given to `benchbench run --threads` (default: torch's)",
+        type=flags.parse_threads,
+        metavar="N|all",
+        help="torch threads, as given to `benchbench run --threads` (default 1, as run's; "
+        "'all': torch's default, one per core)",
     )
     flags.add_store(parser, create=True)
     flags.add_json(parser)
@@ -63,10 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.device.partition(":")[0] not in flags.DEVICES:
         raise UsageError(f"--device {args.device!r} is not a device; use cpu, cuda, cuda:N or mps")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise UsageError(f"--threads must be >= 1, got {args.threads}; e.g. --threads 1")
-        torch.set_num_threads(args.threads)
+    threads = flags.threads_from(args)
+    if threads is not None:
+        if threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {threads}; e.g. --threads 1")
+        torch.set_num_threads(threads)
     # Open first: a bad --store fails before 30 s of probing.
     store = flags.store_from(args)
     err = flags.stderr()
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     profile = run_probe(args.device, quick=args.quick, progress=progress)
     # The ceilings serve the runs of default workers: record their allocator settings,
     # so that those runs' environment id finds this profile.
-    env = collect(torch, args.threads, allocator_environ=worker_environment("system"))
+    env = collect(torch, threads, allocator_environ=worker_environment("system"))
     store.save_environment(env)
     profile_id = save_profile(store, env.id, args.device, profile.to_dict())
     if args.json:

@@ -4,10 +4,13 @@ Each point runs in a worker process: warm-up, calibration (samples >= 1 ms), the
 samples until the median's 95 % CI is within --target of it or --budget seconds
 have passed. A point that crashes, hangs past --timeout, runs out of memory,
 raises or computes a wrong result is stored as an error with the reason; the run
-goes on with a fresh worker. --cpus pins the workers to cores (one torch thread per
-core unless --threads says otherwise). Telemetry (CPU clocks, load, other processes,
+goes on with a fresh worker. Workers use one torch thread unless --threads says
+otherwise (--threads all: torch's default, one per core, or per core of --cpus);
+--cpus pins the workers to cores. Telemetry (CPU clocks, load, other processes,
 idle cores, GPU clocks) is sampled by the runner beside each point and stored with it;
-a point with more torch threads than idle cores gets a warning. --profile saves a
+a process with more torch threads than idle cores is measured again later in its round
+while the run's budget allows (noted `retaken`), and the note `busy core` stays on a
+point whose retake was crowded too. --profile saves a
 torch.profiler trace of each selected point (after its timing) beside the store and
 lists its top operators. --metric instructions counts each point's instructions per
 call under valgrind's callgrind instead of (or, with time,instructions, beside) timing it.
@@ -240,7 +243,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         cache=args.cache or "warm",
         outputs=args.outputs,
         metrics=parse_metrics(args.metric),
-        threads=args.threads,
+        threads=flags.threads_from(args),
         cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,
         compile_timeout_s=args.timeout,  # None: COMPILE_TIMEOUT_S for compile variants
@@ -290,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.run import runner
     from benchbench.store.profiles import latest_profiles
     from benchbench.views import results as views
+    from benchbench.views.run_notes import run_footer
 
     # Every flag, the suites and the points they select are checked before the store is
     # opened: a bad command line never creates a store (or its folder).
@@ -325,7 +329,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         flags.print_json(views.run_document(run_row, rows))
     else:
-        grid = views.results_grid(rows, title=f"run {summary.run_id}", profiled=bool(profiles))
+        grid = views.results_grid(
+            rows,
+            title=f"run {summary.run_id}",
+            profiled=bool(profiles),
+            footer=run_footer(store, run_row, rows),
+        )
         flags.print_tables(args, [grid])
     flags.print_failures(views.failures(rows))
     where = f"run {summary.run_id} stored in {store.url}"

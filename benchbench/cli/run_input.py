@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchbench.cli import flags
+from benchbench.core import defaults
 from benchbench.core.errors import UsageError
 from benchbench.core.units import parse_one_size
 
@@ -121,7 +122,7 @@ def resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--cache", args.cache, stored.cache),
         ("--outputs", args.outputs, stored.outputs),
         ("--metric", parse_metrics(args.metric) if args.metric else None, stored.metrics),
-        ("--threads", args.threads, stored.threads),
+        ("--threads", args.threads, stored.threads or defaults.ALL_THREADS),
         ("--cpus", flags.cpus_from(args) or None, stored.cpus or None),
         ("--allocator", args.allocator, stored.allocator),
         ("--rounds", args.rounds, stored.rounds.count),

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         summary_line,
         with_roofline,
     )
+    from benchbench.views.run_notes import run_footer
 
     store = flags.store_from(args)
     run_row, stored = sharding.run_or_group(store, args.run_ref)
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         flags.print_json(run_document(run_row, rows, fits_json(analysis)))
         return 0
     title = f"run {run_row['id']}" + (f" ({run_row['label']})" if run_row["label"] else "")
-    grids = [results_grid(rows, title=title, profiled=bool(profiles))]
+    footer = run_footer(store, run_row, rows)
+    grids = [results_grid(rows, title=title, profiled=bool(profiles), footer=footer)]
     if analysis.curves:
         grids.append(fits_grid(analysis))
     flags.print_tables(args, grids)

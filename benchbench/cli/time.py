@@ -16,8 +16,10 @@ slower / faster when significant and the ratio is beyond 1 + m / 1 / (1 + m), sa
 when significant but inside, not significant otherwise (m is --min-effect). It ends
 with the sizes where a verdict flips between faster and slower (crossovers), then the
 warnings of the points on stderr (one line per kind, with how many points had it).
---threads sets torch's threads in the worker, --cpus pins it to cores; a point with
-more threads than the cores other processes left idle during it gets a warning.
+
+--threads sets torch's threads in the worker (default 1; 'all': torch's default, one
+per core), --cpus pins it to cores; a point with more threads than the cores other
+processes left idle during it gets a warning.
 
 Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**22
 
@@ -154,7 +156,7 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
         rounds=flags.rounds_from(args),
         min_effect=args.min_effect,
         label=args.label,
-        threads=args.threads,
+        threads=flags.threads_from(args),
         cpus=flags.cpus_from(args),
         allocator=args.allocator or "system",
     )

@@ -38,6 +38,15 @@ DEFAULT_ROUNDS = 3
 #: quiet runs of identical code flagged 10 of 20 points (BENCHMARKS.md); ``--max-rounds``
 #: opts in to the allocation.
 DEFAULT_MAX_ROUNDS = 3
+#: Torch threads in the workers unless ``--threads`` says otherwise (``run``, ``time``,
+#: ``ab``). One: with one thread small and mid ops agree across fresh processes within
+#: 1-5 % on our 2-core EPYC, with torch's two about one process in ten runs 17-39 % slow
+#: (a parallel region waits for a descheduled thread), and torch.utils.benchmark.Timer
+#: and operator_benchmark measure with one thread too. ``--threads all`` is torch's
+#: default (one per core).
+DEFAULT_THREADS = 1
+#: ``--threads all``: torch's own default (one thread per core, or per pinned core).
+ALL_THREADS = "all"
 #: The kinds of run ``run --kind`` takes (``run.runner``).
 RUN_KINDS = ("adhoc", "nightly", "ci")
 #: Seconds a ``torch.compile`` variant's point may take unless ``--timeout`` is given.

@@ -25,6 +25,12 @@ from collections.abc import Sequence
 #: The start of the telemetry warning about another process's CPU use, before its colon.
 BUSY_PROCESS = "another process was busy during the point"
 
+#: The start of the warning about a process measured again and left out of its point
+#: (a crowded core, a wild median): ``retaken: process 2 of 4 measured again: ...``.
+RETAKEN = "retaken"
+#: The start of the warning about a wild process a point had to keep.
+WILD_PROCESS = "wild process"
+
 #: A process named in a warning: ``(pid 6750)``. A pid is an identity, not a figure.
 _PID = re.compile(r"\(pid (\d+)\)")
 #: A figure: a decimal number standing alone (not in ``float32``, ``2^16``, ``pid 6750``).

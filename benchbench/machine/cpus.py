@@ -11,8 +11,10 @@ threads and 3.21 µs with one on our loaded 2-core machine: one scheduler slice 
 ms) lost per call. The rule (:func:`idle_cores`): other processes' CPU use on the
 worker's cores, in cores (100 % of one core = 1.0), takes a core away for every
 started core beyond the first :data:`TOLERATED_OTHERS_CORES`; what is left is idle. A
-point whose threads exceed that count gets a warning (:func:`threads_warning`), and
-``benchbench doctor`` applies the same rule to the machine's load.
+point whose threads exceed that count gets a warning (:func:`threads_warning`), ``run``
+measures that process again later in its round (``benchbench.run.processes``), and
+``benchbench doctor`` applies the same rule to the machine's load. Workers use one
+thread unless ``--threads`` says otherwise.
 """
 
 from __future__ import annotations

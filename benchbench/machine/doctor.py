@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 import psutil
 
+from benchbench.core.defaults import DEFAULT_THREADS
 from benchbench.machine.cpus import format_cpus, idle_cores
 from benchbench.machine.doctor_gpu import check_gpus
 from benchbench.machine.doctor_sources import Check, Status, SystemSources, TorchInfo
@@ -246,7 +247,8 @@ def check_threads(src: SystemSources) -> list[Check]:
 
 
 def check_idle_cores(src: SystemSources) -> list[Check]:
-    """Cores the machine's load leaves idle against torch's default thread count.
+    """Cores the machine's load leaves idle against a run's threads (one by default) and
+    torch's default thread count (``--threads all``).
 
     Other work, in cores, is the larger of the 1-minute load average and the CPU use
     of every process now; the rule that turns it into idle cores is the one a point's
@@ -268,15 +270,29 @@ def check_idle_cores(src: SystemSources) -> list[Check]:
         return [Check("idle cores", "unknown", f"torch is not importable: {exc}")]
     idle = idle_cores(cores, max(readings.values()))
     seen = ", ".join(f"{name} {value:.2f}" for name, value in readings.items())
-    value = f"{idle} of {cores} cores idle ({seen}); torch's default is {torch.num_threads} threads"
-    if torch.num_threads > idle:
+    value = (
+        f"{idle} of {cores} cores idle ({seen}); runs use {DEFAULT_THREADS} torch thread, "
+        f"--threads all torch's {torch.num_threads}"
+    )
+    if idle < DEFAULT_THREADS:
         return [
             Check(
                 "idle cores",
                 "warn",
                 value,
-                f"measure with --threads {max(1, idle)}, or --cpus LIST naming idle cores, on "
-                "run and time (a parallel region waits for its descheduled threads)",
+                "no core is idle for a run's thread: measure on a quieter machine, or with "
+                "--cpus LIST naming an idle core (run retakes a crowded process once, while "
+                "its budget allows)",
+            )
+        ]
+    if torch.num_threads > idle:
+        return [
+            Check(
+                "idle cores",
+                "info",
+                value,
+                f"keep the default --threads {DEFAULT_THREADS}: --threads all would wait for "
+                "descheduled threads here (a parallel region waits for its last thread)",
             )
         ]
     return [Check("idle cores", "ok", value)]

@@ -9,7 +9,9 @@ which owns the lifecycle:
 2. each job is one request per round to a fresh worker, with the machine telemetry
    the runner samples meanwhile (:func:`~benchbench.run.observed.observed_request`);
    its answer is one result per point of the job; when the point's rounds are in,
-   their merge is written to the store in its own transaction at once;
+   their merge is written to the store in its own transaction at once (a process on a
+   crowded core is measured again at the end of its round, a point with a wild process
+   takes one more: :mod:`benchbench.run.processes`);
 3. a worker that crashes, hangs past the timeout or is killed for memory costs that
    job only: its points are recorded as errors with the reason (:meth:`Job.failed`)
    and the next job gets a fresh worker from the :class:`WorkerPool`;
@@ -30,33 +32,51 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from benchbench.core.errors import BenchbenchError, MeasurementError
 from benchbench.core.values import Point, Result
-from benchbench.core.version import __version__
 from benchbench.machine.environment import Environment
-from benchbench.machine.vcs import git_state
 from benchbench.run.allocate import (
     BUDGET_SPENT,
     FIRST_SHARE,
+    HEADROOM,
     Spread,
     next_process,
-    spread_of,
     why_stopped,
 )
 from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
 from benchbench.run.observed import observed_request
 from benchbench.run.pool import WorkerPool
-from benchbench.run.rounds import Rounds, merge, process_request, round_request, target_of
-from benchbench.run.rounds import order as rounds_order
-from benchbench.run.workers import (
-    StopRequest,
-    WorkerFailure,
+from benchbench.run.processes import (
+    MAX_WILD_RETAKES,
+    Budget,
+    Retakes,
+    crowded_why,
+    max_time_s,
+    merged,
+    run_target,
+    widest_spread,
+    wild,
 )
+from benchbench.run.record import RunRecord, run_row
+from benchbench.run.rounds import Rounds, process_request, round_request
+from benchbench.run.rounds import order as rounds_order
+from benchbench.run.workers import StopRequest, WorkerFailure
 from benchbench.store import Store
 from benchbench.store.store import now
+
+#: ``run_row`` and ``RunRecord`` live in :mod:`benchbench.run.record`; their callers import
+#: them from here, with the loop.
+__all__ = [
+    "Job",
+    "ProgressFn",
+    "RunRecord",
+    "RunSummary",
+    "WorkerPool",
+    "measure_jobs",
+    "run_row",
+]
 
 ProgressFn = Callable[[str, dict[str, Any]], None]
 
@@ -93,20 +113,6 @@ class Job:
             Result(point=p, status="error", reason=reason, code_version=self.code_version)
             for p in self.points
         ]
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """Where results go: run ``run_id`` in ``store`` (None: they are not stored).
-
-    ``new_row(environment)`` builds a new run's row (:func:`run_row`), None when it exists
-    (``--resume``); ``environment``: one a worker described (:func:`environment_of`), or None.
-    """
-
-    run_id: str
-    store: Store | None
-    new_row: Callable[[Environment], dict[str, Any]] | None = None
-    environment: Environment | None = None
 
 
 @dataclass
@@ -194,7 +200,9 @@ def measure_jobs(
         # Two processes or more give a spread to allocate by; one does not.
         adaptive = rounds is not None and plan.count >= 2 and plan.max_count > plan.count
         share = FIRST_SHARE if adaptive else 1.0
-        budget = _Budget(sum(_max_time_s(job) for job in jobs) if adaptive else 0.0)
+        # The run's sampling budget: the allocation's, and the retakes' (processes stop
+        # early when precise, so a run without allocation has some left too).
+        budget = Budget(sum(max_time_s(job.request) for job in jobs))
 
         def take(index: int, request: dict[str, Any], round_label: int) -> list[Result] | None:
             job = jobs[index]
@@ -210,14 +218,16 @@ def measure_jobs(
             notify("advance", {"total": total})
             return results
 
-        target = _target(jobs)
+        target = run_target(job.request for job in jobs)
         # Each job's spread, merged once per new process rather than once per choice
         # (the merge and its statistics cost ~1 ms a job, beside a measuring worker).
         spreads: dict[int, Spread | None] = {}
 
         def spread(index: int) -> Spread | None:
             if index not in spreads:
-                spreads[index] = _spread(jobs[index], taken[index], walls[index])
+                spreads[index] = widest_spread(
+                    jobs[index].request, len(jobs[index].points), taken[index], walls[index]
+                )
             return spreads[index]
 
         def settled(index: int) -> bool:
@@ -227,9 +237,41 @@ def measure_jobs(
 
         # The first rounds: every point in plan.count fresh processes, shuffled rounds;
         # a process measures plan.per_process points of its round, never two of a point.
+        # A process whose threads outnumbered the idle cores is measured again at the end
+        # of its round while the budget allows (Retakes; once a point: beside a neighbour
+        # busy half the time a third of the processes may be crowded, and each retake
+        # costs a fork and a warm-up; not with --rounds 1, whose points are written as
+        # measured), and a point with a wild process once the rounds are done.
         sharing = plan.per_process > 1
         if sharing:
             pool.share(plan.per_process)
+        retakes = Retakes(len(jobs))
+        round_cost_s = sum(max_time_s(job.request) for job in jobs) * share / plan.count
+
+        def retake(index: int, position: int, request: dict[str, Any], why: str) -> None:
+            """Process ``position`` of job ``index`` measured again, the first set aside."""
+            nonlocal total
+            total += 1
+            if take(index, request, position + 1) is None:
+                return
+            results, wall = taken[index].pop(), walls[index].pop()
+            retakes.set_aside(index, position, taken[index][position], why)
+            taken[index][position], walls[index][position] = results, wall
+
+        def ready(index: int) -> bool:
+            """True when a point of the last round can be written: no wild process to
+            measure again, and no more processes wanted (or none to allocate)."""
+            return not wild(taken[index]) and (not adaptive or settled(index))
+
+        def finish(index: int, why: str | None = None) -> None:
+            """Job ``index`` merged over its processes and written; ``why``: the reason it
+            got no more processes, for its ``not converged`` warning."""
+            open_jobs.discard(index)
+            job = jobs[index]
+            points = len(job.points)
+            aside = retakes.of(index)
+            write(index, merged(job.request, points, taken[index], walls[index], why, aside))
+
         for round_index in range(plan.count):
             if not open_jobs or stop.requested:
                 break
@@ -241,6 +283,8 @@ def measure_jobs(
             )
             if round_index > 0:
                 pool.renew()  # a fresh layout and a new worker a round (WorkerPool.renew)
+            last = round_index + 1 == plan.count
+            crowded_now: list[tuple[int, dict[str, Any], str]] = []
             for index in visit:
                 if index not in open_jobs:
                     continue
@@ -251,10 +295,45 @@ def measure_jobs(
                 if results is None:
                     break
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
-                last = round_index + 1 == plan.count
-                if first_failed or (last and not adaptive) or (last and settled(index)):
-                    open_jobs.discard(index)
-                    write(index, _merged(jobs[index], taken[index], walls[index]))
+                why = None if first_failed else crowded_why(results)
+                if why is not None and plan.count > 1 and not retakes.of(index):
+                    crowded_now.append((index, request, why))
+                elif first_failed or (last and ready(index)):
+                    finish(index)
+            # Later in the round: the crowded processes again, while the budget allows
+            # (the rounds still to come keep their share).
+            reserve_s = round_cost_s * (plan.count - round_index - 1)
+            for index, request, why in crowded_now:
+                # A stop leaves the crowded process as it is: its point is whole.
+                if (
+                    not stop.requested
+                    and budget.left_s - reserve_s >= max_time_s(request) * HEADROOM
+                ):
+                    retake(index, round_index, request, why)
+                if last and ready(index):
+                    finish(index)
+        # A wild process that its point had to keep (too few agreeing others): one more
+        # process for that point, while the budget allows.
+        for index in sorted(open_jobs):
+            if stop.requested:
+                break
+            if len(taken[index]) < plan.count:
+                continue
+            request = process_request(
+                jobs[index].request,
+                max_time_s(jobs[index].request) * share / plan.count,
+                plan.count,
+            )
+            for _attempt in range(MAX_WILD_RETAKES):
+                if not wild(taken[index]) or stop.requested:
+                    break
+                if budget.left_s < max_time_s(request) * HEADROOM:
+                    break
+                total += 1
+                if take(index, request, len(walls[index]) + 1) is None:
+                    break
+            if not stop.requested and (not adaptive or settled(index)):
+                finish(index)
         # Then the budget left, a process at a time, to the points furthest from target.
         if sharing:
             pool.share(1)  # the same point may be chosen twice in a row: a fresh process each
@@ -274,14 +353,13 @@ def measure_jobs(
             if take(index, request, len(walls[index]) + 1) is None:
                 break
             if settled(index):  # within target now, or at its most processes: written now
-                open_jobs.discard(index)
-                write(index, _merged(jobs[index], taken[index], walls[index]))
-        if adaptive:  # what is still open is done, or the run stopped: write what is whole
+                finish(index)
+        # What is still open is done, or the run stopped: write what is whole.
+        if adaptive or stop.requested:
             for index in sorted(open_jobs):
                 if len(taken[index]) < plan.count:
                     continue  # cut short by a stop: --resume measures it
-                why = why_stopped(spread(index), target, plan.max_count)
-                write(index, _merged(jobs[index], taken[index], walls[index], why))
+                finish(index, why_stopped(spread(index), target, plan.max_count))
         summary.results = [r for index in sorted(finished) for r in finished[index]]
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
@@ -347,48 +425,6 @@ def _counts(
     return counted
 
 
-def _merged(
-    job: Job, taken: list[list[Result]], walls: Sequence[float] = (), why: str | None = None
-) -> list[Result]:
-    """Each point of ``job`` merged over the processes taken so far."""
-    target = target_of(job.request)
-    return [
-        merge([results[k] for results in taken], target, walls, why) for k in range(len(job.points))
-    ]
-
-
-def _spread(job: Job, taken: list[list[Result]], walls: Sequence[float]) -> Spread | None:
-    """The widest spread among ``job``'s points (a ``time`` job has several)."""
-    spreads = [spread_of(r, walls) for r in _merged(job, taken, walls)]
-    known = [s for s in spreads if s is not None]
-    return max(known, key=lambda s: s.rel_half_width, default=None)
-
-
-def _target(jobs: Sequence[Job]) -> float:
-    """The runs' precision target (the same policy for every job of a run)."""
-    return next((t for job in jobs if (t := target_of(job.request)) is not None), 0.01)
-
-
-def _max_time_s(job: Job) -> float:
-    policy = job.request.get("policy") or {}
-    return float(policy.get("max_time_s") or 0.0)
-
-
-class _Budget:
-    """A run's sampling budget: the seconds of samples its points may take in all."""
-
-    def __init__(self, total_s: float) -> None:
-        self.total_s = total_s
-        self.spent_s = 0.0
-
-    def spend(self, results: Sequence[Result]) -> None:
-        self.spent_s += sum(sum(r.samples_s) for r in results if r.status == "ok")
-
-    @property
-    def left_s(self) -> float:
-        return max(0.0, self.total_s - self.spent_s)
-
-
 def environment_of(pool: WorkerPool, threads: int | None) -> Environment:
     """The environment ``pool``'s worker describes (with ``threads`` torch threads)."""
     try:
@@ -411,40 +447,3 @@ def _open_run(store: Store, record: RunRecord, env: Environment) -> None:
         store.update_run(record.run_id, status="running", finished_at=None)
     else:
         store.create_run(record.new_row(env))
-
-
-def run_row(
-    run_id: str,
-    env: Environment,
-    *,
-    kind: str,
-    label: str | None,
-    suites: list[dict[str, Any]],
-    config: dict[str, Any],
-    tags: Sequence[str] = (),
-    group_id: str | None = None,
-    repo: Path | None = None,
-) -> dict[str, Any]:
-    """The row of a new run: what every run records, plus its own ``config``.
-
-    ``group_id`` defaults to the run's id; git state is read from ``repo`` (default:
-    the current directory).
-    """
-    git = git_state(repo or Path.cwd())
-    return {
-        "id": run_id,
-        "group_id": group_id or run_id,
-        "kind": kind,
-        "label": label,
-        "status": "running",
-        "started_at": now(),
-        "finished_at": None,
-        "suites": suites,
-        "harness_version": __version__,
-        "git_sha": git.sha,
-        "git_branch": git.branch,
-        "git_dirty": git.dirty,
-        "tags": list(tags),
-        "config": config,
-        "environment_id": env.id,
-    }

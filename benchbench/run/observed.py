@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from benchbench.core.values import Result
 from benchbench.machine.nvml import load_nvml, visible_cuda_uuids
 from benchbench.machine.telemetry import (
     Telemetry,
@@ -100,3 +101,13 @@ def attach(message: dict[str, Any], telemetry: Telemetry) -> None:
             *warnings(telemetry),
             *thread_warnings(telemetry, document.get("threads")),
         ]
+
+
+def crowded(result: Result) -> str | None:
+    """The thread warning of a process whose torch threads outnumbered the cores other
+    processes left idle while it measured (:func:`~benchbench.machine.cpus.idle_cores`),
+    or None (not crowded, or not known: no telemetry, a window too short to judge)."""
+    if result.status != "ok" or not result.telemetry:
+        return None
+    lines = thread_warnings(Telemetry.from_dict(result.telemetry), result.threads)
+    return lines[0] if lines else None

@@ -17,6 +17,12 @@ round, up to ``max_rounds``; the others are done. ``converged`` of the merged re
 that test: every process met its own rule and the two-level interval is within the
 target.
 
+**Wild processes.** A process whose median lies far outside the others'
+(:func:`~benchbench.core.stats.wild_processes`) is left out of the merge once
+:data:`MIN_AGREEING` others agree (the runner takes another process for such a point),
+named in a ``retaken`` warning, its samples in ``extra.set_aside``; so one descheduled
+process cannot stretch an interval over orders of magnitude.
+
 This module is pure (no processes): the order of the rounds, the per-round request and
 the merge; :func:`benchbench.run.jobs.measure_jobs` drives them.
 """
@@ -29,16 +35,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 # The rounds per point and the most processes a point may take are defined once, in the
 # leaf, where ``--help`` reads them without importing the runner.
 from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from benchbench.core.errors import UsageError
-from benchbench.core.notes import merge_warnings
-from benchbench.core.stats import Stats
+from benchbench.core.notes import RETAKEN, WILD_PROCESS, merge_warnings
+from benchbench.core.stats import Stats, wild_processes
+from benchbench.core.units import format_time
 from benchbench.core.values import Result
 from benchbench.measure import gpu
 
-__all__ = ["DEFAULT_MAX_ROUNDS", "DEFAULT_ROUNDS", "Rounds", "merge", "round_request"]
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "DEFAULT_ROUNDS",
+    "Rounds",
+    "SetAside",
+    "merge",
+    "round_request",
+]
 
 
 @dataclass(frozen=True)
@@ -163,6 +179,7 @@ def merge(
     target_rel_ci: float | None,
     walls_s: Sequence[float] = (),
     why: str | None = None,
+    set_aside: Sequence[SetAside] = (),
 ) -> Result:
     """One result of a point from its per-process results, in round order.
 
@@ -172,6 +189,14 @@ def merge(
     the first process's calls per sample (each process calibrates its own), so per-call
     statistics are exact.
 
+    **Wild processes** (:func:`~benchbench.core.stats.wild_processes`: a median far
+    outside the others') are left out of the statistics when at least
+    :data:`MIN_AGREEING` other processes remain (the runner measures a point with a wild
+    process again for this), with a ``retaken`` warning naming them; with fewer they
+    stay, and a ``wild process`` warning names them as the cause of the wide interval.
+    ``set_aside``: processes the runner already replaced by a retake (a crowded core),
+    named the same way. Either kind keeps its samples in ``extra.set_aside``.
+
     ``converged`` means the reported (two-level) interval met ``target_rel_ci``; when it
     did not, the processes' own ``not converged`` warnings give way to one that says so
     in a person's words (``not converged: ±3.1 % after 5 processes (target ±3 %); budget
@@ -179,11 +204,39 @@ def merge(
     process's wall time as the runner saw it, kept in ``extra.processes``.
     """
     first = rounds[0]
-    if first.status != "ok" or len(rounds) == 1:
+    if first.status != "ok" or (len(rounds) == 1 and not set_aside):
         return first
     kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
-    measured = [rounds[k] for k in kept]
     failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
+    medians = [_median(rounds[k]) for k in kept]
+    wild = [kept[j] for j in wild_processes(medians)]
+    aside = [*set_aside]
+    notes: list[str] = []
+    if wild and len(kept) - len(wild) >= MIN_AGREEING:
+        kept = [k for k in kept if k not in wild]
+        others = format_time(float(np.median([_median(rounds[k]) for k in kept])))
+        for k in wild:
+            aside.append(SetAside(k + 1, rounds[k], f"its median was {_far(rounds[k], others)}"))
+    elif wild:
+        others = format_time(
+            float(
+                np.median(
+                    [m for k, m in zip(kept, medians, strict=True) if k not in wild] or medians
+                )
+            )
+        )
+        notes += [
+            f"{WILD_PROCESS}: process {k + 1} of {len(rounds)} had a median of "
+            f"{_far(rounds[k], others)}; kept (fewer than {MIN_AGREEING} others to judge it "
+            f"by{'; ' + why if why else ''})"
+            for k in wild
+        ]
+    total = len(rounds) + len(set_aside)
+    notes = [
+        *(f"{RETAKEN}: process {a.process} of {total} measured again: {a.why}" for a in aside),
+        *notes,
+    ]
+    measured = [rounds[k] for k in kept]
     calls = first.calls_per_sample
     samples: list[float] = []
     for result in measured:
@@ -197,6 +250,7 @@ def merge(
         [w for r in measured for w in r.warnings if not (two_level and w.startswith(NOT_CONVERGED))]
     )
     warnings += [f"process {k} of {len(rounds)} failed: {r.reason}" for k, r in failed]
+    warnings += notes
     stats = Stats.from_samples(samples, calls, counts)
     converged = all(bool(r.converged) for r in measured)
     if two_level and target_rel_ci is not None:
@@ -213,7 +267,7 @@ def merge(
         {
             "calls_per_sample": r.calls_per_sample,
             "samples": len(r.samples_s),
-            "median_s": Stats.from_samples(r.samples_s, r.calls_per_sample).median_s,
+            "median_s": _median(r),
             "stop_reason": r.stop_reason,
             **({"wall_s": walls_s[kept[k]]} if kept[k] < len(walls_s) else {}),
             **({"cost": r.extra["cost"]} if "cost" in r.extra else {}),
@@ -222,6 +276,17 @@ def merge(
         }
         for k, r in enumerate(measured)
     ]
+    if aside:
+        extra["set_aside"] = [
+            {
+                "process": a.process,
+                "why": a.why,
+                "median_s": _median(a.result) if a.result.samples_s else None,
+                "calls_per_sample": a.result.calls_per_sample,
+                "samples_s": list(a.result.samples_s),
+            }
+            for a in aside
+        ]
     errors = [r.max_rel_error for r in measured if r.max_rel_error is not None]
     abs_errors = [r.max_abs_error for r in measured if r.max_abs_error is not None]
     peaks = [r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None]
@@ -236,8 +301,39 @@ def merge(
         max_rel_error=max(errors) if errors else None,
         max_abs_error=max(abs_errors) if abs_errors else None,
         peak_memory_bytes=max(peaks) if peaks else None,
-        duration_s=_total(r.duration_s for r in rounds),
+        duration_s=_total(r.duration_s for r in [*rounds, *(a.result for a in set_aside)]),
     )
+
+
+#: Processes that must agree besides a wild one before it is left out of a point.
+MIN_AGREEING = 3
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A process of a point replaced by a later one (1-based ``process`` in the point's
+    order) and why, in words (``2 torch threads but only 1 of 2 cores were idle``)."""
+
+    process: int
+    result: Result
+    why: str
+
+
+def wild_pending(rounds: Sequence[Result]) -> bool:
+    """True when a point's processes have a wild one that :func:`merge` must keep for
+    want of agreeing others: one more process may let it go."""
+    kept = [r for r in rounds if r.status == "ok" and r.samples_s]
+    wild = wild_processes([_median(r) for r in kept])
+    return bool(wild) and len(kept) - len(wild) < MIN_AGREEING
+
+
+def _median(result: Result) -> float:
+    return Stats.from_samples(result.samples_s, result.calls_per_sample).median_s
+
+
+def _far(result: Result, others: str) -> str:
+    """``19.8 ms against 24.0 µs for the others``."""
+    return f"{format_time(_median(result))} per call against {others} for the others"
 
 
 #: How every ``not converged`` warning starts (the engine's per process, the merge's).

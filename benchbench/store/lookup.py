@@ -8,7 +8,7 @@ reference that may be an id, a prefix or a label.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -80,6 +80,27 @@ def runs(engine: Engine, limit: int | None = None, *, counts: bool = True) -> li
         query = query.limit(limit)
     with engine.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def previous_run(engine: Engine, run: Mapping[str, Any], scan: int = 200) -> dict[str, Any] | None:
+    """The newest finished run started before ``run`` in its environment, of the same
+    suites (names and hashes), among the newest ``scan`` runs; None when there is none."""
+
+    def suites(row: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+        return sorted((s.get("name"), s.get("hash")) for s in row.get("suites") or [])
+
+    for row in runs(engine, scan, counts=False):
+        if (
+            row["id"] != run["id"]
+            and row.get("status") == "finished"
+            and row.get("environment_id") == run.get("environment_id")
+            and suites(row) == suites(run)
+            and row.get("started_at") is not None
+            and run.get("started_at") is not None
+            and row["started_at"] < run["started_at"]
+        ):
+            return row
+    return None
 
 
 def _latest_offset(ref: str) -> int | None:

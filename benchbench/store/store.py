@@ -227,6 +227,10 @@ class Store:
         """
         return lookup.resolve_run(self.engine, ref, environment)
 
+    def previous_run(self, run: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The newest finished run before ``run`` of its suites on its environment."""
+        return lookup.previous_run(self.engine, run)
+
     def environment_ids(self, ref: str) -> list[str]:
         """Ids of the environments ``ref`` names: an id, an id prefix or a machine label.
 

@@ -17,6 +17,13 @@ from benchbench.core.units import format_rate, format_size, format_time
 from benchbench.core.values import Point
 from benchbench.machine.hardware import Profile
 from benchbench.measure.cuda_graph import timing_method
+from benchbench.views.run_notes import (
+    note_word,
+    notes_cell,
+    range_cell,
+    threads_phrase,
+    unstable,
+)
 from benchbench.views.tables import Cell, Column, Grid
 
 #: What ``results_grid`` notes under the table when no profile covers the run.
@@ -203,9 +210,19 @@ def timing(row: Mapping[str, Any]) -> str | None:
 
 
 def results_grid(
-    rows: Sequence[Mapping[str, Any]], title: str | None = None, *, profiled: bool = False
+    rows: Sequence[Mapping[str, Any]],
+    title: str | None = None,
+    *,
+    profiled: bool = False,
+    footer: Sequence[str] = (),
 ) -> Grid:
-    """Median with its 95 % CI, throughput, % of peak, accuracy and warnings per point.
+    """Median with its 95 % CI, throughput, % of peak, accuracy and notes per point.
+
+    The notes are a word or two per kind of warning (:func:`~benchbench.views.run_notes.
+    note_word`); a row whose interval is wider than ±50 % reads ``unstable`` with its
+    processes' range instead. ``footer``: lines under the table after the others (a
+    run's :func:`~benchbench.views.run_notes.footer`). The title gets the CPU points'
+    torch threads (``· 1 thread``).
 
     ``profiled``: the rows carry roofline numbers (:func:`with_roofline`) from a stored
     profile; without one a note under the table says how to get it. A ``params``
@@ -229,7 +246,7 @@ def results_grid(
             names = (*names, ", ".join(f"{k}={v}" for k, v in (row.get("params") or {}).items()))
         if row["status"] != "ok":
             style = "yellow" if row["status"] == "skipped" else "red"
-            reason = Text(str(row.get("reason") or ""), style=style)
+            reason = Text(_reason_cell(row), style=style)
             cells.append((*names, Text(row["status"], style=style), *[""] * 5, reason))
             continue
         bandwidth = row.get("bytes_per_s")
@@ -241,15 +258,15 @@ def results_grid(
             (
                 *names,
                 format_time(row.get("median_s")),
-                _ci_percent(row),
+                Text(range_cell(row), style="yellow") if unstable(row) else _ci_percent(row),
                 _rate(bandwidth, "bytes" in marks),
                 _rate(flops, "flops" in marks),
                 _peak_cell(row),
                 f"{error:.2g}" if error is not None else "-",
-                # One note per kind (a point's processes each bring theirs); dict.fromkeys:
-                # two kinds can share a short form.
+                # One note per kind (a point's processes each bring theirs), a word each;
+                # the footer says the details once.
                 Text(
-                    ", ".join(dict.fromkeys(short_warning(w) for w in merge_warnings(warnings))),
+                    notes_cell(row, [note_word(w) or "" for w in merge_warnings(warnings)]),
                     style="yellow",
                 ),
             )
@@ -258,6 +275,10 @@ def results_grid(
     notes = ((above,) if above else ()) if profiled else (NO_PROFILE_NOTE,)
     if any(derived(row) for row in rows if row["status"] == "ok"):
         notes = (*notes, DERIVED_NOTE)
+    notes = (*notes, *footer)
+    threads = threads_phrase(rows)
+    if title is not None and threads is not None:
+        title = f"{title} · {threads}"
     columns: tuple[Column, ...] = RESULT_COLUMNS
     if with_params:
         columns = (*RESULT_COLUMNS[:5], Column("params"), *RESULT_COLUMNS[5:])
@@ -277,6 +298,18 @@ def results_grid(
             for c, row, m in zip(cells, rows, methods, strict=True)
         ]
     return Grid.of(columns, cells, title=title, notes=notes)
+
+
+#: A failure's reason longer than this shows its head in the table (``RuntimeError``):
+#: ``run`` and ``show`` print it whole under the table (``failed: LABEL: REASON``).
+REASON_WIDTH = 40
+
+
+def _reason_cell(row: Mapping[str, Any]) -> str:
+    reason = str(row.get("reason") or "")
+    if row["status"] != "error" or len(reason) <= REASON_WIDTH:
+        return reason
+    return reason.split(":", 1)[0][:REASON_WIDTH] + " (whole below)"
 
 
 def _rate(value: float | None, is_derived: bool) -> str:

@@ -73,6 +73,8 @@ def _names_and_numbers(results: list[dict]) -> list[str]:
         out += [r["workload"], r["variant"], r["dtype"]]
         if r["status"] == "ok":
             out.append(format_time(r["median_s"]))
+        elif r["status"] == "error":  # its head in the table, whole under it (stderr)
+            out.append(r["reason"].split(":", 1)[0])
         else:
             out.append(r["reason"])
     return out
@@ -168,3 +170,21 @@ def test_doctor_prints_its_checks_as_csv(capsys) -> None:
     rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
     assert rows[0] == ["check", "status", "value", "fix"]
     assert len(rows) > 5 and {r[1] for r in rows[1:]} <= {"ok", "warn", "info", "unknown"}
+
+
+def test_show_says_the_threads_the_verdict_and_the_drift_within_160_columns(two_runs) -> None:
+    folder, run_table = two_runs
+    code, out, err = to_file("show", "b", "--store", "s.db", cwd=folder)
+    assert code == 0, err
+    lines = out.splitlines()
+    # Under the table (this suite's names are long on purpose: the table is as wide as
+    # they need), every line fits 160 columns; test_run_notes.py checks a quick run whole.
+    table_end = min(k for k, line in enumerate(lines) if line.startswith("└"))
+    assert max(len(line) for line in lines[table_end + 1 :]) <= 160
+    assert "· 1 thread" in lines[0]  # the default: one torch thread
+    assert any(line.startswith("verdict: ") and " within ±3 %" in line for line in lines)
+    # Run b has run a before it, of the same suite on the same environment.
+    assert any(line.startswith("between runs: medians moved") for line in lines)
+    assert not any(line.startswith("between runs:") for line in run_table.splitlines())
+    doc = _doc(folder, "show", "b")
+    assert {r["threads"] for r in doc["results"] if r["status"] == "ok"} == {1}

@@ -303,12 +303,13 @@ def test_cpus_pins_the_workers_and_the_runner_samples_telemetry(tmp_path):
 
     db = tmp_path / "store.db"
     args = ("--filter", "sum", "--budget", "0.05", "--store", str(db))
-    done = benchbench("run", str(SUITES / "tiny.py"), *args, "--cpus", "0", "--json", cwd=tmp_path)
+    run_flags = ("--cpus", "0", "--threads", "all", "--json")
+    done = benchbench("run", str(SUITES / "tiny.py"), *args, *run_flags, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     doc = json_of(done)
     store = open_store(str(db))
     run = store.resolve_run(doc["run_id"])
-    assert run["config"]["cpus"] == [0] and run["config"]["threads"] is None
+    assert run["config"]["cpus"] == [0] and run["config"]["threads"] is None  # torch's
     environment = store.environment(run["environment_id"])
     assert environment is not None
     assert environment["info"]["cpu_affinity"] == "0"

@@ -214,19 +214,20 @@ def _idle(load: float, busy: float, threads: int, cores: int = 2) -> Check:
     )
 
 
-def test_idle_cores_warn_when_the_load_leaves_fewer_cores_than_torch_threads() -> None:
+def test_idle_cores_say_when_torchs_threads_would_wait_but_a_runs_one_would_not() -> None:
     check = _idle(load=1.1, busy=0.4, threads=2)
-    assert check.status == "warn"
+    assert check.status == "info"
     assert check.value == (
-        "1 of 2 cores idle (load 1.10, CPU use 0.40); torch's default is 2 threads"
+        "1 of 2 cores idle (load 1.10, CPU use 0.40); runs use 1 torch thread, "
+        "--threads all torch's 2"
     )
-    assert check.advice.startswith("measure with --threads 1, or --cpus LIST naming idle cores")
+    assert check.advice.startswith("keep the default --threads 1: --threads all would wait")
 
 
-def test_idle_cores_warn_on_current_cpu_use_even_with_a_low_load_average() -> None:
-    check = _idle(load=0.1, busy=1.6, threads=2)
+def test_idle_cores_warn_when_no_core_is_left_for_a_runs_thread() -> None:
+    check = _idle(load=0.1, busy=1.8, threads=2)
     assert check.status == "warn" and "0 of 2 cores idle" in check.value
-    assert "--threads 1" in check.advice
+    assert "--cpus LIST naming an idle core" in check.advice
 
 
 def test_idle_cores_are_ok_on_a_quiet_machine_or_with_few_threads() -> None:

@@ -91,8 +91,9 @@ def test_nothing_in_nothing_out_and_duplicates_collapse() -> None:
     assert names_process(_busy("a", 1, 20, 30)) and not names_process("noisy: IQR is 12%")
 
 
-def test_a_results_table_has_one_note_per_kind_naming_the_busy_process() -> None:
+def test_a_results_table_has_a_word_per_kind_and_its_footer_names_the_busy_process() -> None:
     from benchbench.views.results import results_grid
+    from benchbench.views.run_notes import footer
     from benchbench.views.tables import plain
 
     row = {
@@ -107,7 +108,8 @@ def test_a_results_table_has_one_note_per_kind_naming_the_busy_process() -> None
         ],
     }  # fmt: skip
     (cells,) = results_grid([row]).rows
-    assert plain(cells[-1]) == (
-        "each call maps ~405-420 KiB, another process was busy during the point: python3 "
-        "(pid 6750) at 81% CPU (and 1 more)"
-    )
+    assert plain(cells[-1]) == "page faults, neighbour"
+    (busy, verdict) = footer([row])
+    assert busy.startswith("busy beside the run: kworker/1:0 (pid 31) at 11% CPU during 1 point")
+    assert "python3 (pid 6750) at 81% CPU during 1 point" in busy
+    assert verdict.startswith("verdict: 1 of 1 points within ±3 %, 1 within ±10 %, 0 unstable")

@@ -1,0 +1,157 @@
+"""A run's table in a word per row and its footer once: unstable rows, busy processes named
+once, the verdict and the drift between runs; no line of it wider than 160 characters."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import re
+from typing import Any
+
+from benchbench.views.results import results_grid
+from benchbench.views.run_notes import (
+    drift_line,
+    footer,
+    note_word,
+    threads_phrase,
+    verdict,
+)
+from benchbench.views.tables import plain, write
+
+THREADS_2 = (
+    "2 torch threads but only 1 of 2 cores were idle during the point (other processes used "
+    "1.3 cores): a parallel region waits for a descheduled thread; measure with --threads 1 "
+    "or --cpus naming idle cores"
+)
+RETAKE = (
+    "retaken: process 2 of 4 measured again: 1 torch thread but none of 2 cores was idle "
+    "during the point (other processes used 1.4 cores)"
+)
+AT = dt.datetime(2026, 11, 27, 3, 1, 10, tzinfo=dt.UTC)
+
+
+def _busy(name: str, pid: int, cpu: float) -> str:
+    return (
+        f"another process was busy during the point: {name} (pid {pid}) at {cpu:.0f}% CPU "
+        f"(max {cpu + 10:.0f}%)"
+    )
+
+
+def _row(size: int = 1024, half: float = 0.02, warnings: Any = (), **kw: Any) -> dict[str, Any]:
+    median = 1e-5 * size / 1024
+    return {
+        "suite": "quick",
+        "workload": "sum",
+        "variant": "torch.sum",
+        "dtype": "float32",
+        "device": "cpu",
+        "size": size,
+        "shape": [size],
+        "status": "ok",
+        "median_s": median,
+        "ci_low_s": median * (1 - half),
+        "ci_high_s": median * (1 + half),
+        "min_s": median * 0.9,
+        "max_s": median * (1 + 3 * half),
+        "process_medians_s": [median, median * 1.01, median * 0.99],
+        "threads": 1,
+        "extra": {},
+        "warnings": list(warnings),
+        "created_at": AT,
+        **kw,
+    }
+
+
+def test_each_warning_gets_a_word_or_two_and_not_converged_none():
+    assert note_word(THREADS_2) == "busy core"
+    assert note_word(RETAKE) == "retaken"
+    assert note_word(_busy("python3", 7175, 91)) == "neighbour"
+    assert note_word("sample < 1 ms (24 µs, 1 call(s) per sample): timer overhead ...") == (
+        "< 1 ms sample"
+    )
+    assert note_word("not converged: ±3.1 % after 3 processes (target ±3 %)") is None
+    assert note_word("wild process: process 2 of 3 had a median of 19.8 ms ...") == "wild process"
+
+
+def test_no_printed_interval_is_wider_than_half_the_median():
+    widths = [0.01, 0.2, 0.49, 0.51, 3.0, 4694.0]
+    rows = [_row(1024 << k, half=w) for k, w in enumerate(widths)]
+    rows[-1]["process_medians_s"] = [24e-6, 19.8e-3, 25e-6]
+    grid = results_grid(rows, title="run x", footer=footer(rows))
+    cells = [plain(row[6]) for row in grid.rows]
+    printed = [float(c.strip("±%")) for c in cells if c.startswith("±")]
+    assert printed == [1.0, 20.0, 49.0] and max(printed) <= 50
+    assert cells[-1] == "24 µs–19.8 ms"  # the processes' range instead
+    notes = [plain(row[-1]) for row in grid.rows]
+    assert notes[3:] == ["unstable"] * 3
+    unstable_line = next(n for n in grid.notes if n.startswith("unstable (3 point(s)"))
+    assert "24 µs–19.8 ms over 3 processes" in " ".join(grid.notes)
+    assert unstable_line
+
+
+def test_the_title_says_the_cpu_threads():
+    assert results_grid([_row()], title="run x").title == "run x · 1 thread"
+    assert threads_phrase([_row(threads=2), _row(threads=1)]) == "1-2 threads"
+    assert threads_phrase([_row(device="cuda")]) is None
+
+
+def test_a_busy_process_is_named_once_with_when_and_the_rows_say_a_word():
+    rows = [_row(1024 << k, warnings=[_busy("benchbench", 7175, 80 + k)]) for k in range(12)]
+    lines = footer(rows)
+    text = "\n".join(lines)
+    assert text.count("pid 7175") == 1
+    assert "benchbench (pid 7175) at 80-91% CPU during 12 point(s), 03:01:10" in text
+    grid = results_grid(rows, title="t")
+    assert {plain(r[-1]) for r in grid.rows} == {"neighbour"}
+
+
+def test_the_verdict_counts_widths_and_says_what_to_do_next():
+    rows = [_row(half=0.02), _row(half=0.05), _row(half=0.2), _row(half=0.9, threads=2)]
+    rows[3]["warnings"] = [THREADS_2]
+    line = verdict(rows, target=0.03)
+    assert line.startswith("verdict: 1 of 4 points within ±3 %, 2 within ±10 %, 1 unstable; next:")
+    assert "--threads 1" in line and "--rounds 6" in line and "benchbench ab" in line
+    quiet = verdict([_row(half=0.01)] * 10, target=0.03)
+    assert "--threads 1" not in quiet and "--rounds 6" not in quiet
+
+
+def test_retaken_points_are_listed_once_in_the_footer():
+    rows = [_row(4096, warnings=[RETAKE]), _row(8192)]
+    text = "\n".join(footer(rows))
+    assert "retaken (1 point(s)" in text and "sum torch.sum 2^12" in text
+    assert [plain(r[-1]) for r in results_grid(rows).rows] == ["retaken", ""]
+
+
+def test_the_drift_from_the_previous_run_is_said_when_intervals_miss_it():
+    now = [_row(1024 << k, half=0.02) for k in range(10)]
+    before = [{**r, "median_s": r["median_s"] / 1.10, "run_id": "abcdef123"} for r in now]
+    line = drift_line(now, before)
+    assert line is not None
+    assert "medians moved 10.0 % (median over 10 points) from run abcdef12" in line
+    assert "holds its median at 0 of 10" in line and "drifts between runs by about 10 %" in line
+    close = [{**r, "median_s": r["median_s"] * 1.005} for r in now]
+    assert "drifts" not in (drift_line(now, close) or "")
+    assert drift_line(now, []) is None
+
+
+def test_a_run_of_realistic_rows_fits_160_columns_in_a_file():
+    long_warnings = [
+        "not converged: ±469434.0 % after 3 processes (target ±3 %)",
+        THREADS_2,
+        _busy("benchbench", 7175, 91),
+        "sample < 1 ms (24 µs, 1 call(s) per sample): timer overhead may be visible",
+        "noisy: IQR is 40% of the median",
+        "each call maps ~420 KiB (105 page faults per call): much of the time is the kernel",
+    ]
+    rows = []
+    for k in range(53):
+        row = _row(1024 << (k % 13), half=[0.01, 0.3, 4694.0][k % 3], warnings=long_warnings)
+        row["variant"] = ["torch.sum", "1 / torch.sqrt(x)", "x.sqrt_()"][k % 3]
+        row["warnings"] = [*long_warnings, _busy(f"proc{k}", 1000 + k, 40)]
+        rows.append(row)
+    out, err = io.StringIO(), io.StringIO()
+    grid = results_grid(rows, title="run 51947597-d690-4693-a460-1ed56f3e5e45", footer=footer(rows))
+    write([grid], "table", out, err)
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 160, max(lines, key=len)
+    assert not any(re.search(r"±\d{3,}", line) for line in lines)
