@@ -67,8 +67,9 @@ def check_flags(args: argparse.Namespace) -> None:
         )
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be > 0 seconds, got {args.timeout}; e.g. --timeout 60")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError(f"--threads must be >= 1, got {args.threads}; e.g. --threads 1")
+    threads = flags.threads_from(args)
+    if threads is not None and threads < 1:
+        raise UsageError(f"--threads must be >= 1 or 'all', got {threads}; e.g. --threads 1")
     for flag, value in (
         ("--rounds", args.rounds),
         ("--max-rounds", args.max_rounds),

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from benchbench.cli.run import _repo
+from benchbench.cli.run_input import repo as _repo
 from benchbench.core.errors import UsageError
 from benchbench.machine.vcs import git_state
 
