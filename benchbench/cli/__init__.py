@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -119,10 +120,36 @@ class _PlainFormatter(argparse.RawDescriptionHelpFormatter):
         return plain(super()._expand_help(action)) or ""
 
 
+#: The environment before the settings file filled it in, for ``doctor``'s sources.
+ENVIRONMENT_BEFORE_SETTINGS: dict[str, str] = {}
+
+
+def _apply_settings() -> None:
+    """The settings file (benchbench.toml or pyproject.toml's [tool.benchbench]) gives
+    the variables it sets their values where they are unset; flags win over both."""
+    from benchbench.core import config
+
+    ENVIRONMENT_BEFORE_SETTINGS.clear()
+    ENVIRONMENT_BEFORE_SETTINGS.update(os.environ)
+    config.apply(config.find())
+
+
+def _device_default(args: argparse.Namespace) -> None:
+    """``--device`` of run, list and time, when not given: ``$BENCHBENCH_DEVICE`` (or the
+    settings file's ``device``), else the suites' devices (``time``: the CPU)."""
+    if args.command not in ("run", "list", "time") or getattr(args, "device", "") is not None:
+        return
+    if getattr(args, "resume", None):
+        return  # the run being resumed says which devices
+    args.device = os.environ.get("BENCHBENCH_DEVICE") or ("cpu" if args.command == "time" else None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        _apply_settings()
         parser = build_parser()
         args = parser.parse_args(argv)
+        _device_default(args)
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE

@@ -22,7 +22,11 @@ import pytest
 from tests.docblocks import PYTHON, ROOT, Block, blocks, doc_pages
 from tests.integration.cli import env
 
-PAGES = [page for page in doc_pages() if any(b.runnable and not b.skip for b in blocks(page))]
+PAGES = [
+    page
+    for page in doc_pages()
+    if any(b.runnable and not b.skip and not b.file for b in blocks(page))
+]
 
 
 def _run_shell(block: Block, cwd: Path) -> None:
@@ -59,10 +63,10 @@ def test_the_page_s_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.delenv("BENCHBENCH_STORE", raising=False)
     namespace: dict[str, object] = {"__name__": "__doc_block__"}
     for block in blocks(page):
-        if not block.runnable or block.skip:
-            continue
         if block.file:
             (tmp_path / block.file).write_text(block.code)
+        elif not block.runnable or block.skip:
+            continue
         elif block.language in PYTHON:
             _run_python(block, namespace)
         else:
