@@ -7,6 +7,7 @@ import torch
 
 import benchbench
 from benchbench.api import IN_PROCESS, BenchError, Measurement
+from benchbench.core.errors import UsageError
 
 
 def test_a_non_callable_is_a_value_error_that_says_what_to_pass():
@@ -52,3 +53,23 @@ def test_compare_gives_compare_s_verdict_and_refuses_other_values():
     assert "<th style='text-align:left'>verdict</th>" in found._repr_html_()
     with pytest.raises(ValueError, match="must be a Measurement"):
         benchbench.compare(a, 1.0)  # type: ignore[arg-type]
+
+
+def test_compare_variants_takes_time_s_sizes_and_the_best_device():
+    from benchbench.variants import _shapes, best_device
+
+    assert _shapes("64x1024..2048") == [(64, 1024), (64, 2048)]
+    assert _shapes([4096, (8, 8)]) == [(8, 8), (4096,)]
+    with pytest.raises(UsageError, match="at least 1"):
+        _shapes([0])
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    if not torch.cuda.is_available() and torch.backends.mps.is_available():
+        expected = "mps"
+    assert best_device() == expected
+    frame = benchbench.compare_variants(
+        {"sqrt": torch.sqrt, "method": lambda x: x.sqrt()},
+        sizes=[(8, 64)],
+        budget_s=0.01,
+        progress=False,
+    )
+    assert set(frame["device"]) == {expected} and set(frame["size"]) == {512}
