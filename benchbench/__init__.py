@@ -8,6 +8,11 @@ Where a model's time goes (its aten calls as a suite; see ``benchbench capture``
 
     captured = benchbench.capture(model, x)  # .calls, .views, .summary()
 
+Measuring one call, and judging two (in a script or a notebook)::
+
+    a = benchbench.bench(torch.sqrt, x)  # median, interval, processes, samples
+    benchbench.compare(a, benchbench.bench(torch.rsqrt, x))  # compare's verdict
+
 Reading results::
 
     store = benchbench.open_store("results/benchbench.db")  # or postgresql://...
@@ -23,6 +28,7 @@ from benchbench.core.version import __version__
 from benchbench.suite.declare import Skip, Suite, Variant, Workload, geometric, pow2
 
 if TYPE_CHECKING:
+    from benchbench.api import bench, compare
     from benchbench.store import open_store
     from benchbench.suite.capture import capture
     from benchbench.variants import compare_variants
@@ -33,7 +39,9 @@ __all__ = [
     "Variant",
     "Workload",
     "__version__",
+    "bench",
     "capture",
+    "compare",
     "compare_variants",
     "geometric",
     "open_store",
@@ -44,6 +52,8 @@ __all__ = [
 #: torch, open_store
 #: SQLAlchemy (~0.2 s); `import benchbench` (every worker, every CLI command) stays fast.
 _LAZY = {
+    "bench": "benchbench.api",
+    "compare": "benchbench.api",
     "capture": "benchbench.suite.capture",
     "compare_variants": "benchbench.variants",
     "open_store": "benchbench.store",

@@ -22,7 +22,7 @@ Options:
   ``module::test[param]``, variant = the callable's name or ``name=``).
 - ``--benchbench-baseline RUN`` compares each call with the same benchmark in
   stored run RUN (store from ``--benchbench-store``, else the default store) and
-  puts a verdict on the result: ``r.verdict.status`` is ``better``, ``worse``,
+  puts a verdict on the result: ``r.verdict.status`` is ``faster``, ``slower``,
   ``same``, ``not significant`` or ``new``, by the verdict ``benchbench compare``
   gives (:mod:`benchbench.analysis.verdict`: ratio of medians beyond a 5 % minimum
   effect, significant at 5 %).
@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # imported when used: the engine pulls in scipy (~1 s)
     from benchbench.core.values import Point
     from benchbench.measure.policy import Policy
 
-#: Smallest relative change of the median reported as better or worse.
+#: Smallest relative change of the median reported as faster or slower.
 MIN_EFFECT = 0.05
 
 
@@ -59,7 +59,7 @@ MIN_EFFECT = 0.05
 class Verdict:
     """How a measurement compares with the same benchmark in a baseline run."""
 
-    status: str  # "better" | "worse" | "same" | "not significant" | "new"
+    status: str  # "faster" | "slower" | "same" | "not significant" | "new"
     baseline_run: str
     ratio: float | None = None  # median now / median in the baseline
     p_value: float | None = None
@@ -111,17 +111,16 @@ def verdict_for(
     now: Stats, baseline: Stats | None, baseline_run: str, min_effect: float = MIN_EFFECT
 ) -> Verdict:
     """benchbench's one verdict (:mod:`benchbench.analysis.verdict`) on per-call times:
-    ``worse``, ``better``, ``same`` or ``not significant``; ``new`` without a baseline."""
+    ``slower``, ``faster``, ``same`` or ``not significant`` (the words of ``compare``);
+    ``new`` without a baseline."""
     if baseline is None:
         return Verdict("new", baseline_run)
     # Imported here: the verdict loads numpy, and this plugin is loaded by every pytest
     # session that has benchbench installed.
-    from benchbench.analysis.verdict import FASTER, SLOWER, estimate_stats, mark
+    from benchbench.analysis.verdict import estimate_stats, mark
 
     found = estimate_stats(baseline, now, paired=False)
-    result = mark(found, min_effect)
-    status = {SLOWER: "worse", FASTER: "better"}.get(result, result)
-    return Verdict(status, baseline_run, found.ratio, found.p_value)
+    return Verdict(mark(found, min_effect), baseline_run, found.ratio, found.p_value)
 
 
 @dataclass

@@ -9,6 +9,7 @@ back as a pandas DataFrame that can plot itself.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from benchbench.analysis.variants import (
     rows_from_results,
 )
 from benchbench.core.errors import UsageError
-from benchbench.core.units import parse_sizes
+from benchbench.core.units import parse_shapes
 from benchbench.core.values import ITEMSIZE, Point, Result
 from benchbench.measure import timers as device_support
 from benchbench.measure.policy import Policy
@@ -82,15 +83,37 @@ def _names(values: str | Sequence[str], flag: str, known: Sequence[str] | None) 
     return names
 
 
+def best_device() -> str:
+    """The fastest device present: CUDA (or ROCm through it), else MPS, else the CPU."""
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _shapes(sizes: str | Sequence[int | Sequence[int]]) -> list[tuple[int, ...]]:
+    """``benchbench time --size``'s forms (``"2**10..2**20"``, ``"64x1024..8192"``), or a
+    list of element counts and shapes."""
+    if isinstance(sizes, str):
+        return parse_shapes(sizes)
+    shapes = {(int(s),) if isinstance(s, int) else tuple(int(d) for d in s) for s in sizes}
+    if not shapes or any(d < 1 for shape in shapes for d in shape):
+        raise UsageError(f"sizes must be element counts or shapes of at least 1, got {sizes!r}")
+    return sorted(shapes, key=lambda shape: (math.prod(shape), shape))
+
+
 def compare_variants(
     variants: Mapping[str, Callable[..., Any]],
-    sizes: str | Sequence[int] = "2**10..2**22",
-    devices: str | Sequence[str] = ("cpu",),
+    sizes: str | Sequence[int | Sequence[int]] = "2**10..2**22",
+    devices: str | Sequence[str] | None = None,
     dtypes: str | Sequence[str] = ("float32",),
     setup: Callable[[SetupContext], Any] | None = None,
     reference: str | None = None,
     budget_s: float = 0.5,
     min_effect: float = MIN_EFFECT,
+    progress: bool = True,
 ) -> pd.DataFrame:
     """Measure callables against each other at every size, device and dtype.
 
@@ -99,6 +122,10 @@ def compare_variants(
     size, dtype and device, from a generator seeded by the point). Every variant is
     checked once per point against ``reference`` (default: the first), then they are
     measured interleaved, each point for at most ``budget_s`` seconds of sampling.
+    ``sizes`` takes the forms of ``benchbench time --size`` (element counts and shapes,
+    ``"2**10..2**20"``, ``"64x1024..8192"``) or a list of counts and shapes; ``devices``
+    defaults to the fastest device present (:func:`best_device`); ``progress`` draws a
+    bar on stderr (in a notebook, under the cell).
 
     The callables run **in this process** (they are Python objects, not text a
     worker could rebuild): a crash here takes the caller with it. Use
@@ -118,21 +145,29 @@ def compare_variants(
         raise UsageError(f"reference {ref_name!r} is not a variant; variants: {', '.join(names)}")
     if budget_s <= 0:
         raise UsageError(f"budget_s must be > 0 seconds, got {budget_s}")
-    size_list = parse_sizes(sizes) if isinstance(sizes, str) else sorted(int(s) for s in sizes)
+    shapes = _shapes(sizes)
     policy = Policy(max_time_s=budget_s)
+    device_names = _names(devices if devices is not None else best_device(), "devices", None)
+    dtype_names = _names(dtypes, "dtypes", list(ITEMSIZE))
+    todo = [(d, t, shape) for d in device_names for t in dtype_names for shape in shapes]
     results: list[Result] = []
-    for device in _names(devices, "devices", None):
-        for dtype in _names(dtypes, "dtypes", list(ITEMSIZE)):
-            for size in size_list:
-                point = Point("compare_variants", "", "", size, (size,), dtype, device)
-                reason = device_support.unavailable_reason(device, torch)
-                if reason is not None:
-                    results.extend(unavailable(point, names, reason))
-                    continue
+    from rich.progress import Progress
+
+    with Progress(transient=True, disable=not progress) as bar:
+        task = bar.add_task("compare_variants", total=len(todo))
+        for device, dtype, shape in todo:
+            size = math.prod(shape)
+            point = Point("compare_variants", "", "", size, shape, dtype, device)
+            bar.update(task, description=f"{'x'.join(map(str, shape))} {dtype} {device}")
+            reason = device_support.unavailable_reason(device, torch)
+            if reason is not None:
+                results.extend(unavailable(point, names, reason))
+            else:
                 inputs = (setup or _default_setup)(SetupContext(point))
                 args = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)
                 candidates = [Candidate(name, variants[name], args) for name in names]
                 results.extend(measure_variants(point, candidates, names.index(ref_name), policy))
+            bar.advance(task)
     rows = rows_from_results(results, ref_name, min_effect)
     return comparison_frame_class()([row.to_dict() for row in rows])
 

@@ -16,34 +16,59 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 from collections.abc import Sequence
 
 from benchbench.core.errors import BenchbenchError, UsageError
 from benchbench.core.version import __version__
 
-#: Subcommand name -> module in benchbench.cli (each has HELP, add_arguments, run).
+#: Subcommand name -> module in benchbench.cli (each has HELP, add_arguments, run), in the
+#: order ``benchbench --help`` lists them: by task, the first measurements first.
 COMMANDS = {
+    "time": "time",
     "run": "run",
     "list": "list_points",
+    "ab": "ab",
+    "accuracy": "accuracy",
     "runs": "runs",
     "show": "show",
-    "probe": "probe",
+    "compare": "compare",
     "plot": "plot",
-    "doctor": "doctor",
+    "claims": "claims",
     "regressions": "regressions",
     "annotate": "annotate",
-    "time": "time",
     "dashboard": "dashboard",
-    "compare": "compare",
-    "ab": "ab",
-    "export": "export",
-    "import": "import_",
-    "claims": "claims",
-    "accuracy": "accuracy",
     "capture": "capture",
     "breakdown": "breakdown",
+    "probe": "probe",
+    "doctor": "doctor",
+    "export": "export",
+    "import": "import_",
 }
+
+#: The tasks ``benchbench --help`` groups the commands by.
+GROUPS = (
+    ("measure", ("time", "run", "list", "ab", "accuracy")),
+    ("read and compare results", ("runs", "show", "compare", "plot", "claims")),
+    ("history", ("regressions", "annotate", "dashboard")),
+    ("where a model's time goes", ("capture", "breakdown")),
+    ("this machine", ("probe", "doctor")),
+    ("move runs between stores", ("export", "import")),
+)
+
+_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj):`~?([^`]+)`")
+
+
+def plain(text: str | None) -> str | None:
+    """Help text without the docstrings' Sphinx markup: ````x```` and ``:func:`x``` read
+    as ```x```, as in the Markdown docs."""
+    if text is None:
+        return None
+    return _ROLE.sub(r"`\1`", _LITERAL.sub(r"`\1`", text))
+
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3
 
@@ -53,31 +78,80 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _grouped(helps: dict[str, str]) -> str:
+    width = max(len(name) for name in helps) + 2
+    lines = []
+    for title, names in GROUPS:
+        lines.append(f"{title}:")
+        lines += [f"  {name:<{width}}{helps[name]}" for name in names]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    helps = {
+        name: importlib.import_module(f"benchbench.cli.{module}").HELP
+        for name, module in COMMANDS.items()
+    }
     parser = _Parser(
         prog="benchbench",
-        description="Benchmark PyTorch operators on CPU, CUDA and MPS; store and compare results.",
-        epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 130/143 interrupted.",
+        description="Benchmark PyTorch operators on CPU, CUDA and MPS; store and compare "
+        "results.\n\n" + _grouped(helps),
+        epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 130/143 interrupted. "
+        "`benchbench COMMAND --help` for a command's flags.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"benchbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(f"benchbench.cli.{module_name}")
+        # No help= here: the grouped list in the description is the one list of commands.
         command = sub.add_parser(
             name,
-            help=module.HELP,
-            description=module.__doc__,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            description=plain(module.__doc__),
+            formatter_class=_PlainFormatter,
         )
         module.add_arguments(command)
         command.set_defaults(handler=module.run)
     return parser
 
 
+class _PlainFormatter(argparse.RawDescriptionHelpFormatter):
+    """A command's help: its description as written, options' help without markup."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return plain(super()._expand_help(action)) or ""
+
+
+#: The environment before the settings file filled it in, for ``doctor``'s sources.
+ENVIRONMENT_BEFORE_SETTINGS: dict[str, str] = {}
+
+
+def _apply_settings() -> None:
+    """The settings file (benchbench.toml or pyproject.toml's [tool.benchbench]) gives
+    the variables it sets their values where they are unset; flags win over both."""
+    from benchbench.core import config
+
+    ENVIRONMENT_BEFORE_SETTINGS.clear()
+    ENVIRONMENT_BEFORE_SETTINGS.update(os.environ)
+    config.apply(config.find())
+
+
+def _device_default(args: argparse.Namespace) -> None:
+    """``--device`` of run, list and time, when not given: ``$BENCHBENCH_DEVICE`` (or the
+    settings file's ``device``), else the suites' devices (``time``: the CPU)."""
+    if args.command not in ("run", "list", "time") or getattr(args, "device", "") is not None:
+        return
+    if getattr(args, "resume", None):
+        return  # the run being resumed says which devices
+    args.device = os.environ.get("BENCHBENCH_DEVICE") or ("cpu" if args.command == "time" else None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        _apply_settings()
         parser = build_parser()
         args = parser.parse_args(argv)
+        _device_default(args)
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE

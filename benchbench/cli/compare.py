@@ -35,7 +35,7 @@ whole machine between the two runs is not in the figure (`benchbench ab` cancels
 Where both runs counted a point's instructions (run --metric instructions), the
 table adds the instructions per call of each run, their ratio and a mark by the
 instruction verdict: slower or faster when the counts differ by --instructions-min-effect
-or more (default 5 %), same inside it, not significant when a side's repeated counts
+or more (its default is below), same inside it, not significant when a side's repeated counts
 moved by half of it. Counts are blind to memory stalls and other threads, and no
 neighbour process can change them: a nightly on a shared runner can gate on them.
 
@@ -96,6 +96,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_format(parser)
 
 
+def _percent(fraction: float) -> str:
+    """``5%%``: a fraction as a percentage, escaped for argparse's help."""
+    return f"{fraction:.0%}".replace("%", "%%")
+
+
 def add_verdict(parser: argparse.ArgumentParser) -> None:
     """The verdict's flags (``compare`` and ``ab``): minimum effects, alpha, exit code."""
     parser.add_argument(
@@ -103,16 +108,17 @@ def add_verdict(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=MIN_EFFECT,
         metavar="FRACTION",
-        help="smallest change of the median that counts (default %(default)s = 5%%)",
+        help="smallest change of the median that counts "
+        f"(default %(default)s = {_percent(MIN_EFFECT)})",
     )
     parser.add_argument(
         "--instructions-min-effect",
         type=float,
         default=INSTRUCTIONS_MIN_EFFECT,
         metavar="FRACTION",
-        help="smallest change of an instruction count that counts (default %(default)s = 5%%; "
-        "identical code counted in fresh processes differed by up to 2.2%% at ~10,000 "
-        "instructions a call, 0.33%% from 2^16 elements up: 0.01 suits large points)",
+        help="smallest change of an instruction count that counts (default %(default)s = "
+        f"{_percent(INSTRUCTIONS_MIN_EFFECT)}: twice what identical code varied between fresh "
+        "callgrind processes, allocator left out; 0.01 suits points of 2^16 elements and up)",
     )
     parser.add_argument(
         "--alpha",

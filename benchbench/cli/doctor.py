@@ -1,4 +1,5 @@
-"""Check what makes numbers noisy on this machine, with the fix for each.
+"""Check what makes numbers noisy on this machine, with the fix for each, and say where
+each setting (store, machine, device, rounds) came from.
 
 CPU frequency governor, turbo boost, ASLR, load, swap, busy processes, thread
 settings, idle cores against torch's default thread count (fix: --threads or --cpus
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from benchbench.machine.doctor import check_system
 
-    checks = check_system() + ceiling_checks(args)
+    checks = check_system() + setting_checks() + ceiling_checks(args)
     if args.format == "json":
         flags.print_json({"checks": [c.to_dict() for c in checks]})
         return 0
@@ -50,6 +51,29 @@ def run(args: argparse.Namespace) -> int:
     warned = sum(1 for c in checks if c.status == "warn")
     flags.stderr().print(f"{warned} warning(s) of {len(checks)} checks")
     return 0
+
+
+def setting_checks() -> list[Check]:
+    """Where each setting came from: a variable, the settings file, or the default (a
+    command's flag wins over all three)."""
+    import socket
+
+    from benchbench.cli import ENVIRONMENT_BEFORE_SETTINGS
+    from benchbench.core import config
+    from benchbench.core.defaults import DEFAULT_ROUNDS
+    from benchbench.machine.doctor import Check
+
+    defaults = {
+        "store": "results/benchbench.db",
+        "machine": socket.gethostname(),
+        "device": "the suites' (time: cpu)",
+        "rounds": str(DEFAULT_ROUNDS),
+    }
+    before = ENVIRONMENT_BEFORE_SETTINGS or dict(os.environ)
+    found = config.sources(config.find(), before, defaults.__getitem__)
+    return [
+        Check(f"setting: {key}", "info", f"{value} (from {source})") for key, value, source in found
+    ]
 
 
 def ceiling_checks(args: argparse.Namespace) -> list[Check]:

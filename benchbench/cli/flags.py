@@ -153,7 +153,8 @@ def add_selection(parser: argparse.ArgumentParser, suites_nargs: str = "+") -> N
     parser.add_argument(
         "--device",
         metavar="LIST",
-        help="comma-separated devices replacing the suites' (cpu,cuda,mps or all)",
+        help="comma-separated devices replacing the suites' (cpu,cuda,mps or all; default: "
+        "$BENCHBENCH_DEVICE or the settings file's device, else the suites')",
     )
     parser.add_argument(
         "--dtype", metavar="LIST", help="comma-separated dtypes replacing the suites'"

@@ -82,7 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default %(default)s)",
     )
     parser.add_argument(
-        "--device", default="cpu", metavar="LIST", help="cpu,cuda,mps (default cpu)"
+        "--device",
+        metavar="LIST",
+        help="cpu,cuda,mps (default: $BENCHBENCH_DEVICE or the settings file's device, else cpu)",
     )
     parser.add_argument(
         "--dtype", default="float32", metavar="LIST", help="e.g. float32,bfloat16 (default float32)"

@@ -94,7 +94,7 @@ def test_baseline_puts_a_verdict_on_each_result(pytester, tmp_path):
     (baseline,) = open_store(str(db)).runs()
     _write(
         pytester,
-        "assert r.verdict.status in ('better', 'worse', 'same', 'not significant'); "
+        "assert r.verdict.status in ('faster', 'slower', 'same', 'not significant'); "
         "assert r.verdict.ratio > 0 and 0 <= r.verdict.p_value <= 1; "
         f"assert r.verdict.baseline_run == {baseline['id'][:8]!r}; "
         "assert bench(torch.neg, x).verdict.status == 'new'",
@@ -110,7 +110,7 @@ def _stats(median: float, n: int = 40) -> Stats:
 
 @pytest.mark.parametrize(
     ("now", "status"),
-    [(1.5e-3, "worse"), (1.0e-3, "not significant"), (0.5e-3, "better"), (1.02e-3, None)],
+    [(1.5e-3, "slower"), (1.0e-3, "not significant"), (0.5e-3, "faster"), (1.02e-3, None)],
 )
 def test_verdict_needs_both_a_minimum_effect_and_significance(now, status):
     verdict = verdict_for(_stats(now), _stats(1e-3), "base")

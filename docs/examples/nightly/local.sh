@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The nightly workflow's steps on one machine: two nights (the previous one and tonight),
-# each as two shards measured in parallel, merged into a throwaway PostgreSQL server.
+# The nightly workflow's steps on one machine: NIGHTS nights (default 7), each as two
+# shards measured in parallel, merged into a throwaway PostgreSQL server; from the night
+# SLOWDOWN_NIGHT on (default 5; 0 for none) the example suite's sqrt at 2^16 elements makes
+# EXTRA_CALLS (default 3) whole extra calls, so that `regressions` raises exactly one alert,
+# on that point, and tonight's comparison with the previous night finds nothing new.
 #
 #   local.sh [WORK_DIR]
 #
@@ -9,8 +12,10 @@
 # /usr/lib/postgresql/*/bin); as root they run as the postgres (else nobody) account,
 # since PostgreSQL refuses to run as root. The server listens on 127.0.0.1 only, trusts
 # local connections, runs with fsync off (it is thrown away), and is stopped and deleted
-# on exit. SUITE, FILTER, RUN_ARGS and BENCHBENCH are passed to shard.sh and merge.sh;
-# GATE=1 makes a regression exit 3 as in the workflow (a rehearsal reports by default).
+# on exit. SUITE (default: suite.py beside this script), FILTER, RUN_ARGS and BENCHBENCH
+# are passed to shard.sh and merge.sh; BENCHBENCH_MACHINE (default nightly-example) names
+# the machine as the workflow does; GATE=1 makes a regression of tonight against the
+# previous night exit 3 as in the workflow (a rehearsal reports by default).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,12 +56,22 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
     >/dev/null
 export BENCHBENCH_STORE="postgresql://postgres@127.0.0.1:$port/postgres"
 
-# Two nights, so that tonight has a previous night to be compared with.
-previous=$(date -u -d '1 day ago' +%Y-%m-%d)
+export SUITE=${SUITE:-$here/suite.py}
+# One torch thread: on a shared machine, a parallel region waits for a descheduled thread.
+export RUN_ARGS=${RUN_ARGS:---threads 1}
+export BENCHBENCH_MACHINE=${BENCHBENCH_MACHINE:-nightly-example}
+nights=${NIGHTS:-7}
+slowdown=${SLOWDOWN_NIGHT:-5}
+
+# NIGHTS nights, the last one tonight, named by their dates.
 tonight=$(date -u +%Y-%m-%d)
-for night in "$previous" "$tonight"; do
-    "$here/shard.sh" "$night" 1/2 "$work/bundles" & first=$!
-    "$here/shard.sh" "$night" 2/2 "$work/bundles" & second=$!
+for ((i = nights; i >= 1; i--)); do
+    night=$(date -u -d "$tonight - $((i - 1)) days" +%Y-%m-%d)
+    number=$((nights - i + 1))
+    extra=0
+    if [ "$slowdown" -gt 0 ] && [ "$number" -ge "$slowdown" ]; then extra=${EXTRA_CALLS:-3}; fi
+    EXTRA_CALLS=$extra "$here/shard.sh" "$night" 1/2 "$work/bundles" & first=$!
+    EXTRA_CALLS=$extra "$here/shard.sh" "$night" 2/2 "$work/bundles" & second=$!
     wait "$first"
     wait "$second"
 done

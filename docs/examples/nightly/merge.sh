@@ -10,7 +10,9 @@
 # Environment: BENCHBENCH_STORE (the store, e.g. postgresql://...), SUMMARY (the markdown
 # summary file, default $GITHUB_STEP_SUMMARY), DASHBOARD (default dashboard),
 # GATE=1 to exit 3 when tonight regressed against the previous night (after writing
-# everything), BENCHBENCH (the command, default benchbench).
+# everything), GATE_METRIC (time, the default, or instructions: gate only on instruction
+# counts, which a shared runner's neighbours cannot blur, while the times are kept for
+# the history and the dashboard), BENCHBENCH (the command, default benchbench).
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
@@ -57,7 +59,15 @@ status=0
     bb regressions --format markdown
 } >> "$summary"
 if [ -n "$previous" ]; then
-    bb compare "nightly-$previous" "nightly-$night" --format json >/dev/null || status=$?
+    if [ "${GATE_METRIC:-time}" = instructions ]; then
+        # Exit 3 when a point's instruction count rose beyond compare's minimum effect.
+        bb compare "nightly-$previous" "nightly-$night" --format json --no-fail-on-regression \
+            | python3 -c 'import json, sys
+slower = [p for p in json.load(sys.stdin)["points"] if p.get("instructions_mark") == "slower"]
+sys.exit(3 if slower else 0)' || status=$?
+    else
+        bb compare "nightly-$previous" "nightly-$night" --format json >/dev/null || status=$?
+    fi
 fi
 # regressions ran above and stored its verdicts: the build reads them back, judges nothing again
 bb dashboard build -o "$dashboard"
