@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from benchbench.core.defaults import ALPHA, DEFAULT_ROUNDS, MIN_EFFECT, POLICY_MAX_TIME_S
+from benchbench.core.defaults import ALPHA, BENCH_ROUNDS, MIN_EFFECT, POLICY_MAX_TIME_S
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
 
@@ -310,7 +310,7 @@ def bench(
     *args: object,
     device: str | None = None,
     name: str | None = None,
-    rounds: int = DEFAULT_ROUNDS,
+    rounds: int = BENCH_ROUNDS,
     budget_s: float = POLICY_MAX_TIME_S,
     items: float | None = None,
     bytes: float | None = None,  # the work model's name in suites and results

@@ -28,16 +28,23 @@ PLOT_FORMATS = ("png", "svg", "pdf")
 
 # -- a run (benchbench.run) ----------------------------------------------------------------
 
-#: Rounds (fresh processes) per point by default: BENCHMARKS.md, "Rounds across
-#: processes", has the measurements it was chosen from (``run.rounds``).
-DEFAULT_ROUNDS = 3
+#: Rounds (fresh processes) per point by default (``run.rounds``). 5: on the 2-core EPYC,
+#: quiet, one thread, three runs of the quick suite each took 46-48 s and held 77-92 % of
+#: their points within ±5 % (median ±2.1-2.3 %), and three A/A comparisons of them
+#: flagged nothing; at 3 rounds the same took 34-40 s with 26-55 % within ±5 % (median
+#: ±4.3-7.9 %: t with 2 degrees of freedom is 4.30) and 2 of 3 A/A comparisons flagged a
+#: point (BENCHMARKS.md, "A default run that reads true").
+DEFAULT_ROUNDS = 5
+#: Rounds of ``benchbench.bench()``: each one a fresh Python that imports torch (~2-3 s
+#: on the 2-core EPYC), so a notebook's call stays within ~10 s at the cost of a wider
+#: interval than a run's.
+BENCH_ROUNDS = 3
 #: Processes a point may take in all, by default, when its processes disagree beyond the
 #: target: the run's sampling budget (``run.allocate``) decides which points get them,
-#: and bounds what they cost.
-#: 3 (no extra processes) until the interval covers drift between runs: with 10, two
-#: quiet runs of identical code flagged 10 of 20 points (BENCHMARKS.md); ``--max-rounds``
-#: opts in to the allocation.
-DEFAULT_MAX_ROUNDS = 3
+#: and bounds what they cost. As many as the rounds (no extra processes) until the
+#: interval covers drift between runs: with 10, two quiet runs of identical code flagged
+#: 10 of 20 points (BENCHMARKS.md); ``--max-rounds`` opts in to the allocation.
+DEFAULT_MAX_ROUNDS = 5
 #: Torch threads in the workers unless ``--threads`` says otherwise (``run``, ``time``,
 #: ``ab``). One: with one thread small and mid ops agree across fresh processes within
 #: 1-5 % on our 2-core EPYC, with torch's two about one process in ten runs 17-39 % slow

@@ -95,7 +95,8 @@ def fits_grid(analysis: Analysis, title: str = "fits: time = t0 + work / rate") 
                 _t0_text(fit.t0_s) if fit else "-",
                 format_fit_rate(fit) if fit else why,
                 f"{fit.r2:.3f}" if fit else "-",
-                "; ".join(crossings),
+                # One crossover a line: two side by side made show's lines 184 wide.
+                "\n".join(crossings),
             )
         )
     return Grid.of(FIT_COLUMNS, rows, title=title)

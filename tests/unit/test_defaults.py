@@ -59,7 +59,7 @@ def test_a_compile_variants_timeout_is_the_one_the_help_quotes(monkeypatch) -> N
 
 
 def test_time_uses_the_budget_its_help_quotes() -> None:
-    config = time_cli.config_from(_parsed("time", "x + 1"))
+    config = time_cli.config_from(_parsed("time", "x + 1", "--device", "cpu"))
     assert f"(default {config.policy.max_time_s:g})" in _help("time", "--budget")
 
 
