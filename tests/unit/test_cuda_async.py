@@ -10,6 +10,14 @@ from benchbench.measure.timers import CudaTimer
 from tests.unit.fake_cuda import FakeGpu
 
 
+@pytest.fixture(autouse=True)
+def _no_sleep_rate_left(monkeypatch):
+    """The fake GPU's sleep rate stays in these tests, not in the process's cache."""
+    from benchbench.measure import pipeline
+
+    monkeypatch.setattr(pipeline, "_SLEEP_RATE", {})
+
+
 def _kernels(gpu: FakeGpu, kernel_ns: float) -> Subject:
     def loop(calls: int) -> None:
         for _ in range(calls):

@@ -406,6 +406,7 @@ def test_the_merged_point_keeps_the_median_clock_and_its_cycles() -> None:
 def test_without_an_nvml_clock_the_cycles_come_from_the_sleep_kernels_clock(monkeypatch) -> None:
     from benchbench.measure import pipeline
 
+    monkeypatch.setattr(pipeline, "_SLEEP_RATE", {})  # no rate another test measured
     measured = Measured("v", (1e-3,) * 10, 100, converged=True)  # 10 µs per call
     assert "cycles_per_call" not in ok_result(CUDA, measured, Policy()).extra
     monkeypatch.setitem(pipeline._SLEEP_RATE, CUDA.device, 1.98e9)
