@@ -122,8 +122,8 @@ def wild_processes(medians: Sequence[float]) -> tuple[int, ...]:
     20 %          17 / 15 %    37 % / 41 %       20 % / 19 %
     ============  ===========  ================  ==================
 
-    One thread's processes agree within 1-5 % (DESIGN.md), where the rule never fires
-    on clean data and finds a 2x process nearly always; a 1000x one is found at any
+    With one thread, processes agree within 1-5 % on the 2-core EPYC: there the rule
+    never fires on clean data and finds a 2x process nearly always; a 1000x one is found at any
     spread here. At 20 % the point is noisy throughout and a false alarm costs a retake
     only: the runner drops a wild process only when at least three others agree.
     """

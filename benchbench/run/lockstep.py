@@ -1,6 +1,6 @@
 """One point measured on two sides in lockstep: a base worker and a head worker take turns.
 
-Measured with a prototype on the 2-core AMD VM beside a busy neighbour (DESIGN.md): a
+Measured with a prototype on the 2-core AMD VM beside a busy neighbour: a
 fresh process per side, the two sides back to back in each round, found a clean +10 %
 at 9 of 20 points; two workers alive side by side, taking turns one ~1 ms sample each,
 found it at 17 of 20, while identical code flagged 0 of 20. What made the difference:

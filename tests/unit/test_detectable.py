@@ -1,8 +1,8 @@
 """The minimum detectable effect (MDE), validated like a classifier on injected timings.
 
-A simulated gate suite of 20 points, 3 processes a run (``run``'s default rounds), 10
+A simulated gate suite of 20 points, 3 processes a run (``run``'s rounds before five), 10
 samples a process; per point a between-process log spread drawn from 2-12 %, one process
-in ten 17-39 % slow throughout (DESIGN.md: "about one process in ten runs 17-39 % slow"),
+in ten 17-39 % slow throughout (as measured with two threads on the 2-core EPYC),
 samples within a process 1 % apart. As a user would: two runs of identical code are
 compared and print an MDE per point; a third run carries a slowdown of ``f`` times that
 point's printed MDE; ``compare`` (the family verdict, alpha 0.05, min effect 5 %) of the

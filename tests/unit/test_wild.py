@@ -38,7 +38,7 @@ def _rate(sigma: float, processes: int, wild_factor: float | None, seed: int) ->
 
 @pytest.mark.parametrize("processes", [3, 4, 6])
 def test_clean_processes_one_thread_apart_never_raise_a_false_alarm(processes):
-    # One thread: small and mid ops agree across processes within 1-5 % (DESIGN.md).
+    # One thread: small and mid ops agree across processes within 1-5 % on the 2-core EPYC.
     assert _rate(0.02, processes, None, seed=processes) == 0.0
     assert _rate(0.05, processes, None, seed=10 + processes) <= 0.005
 
