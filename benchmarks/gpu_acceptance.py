@@ -522,22 +522,10 @@ def measure_quick(device: str) -> list[Row]:
     ]
 
 
-def sleep_cycles_per_s() -> float:
-    """The clock ``torch.cuda._sleep`` counts, in cycles per second (events around a
-    long sleep)."""
-    torch.cuda._sleep(1000)
-    torch.cuda.synchronize()
-    cycles = 50_000_000
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(cycles)
-    end.record()
-    end.synchronize()
-    return cycles / (start.elapsed_time(end) * 1e-3)
-
-
 def measure_sleep(device: str) -> list[Row]:
-    rate = sleep_cycles_per_s()
+    from benchbench.measure.gpu import sleep_cycles_per_s
+
+    rate = sleep_cycles_per_s(torch.cuda, torch.cuda._sleep)
     kernels = []
     cycles_seen: list[tuple[str, int, float | None]] = []
     for what, seconds in (("10 µs", 10e-6), ("200 µs", 200e-6), ("2 ms", 2e-3)):

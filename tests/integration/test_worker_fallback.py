@@ -18,14 +18,21 @@ torch.cuda.is_initialized = lambda: True
 """
 
 
-def test_a_zygote_with_cuda_initialised_refuses_to_fork_and_the_pool_spawns(tmp_path):
-    (tmp_path / "sitecustomize.py").write_text(CUDA_INITIALISED)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+def _served_by_a_zygote_with(sitecustomize: str, folder):  # type: ignore[no-untyped-def]
+    """(the answer to an environment request, the pool's notes, the zygote) with
+    ``sitecustomize`` on the zygote's and its workers' path."""
+    (folder / "sitecustomize.py").write_text(sitecustomize)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)])}
     notes: list[str] = []
     zygote = Zygote(env=env)
     with WorkerPool(zygote, on_note=notes.append) as pool:
-        # Answered by a spawned worker: the zygote forked nothing.
         answer = pool.request({"op": "environment", "threads": 1}, ("environment",), 120.0)
+    return answer, notes, zygote
+
+
+def test_a_zygote_with_cuda_initialised_refuses_to_fork_and_the_pool_spawns(tmp_path):
+    # Answered by a spawned worker: the zygote forked nothing.
+    answer, notes, zygote = _served_by_a_zygote_with(CUDA_INITIALISED, tmp_path)
     assert answer["fields"]["threads"] == 1
     assert notes == [
         "CUDA was initialised in the worker zygote, and a process forked after that cannot "
@@ -48,12 +55,7 @@ if "zygote" in sys.argv:
 def test_a_zygote_whose_test_child_cannot_use_cuda_refuses_to_fork_and_the_pool_spawns(
     tmp_path,
 ):
-    (tmp_path / "sitecustomize.py").write_text(CUDA_DRIVER_STARTED_UNSEEN)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    notes: list[str] = []
-    zygote = Zygote(env=env)
-    with WorkerPool(zygote, on_note=notes.append) as pool:
-        answer = pool.request({"op": "environment", "threads": 1}, ("environment",), 120.0)
+    answer, notes, zygote = _served_by_a_zygote_with(CUDA_DRIVER_STARTED_UNSEEN, tmp_path)
     assert answer["fields"]["threads"] == 1
     assert len(notes) == 1
     assert notes[0].startswith(
