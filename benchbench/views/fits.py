@@ -61,6 +61,10 @@ def crossover_text(crossing: Crossover, key: CurveKey) -> str:
     return text + (f" (+{crossing.more} more)" if crossing.more else "")
 
 
+#: Width the crossovers column wraps within: which crossovers a run finds depends on
+#: the machine's measurements (one more made ``show``'s fits lines 175 wide on one
+#: machine and 140 on another), so the table's width may depend on the names alone.
+CROSSOVERS_WIDTH = 40
 #: The columns of :func:`fits_grid`.
 FIT_COLUMNS = (
     Column("curve"),
@@ -68,7 +72,7 @@ FIT_COLUMNS = (
     Column("t0", "right"),
     Column("rate", "right"),
     Column("R²", "right"),
-    Column("crossovers"),
+    Column("crossovers", max_width=CROSSOVERS_WIDTH),
 )
 
 

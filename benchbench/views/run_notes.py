@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,13 +32,12 @@ from benchbench.core.notes import (
 )
 from benchbench.core.units import format_size, format_time
 from benchbench.store import Store
+from benchbench.views.tables import wrap_note
 
 #: Relative half-width beyond which a row prints ``unstable`` instead of its interval.
 UNSTABLE = 0.5
 #: The widths the verdict counts points within.
 WITHIN = (0.03, 0.10)
-#: Footer lines are wrapped to this many characters (a CI log, a terminal of 160).
-FOOTER_WIDTH = 150
 #: Points named on a footer line before ``and K more``; unstable ones, with their range.
 NAMED, UNSTABLE_NAMED = 6, 4
 
@@ -246,11 +244,7 @@ def footer(
     drift = drift_line(ok, previous) if previous else None
     if drift:
         lines.append(drift)
-    return [part for line in lines for part in _wrap(line)]
-
-
-def _wrap(line: str) -> list[str]:
-    return textwrap.wrap(line, FOOTER_WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    return [part for line in lines for part in wrap_note(line)]
 
 
 #: Other busy processes the footer names, busiest (most points) first.

@@ -8,7 +8,10 @@ as ``sqrt:torch.sqrt[float32, cpu](n=1024)`` keeps its ``[float32, cpu]``.
 
 A rich table never cuts a cell to ``…``: its columns fold (wrap at spaces, then
 inside a word) when the terminal is too narrow, and :func:`console_for` prints at the
-width the content needs when there is no terminal (a file, a CI log).
+width the content needs when there is no terminal (a file, a CI log). What a machine's
+measurements put under a table or beside its names (notes, a fit's crossovers) is wrapped
+by construction: notes at :data:`NOTE_WIDTH`, a column declared with ``max_width`` within
+it, so that no machine's content makes a line of a CI log wider than 160.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import csv
 import io
 import os
 import re
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Literal
@@ -32,6 +36,10 @@ FORMATS = ("table", "markdown", "csv", "json")
 #: A rich table without ``expand`` takes only the width its content needs, so this is a
 #: limit, not a width the output pads to.
 UNLIMITED_WIDTH = 100_000
+#: Notes under a table wrap at this many characters (a CI log, a terminal of 160): their
+#: content depends on the machine (busy processes' names, retaken points), so a width
+#: limit by construction, not a hope that one machine's words are short.
+NOTE_WIDTH = 150
 
 Cell = str | Text
 Justify = Literal["left", "right"]
@@ -39,10 +47,13 @@ Justify = Literal["left", "right"]
 
 @dataclass(frozen=True)
 class Column:
-    """A column's header and alignment (numbers align right)."""
+    """A column's header and alignment (numbers align right). ``max_width``: a text
+    column whose content depends on the measurements (a fit's crossovers) wraps within
+    it, so that the table's width depends on the names alone."""
 
     name: str
     justify: Justify = "left"
+    max_width: int | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,20 @@ def console_for(file: IO[str], *, stderr: bool = False) -> Console:
     return console
 
 
+def wrap_note(note: str, width: int = NOTE_WIDTH) -> list[str]:
+    """A note as lines of at most ``width`` characters: wrapped at spaces (never at a
+    hyphen: ``2^16``, ``1.2-1.3``), a word longer than the width cut inside, the lines
+    after the first indented by two spaces; lines the note already has are kept."""
+    lines = []
+    for part in note.splitlines() or [""]:
+        indent = part[: len(part) - len(part.lstrip(" "))] or ""
+        wrapped = textwrap.wrap(
+            part, width, subsequent_indent=indent or "  ", break_on_hyphens=False
+        )
+        lines += wrapped or [part]
+    return lines
+
+
 def rich_table(grid: Grid) -> Table:
     """The grid as a rich table that never ends a cell in ``…`` on a narrow terminal.
 
@@ -101,7 +126,9 @@ def rich_table(grid: Grid) -> Table:
             widest = max((len(plain(row[at])) for row in grid.rows), default=0)
             table.add_column(column.name, justify="right", no_wrap=True, min_width=widest)
         else:
-            table.add_column(column.name, justify=column.justify, overflow="fold")
+            table.add_column(
+                column.name, justify=column.justify, overflow="fold", max_width=column.max_width
+            )
     for row in grid.rows:
         table.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in row))
     return table
@@ -157,7 +184,8 @@ def write(grids: Sequence[Grid], fmt: str, out: IO[str], err: IO[str]) -> None:
         for grid in grids:
             console.print(rich_table(grid))
             for note in grid.notes:
-                console.print(Text(note), soft_wrap=True)
+                for line in wrap_note(note):
+                    console.print(Text(line), soft_wrap=True)
         return
     if fmt not in ("markdown", "csv"):
         raise ValueError(f"cannot write tables as {fmt!r}; use table, markdown or csv")

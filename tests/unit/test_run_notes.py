@@ -155,3 +155,45 @@ def test_a_run_of_realistic_rows_fits_160_columns_in_a_file():
     lines = out.getvalue().splitlines()
     assert max(len(line) for line in lines) <= 160, max(lines, key=len)
     assert not any(re.search(r"±\d{3,}", line) for line in lines)
+
+
+def test_the_footer_fits_160_columns_with_the_longest_content_it_can_hold():
+    """Every line under the table, whatever a machine puts there: busy processes with the
+    longest names a process can have (a comm is 15 characters, a psutil name can be a
+    whole command line), every word on every row, points with long labels, a previous
+    run, and notes longer than a line with words longer than a line."""
+    long_name = "python3 -m some.very.long.module.name --with --many --arguments " * 4
+    warnings = [
+        "not converged: ±469434.0 % after 3 processes (target ±3 %)",
+        THREADS_2,
+        RETAKE,
+        "wild process: process 3 of 5 at 1.83 ms, the others 1.21-1.25 ms",
+        "process 2 of 5 failed: worker died (SIGKILL) " + "x" * 300,
+        "sample < 1 ms (24 µs, 1 call(s) per sample): timer overhead may be visible",
+        "noisy: IQR is 40% of the median",
+        "each call maps ~420 KiB (105 page faults per call): much of the time is the kernel",
+        "CPU frequency dropped 40 % during the point",
+        "output holds NaN or Inf",
+        "above the measured ceiling: 180 % of the copy bandwidth",
+        "GPU 0 clocks throttled: power cap",
+        "GPU 0 is also used by another process",
+    ]
+    rows = []
+    for k in range(200):
+        busy = [_busy(f"{long_name}{j}", 100_000 + 10 * k + j, 99.5) for j in range(6)]
+        row = _row(1024 << (k % 20), half=[0.01, 0.3, 4694.0][k % 3], warnings=[*warnings, *busy])
+        row["workload"] = "layer_norm_rowwise_with_a_long_workload_name" * 2
+        row["variant"] = "torch.nn.functional.layer_norm_" + "v" * 80
+        row["process_medians_s"] = [1e-6, 1e-3, 2.0]
+        rows.append(row)
+    previous = [{**r, "median_s": r["median_s"] * 3, "run_id": "f" * 36} for r in rows]
+    lines = footer(rows, target=0.011, previous=previous)
+    assert len(lines) > 10  # every kind of line is there, several wrapped
+    assert max(len(line) for line in lines) <= 150, max(lines, key=len)
+    out, err = io.StringIO(), io.StringIO()
+    grid = results_grid(rows[:3], title="run x", footer=[*lines, "y" * 400, "a " + "z" * 400])
+    write([grid], "table", out, err)
+    text = out.getvalue().splitlines()
+    table_end = min(k for k, line in enumerate(text) if line.startswith("└"))
+    assert max(len(line) for line in text[table_end + 1 :]) <= 160
+    assert "z" * 400 in "".join(line.strip() for line in text)  # wrapped, not cut

@@ -162,3 +162,25 @@ def test_a_note_from_the_runner_is_printed_above_the_progress_line() -> None:
         on_event("start", {"total": 1})
         on_event("note", {"message": "CUDA was initialised in the worker zygote [cuda:0]"})
     assert "note: CUDA was initialised in the worker zygote [cuda:0]" in out.getvalue()
+
+
+def test_a_column_with_a_max_width_wraps_within_it_and_the_names_keep_theirs() -> None:
+    """The fits table's crossovers depend on the measurements (one more crossover made a
+    line 175 wide on one machine): that column wraps, the curve names do not."""
+    from benchbench.views.fits import CROSSOVERS_WIDTH, FIT_COLUMNS
+
+    assert FIT_COLUMNS[-1].name == "crossovers" and FIT_COLUMNS[-1].max_width == CROSSOVERS_WIDTH
+    name = "layer_norm_rowwise:torch.nn.functional.layer_norm[float32, cpu]"
+    crossings = "\n".join(
+        f"overtaken by manual_mean_and_variance_number_{k} from n≈{k}.2k (+3 more)"
+        for k in range(4)
+    )
+    grid = Grid.of(FIT_COLUMNS, [(name, "3", "1.2 µs", "12.3 GB/s", "0.998", crossings)])
+    out, err = io.StringIO(), io.StringIO()
+    write([grid], "table", out, err)
+    lines = out.getvalue().splitlines()
+    assert any(name in line for line in lines)  # the name whole, on one line
+    cells = [line.split("│")[-2] for line in lines if line.startswith("│")]
+    assert len(cells) > 4 and max(len(c) for c in cells) <= CROSSOVERS_WIDTH + 2, out.getvalue()
+    for k in range(4):  # every crossover still there, in words
+        assert f"manual_mean_and_variance_number_{k}" in out.getvalue()
