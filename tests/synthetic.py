@@ -37,13 +37,17 @@ def write_history(
     spread: float | Mapping[Point, float] = 0.0,
     processes: int = 1,
     process_noise: float = 0.0,
+    labels: Sequence[str] | None = None,
+    groups: Sequence[str] | None = None,
 ) -> list[str]:
     """One run per index of the series; ``None`` stores a failed point. ``counts``: the
     instructions per call each run counted for a point (run i gets value i), with
     ``spread`` as their within-process spread (one for all, or per point);
     ``timed=False`` stores counted points with no time samples, as ``run --metric
     instructions`` does. ``processes``: the 20 samples split among that many worker
-    processes, each offset by a log-normal ``process_noise``. Returns run ids."""
+    processes, each offset by a log-normal ``process_noise``. ``labels`` and ``groups``:
+    run i's label and run group (the shards of one night share a group). Returns run
+    ids."""
     env = env or environment()
     store.save_environment(env)
     rng = random.Random(seed)
@@ -54,9 +58,9 @@ def write_history(
         store.create_run(
             {
                 "id": run_id,
-                "group_id": run_id,
+                "group_id": groups[i] if groups else run_id,
                 "kind": "nightly",
-                "label": label or f"night-{i}",
+                "label": labels[i] if labels else label or f"night-{i}",
                 "status": "finished",
                 "started_at": start + dt.timedelta(days=i),
                 "finished_at": start + dt.timedelta(days=i, minutes=5),

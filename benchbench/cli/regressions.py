@@ -63,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metric",
         choices=("time", "instructions"),
         default="time",
-        help="the series judged: median times (default) or instruction counts per call",
+        help="the series judged and the alerts listed: median times (default) or instruction "
+        "counts per call",
     )
     parser.add_argument(
         "--min-effect",
@@ -213,7 +214,13 @@ def run(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     store = flags.store_from(args)
     reports, new = detect(store, min_effect=args.min_effect, metric=args.metric, jobs=args.jobs)
-    alerts = list_alerts(store, since=since, statuses=None if args.all else ("open",))
+    alerts = [
+        alert
+        for alert in list_alerts(store, since=since, statuses=None if args.all else ("open",))
+        # One metric's alerts: a summary that lists the counts' and then the times'
+        # regressions would otherwise show each alert twice, once under the wrong metric.
+        if ((alert.get("detail") or {}).get("metric") or "time") == args.metric
+    ]
     unstable = [r for r in reports if r.unstable]
     note = history_note(reports, store.url)
     open_count = sum(1 for a in alerts if a["status"] == "open")

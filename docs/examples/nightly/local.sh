@@ -2,8 +2,13 @@
 # The nightly workflow's steps on one machine: NIGHTS nights (default 7), each as two
 # shards measured in parallel, merged into a throwaway PostgreSQL server; from the night
 # SLOWDOWN_NIGHT on (default 5; 0 for none) the example suite's sqrt at 2^16 elements makes
-# EXTRA_CALLS (default 3) whole extra calls, so that `regressions` raises exactly one alert,
-# on that point, and tonight's comparison with the previous night finds nothing new.
+# EXTRA_CALLS (default 3) whole extra calls. As in the workflow, the nights are measured
+# with `--metric time,instructions` and judged on the counts (GATE_METRIC=instructions),
+# which no neighbour moves: `regressions --metric instructions` raises exactly one alert,
+# on that point, and tonight's comparison with the previous night finds nothing new; the
+# times' own regressions are listed beside them as they are. Counting pays for importing
+# torch under valgrind in every shard (about a minute of CPU each): RUN_ARGS="--threads 1"
+# GATE_METRIC=time measures times alone, in seconds a shard.
 #
 #   local.sh [WORK_DIR]
 #
@@ -58,7 +63,8 @@ export BENCHBENCH_STORE="postgresql://postgres@127.0.0.1:$port/postgres"
 
 export SUITE=${SUITE:-$here/suite.py}
 # One torch thread: on a shared machine, a parallel region waits for a descheduled thread.
-export RUN_ARGS=${RUN_ARGS:---threads 1}
+export RUN_ARGS=${RUN_ARGS:---threads 1 --metric time,instructions}
+export GATE_METRIC=${GATE_METRIC:-instructions}
 export BENCHBENCH_MACHINE=${BENCHBENCH_MACHINE:-nightly-example}
 nights=${NIGHTS:-7}
 slowdown=${SLOWDOWN_NIGHT:-5}
