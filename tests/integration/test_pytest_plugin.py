@@ -64,7 +64,7 @@ def test_fixture_measures_with_the_engine_and_assertions_bite(pytester):
     _write(pytester)
     result = pytester.runpytest_subprocess(*_plugin_args(), "--benchbench-budget", "0.1")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*benchbench*", "test_speed::test_sqrt sqrt: median * us *n=*"])
+    result.stdout.fnmatch_lines(["*benchbench*", "test_speed::test_sqrt sqrt: median *s *n=*"])
 
 
 def test_store_records_one_run_per_session(pytester, tmp_path):
