@@ -1,26 +1,30 @@
 """GPU acceptance: benchbench's CUDA paths against plain measurements, on a real GPU.
 
 Run from the repository root on a CUDA machine (the wheels it lacks first, see
-benchmarks/gpu_wheels.sh):
+benchmarks/gpu_wheels.sh and docs/gpu.md, "Running the acceptance"):
 
-    PYTHONPATH=. python benchmarks/gpu_acceptance.py [--device cuda:0] [--out DIR]
+    python benchmarks/gpu_acceptance.py [--group 1|2] [--only ROW[,ROW]] [--list]
+        [--device cuda:0] [--out DIR]
 
 It prints its plan (each row and its time limit) first, then each row as it finishes
-(row, pass / FAIL / n/a, the numbers behind it), and appends each row to
-``DIR/acceptance.jsonl`` as it goes (``DIR`` defaults to ``$OUT``, else nothing is
-written), so a run cut short still leaves what it did. A row that raises or runs past
-its limit is a FAIL with the reason; the others still run. Exit 1 when a row fails,
-else 0. On a machine without CUDA it prints "no CUDA device: ..." and exits 0: a skip,
-not a failure. It never changes the accelerator's settings (no ``--lock-clocks``).
+(row, pass / FAIL / n/a, the numbers behind it), and writes each row to
+``DIR/acceptance.jsonl`` and ``DIR/acceptance.md`` as it goes, with the GPU's clocks,
+temperature and power while it ran (``DIR`` defaults to ``$OUT``, else nothing is
+written; benchmarks/gpu_driver.py), so a run cut short still leaves what it did. A row
+that raises or runs past its limit is a FAIL with the reason; the others still run.
+Exit 1 when a row fails, else 0. On a machine without CUDA it prints "no CUDA device:
+..." and exits 0: a skip, not a failure. It never changes the accelerator's settings
+(no ``--lock-clocks``). The second acceptance's rows (``ab`` among them) are in
+benchmarks/gpu_acceptance2.py.
 
-The rows, each a function below, in order:
+The rows, each a function below, in order (``--list`` shows their groups and limits):
 
 - ``nvml``: the SM clock and its reference clock read through NVML, the clock-event
   reasons read, and every visible CUDA device's UUID found in NVML.
-- ``suites``: one run (one zygote, forked workers) of a fault suite (ok, device-side
-  assert, out of memory, graph-capture failure, wrong result, ok), the ``quick`` suite and
-  the ``collectives`` suite: each fault costs its point only, quick has no failed point,
-  collectives skips nccl on one GPU with its reason.
+- ``faults``: one run (one zygote, forked workers) of a fault suite (ok, device-side
+  assert, out of memory, graph-capture failure, wrong result, ok) and the
+  ``collectives`` suite: each fault costs its point only, collectives skips nccl on one
+  GPU with its reason.
 - ``sleep kernels``: ``torch.cuda._sleep`` kernels of ~10 µs, 200 µs and 2 ms: the
   engine within 2 % of a hand-written loop of back-to-back calls between one event pair,
   none flagged launch-bound, warm-up within 1.5 s.
@@ -33,11 +37,8 @@ The rows, each a function below, in order:
   accurate.
 - ``profile trace``: a Chrome trace with CUDA kernel rows.
 - ``probe``: ``probe --quick`` bandwidth and bf16 peak beside a plain copy and matmul.
-- ``ab``: ``benchbench ab`` A/A on CUDA at 2^24 (a device-bound kernel): nothing
-  flagged, and the lockstep median within 2 % of the same point run solo in fresh
-  workers. At 2^20 a call on an H100 is ~7-10 µs of mostly host launch, whose speed
-  differs by ±20 % between processes (6.9-10.8 µs over six processes of one run): no
-  2 % criterion holds there, whatever ab does.
+- ``quick``: the ``quick`` suite on CUDA with no failed point; GPU telemetry and
+  ``doctor`` naming the device.
 
 The pass/fail logic of every row is unit-tested on fake numbers
 (tests/unit/test_gpu_acceptance.py).
@@ -50,50 +51,34 @@ import os
 # Before torch loads: this process asks NVML whether CUDA is there (nothing initialised).
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
-import argparse
 import contextlib
 import json
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchbench from this checkout, not an installed one
+sys.path.insert(1, str(ROOT / "benchmarks"))
 
-from benchbench.measure.gpu import LAUNCH_BOUND_SHARE
+import gpu_driver  # noqa: E402
+import torch  # noqa: E402
+from gpu_driver import FAIL, NOT_AVAILABLE, PASS, Row, Spec, within  # noqa: E402
 
-PASS, FAIL, NOT_AVAILABLE = "pass", "FAIL", "n/a"
+from benchbench.measure.gpu import LAUNCH_BOUND_SHARE  # noqa: E402
+
 LOOP_TOLERANCE = 0.02  # the engine vs a hand loop of back-to-back calls (sleep kernels)
 WARM_TOLERANCE = 0.03  # warm sqrt vs the hand loop
 TRITON_TOLERANCE = 0.05  # cold vs do_bench, graph vs do_bench_cudagraph
-AB_TOLERANCE = 0.02  # the lockstep median vs the solo median
 WARMUP_LIMIT_S = 1.5  # the design's 0.1-1 s warm-up, with room for one sync
 JUDGED_KERNEL_S = 20e-6  # shorter kernels: listed, not judged against do_bench
 PROBE_TOLERANCE = 0.15
 GIB = 2**30
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the table: what was checked, pass / FAIL / n/a, the numbers behind it."""
-
-    name: str
-    status: str
-    numbers: str
-
-
-# -- verdicts: pure functions of numbers (unit-tested with fake ones) -----------------
-
-
-def within(measured: float, plain: float, tolerance: float) -> bool:
-    """``measured`` within ``tolerance`` (relative) of ``plain``."""
-    return plain > 0 and abs(measured / plain - 1.0) <= tolerance
 
 
 def nvml_row(
@@ -269,16 +254,6 @@ def trace_row(kernel_rows: int, trace: str) -> Row:
     return Row("profile trace", status, f"{kernel_rows} CUDA kernel rows in {Path(trace).name}")
 
 
-def ab_row(lockstep_s: float, solo_s: float, flagged: int, exit_code: int) -> Row:
-    """ab A/A: nothing flagged, exit 0, the lockstep median within 2 % of the solo one."""
-    passed = within(lockstep_s, solo_s, AB_TOLERANCE) and flagged == 0 and exit_code == 0
-    numbers = (
-        f"lockstep {lockstep_s * 1e6:.2f} µs vs solo {solo_s * 1e6:.2f} µs "
-        f"({lockstep_s / solo_s - 1:+.2%}); {flagged} flagged, exit {exit_code}"
-    )
-    return Row("ab A/A", PASS if passed else FAIL, numbers)
-
-
 # -- measurements (a GPU only) ----------------------------------------------------------
 
 
@@ -330,10 +305,12 @@ def one_point(
     n: int,
     fn: Callable[..., Any] = torch.sqrt,
     budget_s: float = 2.0,
+    setup: Callable[[Any], Any] | None = None,
+    dtype: str = "float32",
     **options: Any,
 ) -> Any:
-    """The engine's result for ``fn`` of ``n`` float32 values in [0.5, 1.5) on ``device``,
-    measured in this process."""
+    """The engine's result for ``fn`` of ``n`` float32 values in [0.5, 1.5) on ``device``
+    (or of what ``setup(ctx)`` makes, in ``dtype``), measured in this process."""
     from benchbench.measure.point import Options, measure_point
     from benchbench.measure.policy import Policy
     from benchbench.suite.declare import Suite, Variant
@@ -341,9 +318,10 @@ def one_point(
     variant_options = options.pop("variant", {})
     workload = Suite("acceptance").workload(
         "w",
-        setup=lambda ctx: ctx.uniform(0.5, 1.5),
+        setup=setup or (lambda ctx: ctx.uniform(0.5, 1.5)),
         variants=[Variant("v", fn, **variant_options)],
         sizes=[n],
+        dtypes=(dtype,),
         devices=(device,),
     )
     return measure_point(
@@ -650,138 +628,31 @@ def measure_probe(device: str) -> list[Row]:
     ]
 
 
-AB_SUITE = """
-import torch
-from benchbench import Suite, Variant
-
-suite = Suite("acceptance_ab")
-suite.workload(
-    "sqrt",
-    setup=lambda ctx: ctx.uniform(0.5, 1.5),
-    variants=[Variant("torch.sqrt", torch.sqrt)],
-    sizes=[2**24],
-    devices=("cuda",),
-)
-"""
-
-
-def measure_ab(device: str) -> list[Row]:
-    with tempfile.TemporaryDirectory() as folder, one_visible_gpu(device):
-        suite = Path(folder) / "acceptance_ab.py"
-        suite.write_text(AB_SUITE)
-        store = str(Path(folder) / "ab.db")
-        command = [sys.executable, "-m", "benchbench", "ab", str(suite), "--device", "cuda"]
-        command += ["--base", sys.executable, "--head", sys.executable, "--rounds", "4"]
-        command += ["--store", store, "--format", "json"]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=150)
-        if done.returncode not in (0, 3):
-            raise RuntimeError(f"ab exit {done.returncode}: {done.stderr.strip()[-600:]}")
-        points = json.loads(done.stdout)["points"]
-        # Solo: the same point by `benchbench run`, in fresh workers as ab's are.
-        solo = run_suites([suite], "cuda", folder, rounds=4)
-    flagged = sum(1 for p in points if p["mark"] in ("slower", "faster"))
-    sides = [m for p in points for m in (p["base_median_s"], p["contender_median_s"]) if m]
-    print(f"  ab: base and head medians {sides}", file=sys.stderr)
-    lockstep_s = statistics.median(sides)
-    solo_s = per_call_s(solo[0])
-    return [ab_row(lockstep_s, solo_s, flagged, done.returncode)]
-
-
-#: name -> (measure, time limit in seconds); in order.
-ROWS: dict[str, tuple[Callable[[str], list[Row]], int]] = {
-    "nvml": (measure_nvml, 20),
-    "faults": (measure_faults, 60),
-    "sleep kernels": (measure_sleep, 40),
-    "sqrt large": (measure_sqrt_large, 60),
-    "sqrt 2^10": (measure_small, 30),
-    "compile": (measure_compile, 60),
-    "profile trace": (measure_trace, 30),
-    "probe": (measure_probe, 40),
-    "ab": (measure_ab, 120),
-    "quick": (measure_quick, 180),
+#: name -> the row: what it measures, its time limit, its group (limits of 5 minutes a
+#: group at most; every row, ab at 2^20 included, took 197 s on an H100), what it checks.
+SPECS: dict[str, Spec] = {
+    "nvml": Spec(measure_nvml, 20, 1, "clocks and reasons read, every CUDA UUID in NVML"),
+    "faults": Spec(measure_faults, 60, 1, "each fault costs its point only; nccl skipped"),
+    "sleep kernels": Spec(measure_sleep, 40, 1, "engine within 2 % of a hand event loop"),
+    "sqrt large": Spec(
+        measure_sqrt_large, 60, 1, "warm vs loop, cold vs do_bench, graph vs cudagraph"
+    ),
+    "sqrt 2^10": Spec(measure_small, 30, 1, "eager flagged launch-bound, graph faster"),
+    "compile": Spec(measure_compile, 60, 2, "compile_s recorded, caches of their own"),
+    "profile trace": Spec(measure_trace, 30, 2, "a Chrome trace with CUDA kernel rows"),
+    "probe": Spec(measure_probe, 40, 2, "probe --quick within 15 % of plain copy/matmul"),
+    "quick": Spec(measure_quick, 170, 2, "quick suite on CUDA: no failed point; doctor"),
 }
 
 
-class RowTimeout(Exception):
-    """A row ran past its time limit."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    """RowTimeout in this (main) thread after ``seconds``."""
-
-    def expire(_signum: int, _frame: Any) -> None:
-        raise RowTimeout(f"ran past its {seconds} s limit")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def no_cuda_message() -> str | None:
-    """Why this machine cannot run the acceptance, or None when it can."""
-    if torch.cuda.is_available():
-        return None
-    built = f"built with CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-    return (
-        f"no CUDA device: torch.cuda.is_available() is False (torch {torch.__version__}, "
-        f"{built}); nothing to accept here: run this script on a CUDA machine"
-    )
-
-
-def plan(rows: dict[str, tuple[Callable[[str], list[Row]], int]]) -> str:
-    total = sum(limit for _m, limit in rows.values())
-    lines = [f"plan: {len(rows)} rows, at most {total} s"]
-    lines += [f"  {name}: at most {limit} s" for name, (_m, limit) in rows.items()]
-    return "\n".join(lines)
-
-
-def line(row: Row, width: int = 28) -> str:
-    return f"{row.name:<{width}}  {row.status:<4}  {row.numbers}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--device", default="cuda", help="cuda or cuda:N (default cuda)")
-    parser.add_argument(
-        "--out", default=os.environ.get("OUT"), help="folder for acceptance.jsonl (default $OUT)"
+    return gpu_driver.main(
+        argv,
+        SPECS,
+        description=(__doc__ or "").splitlines()[0],
+        name="acceptance",
+        heading="GPU acceptance",
     )
-    parser.add_argument("--only", help="comma-separated row names to run (default all)")
-    args = parser.parse_args(argv)
-    reason = no_cuda_message()
-    if reason is not None:
-        print(reason)
-        return 0
-    rows = dict(ROWS)
-    if args.only:
-        rows = {k: v for k, v in rows.items() if k in args.only.split(",")}
-    jsonl = Path(args.out) / "acceptance.jsonl" if args.out else None
-    print(
-        f"GPU acceptance on {torch.cuda.get_device_name(torch.device(args.device))}, "
-        f"torch {torch.__version__}, CUDA {torch.version.cuda}",
-        flush=True,
-    )
-    print(plan(rows), flush=True)
-    done: list[Row] = []
-    for name, (measure, limit) in rows.items():
-        started = time.perf_counter()
-        try:
-            with time_limit(limit):
-                got = measure(args.device)
-        except Exception as exc:  # one row's crash is that row's FAIL
-            got = [Row(name, FAIL, f"{type(exc).__name__}: {exc}")]
-        seconds = time.perf_counter() - started
-        for row in got:
-            print(line(row), flush=True)
-            if jsonl is not None:
-                with jsonl.open("a") as f:
-                    f.write(json.dumps({**asdict(row), "row_s": round(seconds, 2)}) + "\n")
-        done.extend(got)
-    return 1 if any(r.status == FAIL for r in done) else 0
 
 
 if __name__ == "__main__":
