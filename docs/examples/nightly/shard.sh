@@ -31,10 +31,12 @@ if [ -n "${FILTER:-}" ]; then filter=(--filter "$FILTER"); fi
 # or SIGTERM to this shell is passed on to the run (a shell does not pass them to its
 # foreground child): it stops after the current sample, its finished points kept. Where
 # nothing follows the run, `exec benchbench run ...` does the same.
-# shellcheck disable=SC2086  # RUN_ARGS is a list of flags
-bb run "${SUITE:-quick}" "${filter[@]}" --kind nightly --shard "$shard" --shard-by count \
-    --group "nightly-$night" --label "nightly-$night-shard-$index" --store "$store" \
-    ${RUN_ARGS:-} &
+# (Not through the bb function: in the background that is a subshell, and the signal
+# would stop the subshell, not the run.)
+# shellcheck disable=SC2086  # RUN_ARGS is a list of flags; BENCHBENCH may be words
+${BENCHBENCH:-benchbench} run "${SUITE:-quick}" "${filter[@]}" --kind nightly \
+    --shard "$shard" --shard-by count --group "nightly-$night" \
+    --label "nightly-$night-shard-$index" --store "$store" ${RUN_ARGS:-} &
 run=$!
 trap 'kill -INT "$run" 2>/dev/null || true' INT
 trap 'kill -TERM "$run" 2>/dev/null || true' TERM
