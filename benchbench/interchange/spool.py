@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchbench.core.errors import StoreUnavailable
+from benchbench.core.errors import StoreUnavailable, UsageError
 from benchbench.core.values import Result
 from benchbench.interchange.bundle import bundle_of, write_bundle
 from benchbench.machine.environment import Environment
@@ -55,8 +55,6 @@ def spooled(store: Store, note: Note, spool_dir: Path = SPOOL_DIR) -> Store:
 
 def retry_seconds(environ: Mapping[str, str]) -> float:
     """The end-of-run wait ``$BENCHBENCH_STORE_RETRY_S`` sets, else :data:`RETRY_S`."""
-    from benchbench.core.errors import UsageError
-
     text = environ.get(RETRY_ENV, "").strip()
     if not text:
         return RETRY_S
@@ -149,7 +147,7 @@ class SpoolingStore(Store):
                 self._pending.append((result, stamp))
                 self._save()
                 self._note(f"{exc}; measuring on: the points go to {self.spool} meanwhile")
-                self._next_try = self._clock() + self._delay
+                self._back_off()
                 return
         self._pending.append((result, stamp))
         self._save()
@@ -167,14 +165,15 @@ class SpoolingStore(Store):
 
     def _flush(self, run_id: str) -> bool:
         """One try at writing the spooled points (oldest first): True when all are in."""
+        if not self._pending:
+            return True
         try:
             while self._pending:
                 result, stamp = self._pending[0]
                 super().write_result(run_id, result, stamp)
                 self._pending.pop(0)
         except StoreUnavailable:
-            self._next_try = self._clock() + self._delay
-            self._delay = min(self._delay * 2, MAX_DELAY_S)
+            self._back_off()
             return False
         self._delay = FIRST_DELAY_S
         self.spool.unlink(missing_ok=True)
@@ -185,17 +184,21 @@ class SpoolingStore(Store):
         """The spooled points and the run's end written, trying for up to ``wait_s``."""
         deadline = self._clock() + wait_s
         while True:
-            if not self._pending or self._flush(run_id):
+            if self._flush(run_id):
                 try:
                     super().update_run(run_id, **values)
                     return True
                 except StoreUnavailable:
-                    pass
-            pause = min(self._delay, deadline - self._clock())
-            if pause <= 0:
+                    self._back_off()
+            pause = min(self._next_try, deadline) - self._clock()
+            if self._clock() >= deadline:
                 return False
-            self._sleep(pause)
-            self._delay = min(self._delay * 2, MAX_DELAY_S)
+            self._sleep(max(pause, 0.0))
+
+    def _back_off(self) -> None:
+        """The next try after the current delay, which doubles up to the last."""
+        self._next_try = self._clock() + self._delay
+        self._delay = min(self._delay * 2, MAX_DELAY_S)
 
     def _save(self) -> None:
         """The spool rewritten whole: the run row and every point not yet stored."""
