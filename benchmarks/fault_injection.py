@@ -344,9 +344,12 @@ def inject_schedulers(folder: Path, moments: int, rng: random.Random) -> dict[st
         for k in range(moments):
             case = folder / f"{scheduler}-{k}"
             case.mkdir()
-            moment = rng.uniform(0.0, 8.0)
+            # Half in start-up or at any time, half just after a random number of points.
+            after = rng.randint(1, POINTS - 5) if rng.random() < 0.5 else 0
+            moment = rng.uniform(0.0, 0.5) if after else rng.uniform(0.0, 8.0)
+            args = ["--budget", "0.02", str(GRID)]
             code, _cut, end = cut_and_resume(
-                scheduler, moment, case / "run.db", case, ["--budget", "0.02", str(GRID)], 1.0
+                scheduler, moment, case / "run.db", case, args, 1.0, after
             )
             if end != POINTS:
                 raise AssertionError(f"{scheduler} at {moment:.1f} s: {end} of {POINTS} points")

@@ -110,6 +110,14 @@ def stored(db: Path) -> dict[tuple[str, str], tuple[object, ...]]:
     return {(r[0], r[1]): tuple(r[2:]) for r in rows}
 
 
+def _count(db: Path) -> int:
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            return int(conn.execute("SELECT count(*) FROM measurement").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
 def run_ids(db: Path) -> list[str]:
     if not db.exists():
         return []
@@ -118,14 +126,23 @@ def run_ids(db: Path) -> list[str]:
 
 
 def cut_and_resume(
-    scheduler: str, moment_s: float, db: Path, cwd: Path, run_args: list[str], scale: float
+    scheduler: str,
+    moment_s: float,
+    db: Path,
+    cwd: Path,
+    run_args: list[str],
+    scale: float,
+    after_points: int = 0,
 ) -> tuple[int, int, int]:
-    """A run cut ``moment_s`` after its start by ``scheduler``, then ``--resume`` to the end.
+    """A run cut by ``scheduler`` ``moment_s`` after it stored ``after_points`` points (0:
+    after its start), then ``--resume`` to the end.
 
     Checks that every point stored before the resume is there after it unchanged, and
     that the run holds every planned point exactly once. Returns (the cut run's exit
     code, points stored when cut, points at the end)."""
     proc = start(["run", *run_args, "--store", str(db)], cwd)
+    while after_points and proc.poll() is None and _count(db) < after_points:
+        time.sleep(0.05)
     time.sleep(moment_s)
     code = play(proc, SCHEDULERS[scheduler], scale)
     before = stored(db)

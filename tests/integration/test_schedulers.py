@@ -30,9 +30,11 @@ SEED = 44
 
 @pytest.mark.parametrize("scheduler", sorted(SCHEDULERS))
 def test_a_cancelled_job_resumes_with_every_finished_point_once(scheduler, tmp_path):
-    moment_s = random.Random(f"{SEED}-{scheduler}").uniform(0.5, 4.0)
+    rng = random.Random(f"{SEED}-{scheduler}")
+    # Mid-run: after 1-4 points are stored, and up to half a second more.
+    after, moment_s = rng.randint(1, 4), rng.uniform(0.0, 0.5)
     code, cut, end = cut_and_resume(
-        scheduler, moment_s, tmp_path / "store.db", tmp_path, RUN_ARGS, scale=0.1
+        scheduler, moment_s, tmp_path / "store.db", tmp_path, RUN_ARGS, 0.1, after
     )
     # Finished first, stopped by the signal (130, 143), killed in its clean-up (-9), or
     # signalled before it set its handlers, in start-up, when nothing was measured yet.
