@@ -1,7 +1,8 @@
 """SIGKILL benchbench's writing commands at random moments and check nothing is lost or mixed
 (issue 35; BENCHMARKS.md, "Fault injection").
 
-    python benchmarks/fault_injection.py [--run 50] [--others 20] [--seed 0] [--json]
+    python benchmarks/fault_injection.py [--run 50] [--others 20] [--schedulers 10]
+        [--only-schedulers] [--seed 0] [--json]
 
 Each kill sends SIGKILL to the command's whole process group (the runner, its zygote and
 workers) at a random moment: half of the kills at a uniform time since the command
@@ -21,6 +22,12 @@ store holds one more point (mid-run). After every kill:
   the same runs; run to completion afterwards, the alerts equal a clean run's.
 - ``dashboard build``: the folder is the old site, byte for byte, or a whole new site
   (the same files, each data script a complete document), never a mix.
+
+- the schedulers' cancels (``--schedulers``): GitHub Actions' SIGINT, SIGTERM 7.5 s
+  later, SIGKILL 2.5 s after; Slurm's SIGTERM, 30 s, SIGKILL; Kubernetes' SIGTERM, 30 s,
+  SIGKILL, sent through a wrapper shell that execs the run (``tests/schedulers.py``), at
+  random moments; ``--resume`` then completes the run with every planned point exactly
+  once, and the points stored before it unchanged.
 
 This checks correctness, not speed: its counts go to BENCHMARKS.md, not its times.
 """
@@ -325,10 +332,46 @@ def inject_dashboard(folder: Path, source: Path, kills: int, rng: random.Random)
     return {"kills": landed, "finished_before_kill": k - landed, "old_site": old, "new_site": new}
 
 
+def inject_schedulers(folder: Path, moments: int, rng: random.Random) -> dict[str, Any]:
+    """Each scheduler's signal sequence (``tests/schedulers.py``, real grace periods) at
+    ``moments`` random moments of a ``run``, each followed by ``--resume`` to the end:
+    every planned point exactly once, those stored before the resume unchanged."""
+    from tests.schedulers import SCHEDULERS, cut_and_resume
+
+    out: dict[str, Any] = {}
+    for scheduler in sorted(SCHEDULERS):
+        codes: dict[str, int] = {}
+        for k in range(moments):
+            case = folder / f"{scheduler}-{k}"
+            case.mkdir()
+            # Half in start-up or at any time, half just after a random number of points.
+            after = rng.randint(1, POINTS - 5) if rng.random() < 0.5 else 0
+            moment = rng.uniform(0.0, 0.5) if after else rng.uniform(0.0, 8.0)
+            args = ["--budget", "0.02", str(GRID)]
+            code, _cut, end = cut_and_resume(
+                scheduler, moment, case / "run.db", case, args, 1.0, after
+            )
+            if end != POINTS:
+                raise AssertionError(f"{scheduler} at {moment:.1f} s: {end} of {POINTS} points")
+            codes[str(code)] = codes.get(str(code), 0) + 1
+        out[scheduler] = {"moments": moments, "exit codes of the cut run": codes}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=int, default=50, help="kills of `run` (default 50)")
     parser.add_argument("--others", type=int, default=20, help="kills of each other command")
+    parser.add_argument(
+        "--schedulers",
+        type=int,
+        default=10,
+        help="random moments each scheduler's cancel (GitHub Actions, Slurm, Kubernetes) "
+        "cuts a run at, each resumed (default 10; 0: none)",
+    )
+    parser.add_argument(
+        "--only-schedulers", action="store_true", help="skip the SIGKILLs: schedulers only"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -337,10 +380,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="fault-") as tmp:
         folder = Path(tmp)
         started = time.monotonic()
-        report["run"] = inject_run(folder, args.run, rng)
-        report["import"] = inject_import(folder, folder / "run.db", args.others, rng)
-        report["regressions"] = inject_regressions(folder, args.others, rng)
-        report["dashboard build"] = inject_dashboard(folder, folder / "clean.db", args.others, rng)
+        if not args.only_schedulers:
+            report["run"] = inject_run(folder, args.run, rng)
+            report["import"] = inject_import(folder, folder / "run.db", args.others, rng)
+            report["regressions"] = inject_regressions(folder, args.others, rng)
+            report["dashboard build"] = inject_dashboard(
+                folder, folder / "clean.db", args.others, rng
+            )
+        if args.schedulers:
+            report["schedulers"] = inject_schedulers(folder, args.schedulers, rng)
         report["seconds"] = round(time.monotonic() - started)
     if args.json:
         print(json.dumps(report, indent=2))

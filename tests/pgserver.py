@@ -10,8 +10,10 @@ The cluster lives in a fresh temporary directory (data, log and unix socket), li
 127.0.0.1 on a free port with ``trust`` authentication, and runs with durability switched off
 (``fsync=off``, ``synchronous_commit=off``, ``full_page_writes=off``): the data is thrown away,
 and those settings make ``initdb`` + start take about 1-2 s instead of 5-10 s on our 2-core
-machines. PostgreSQL refuses to run as root, so when we are root the binaries run as an
-unprivileged account (``postgres`` if it exists, else ``nobody``) that owns the directory.
+machines (``crash_safe=True`` keeps ``synchronous_commit`` on, for the tests that crash the
+server with :meth:`PgServer.halt` and count what it acknowledged). PostgreSQL refuses to
+run as root, so when we are root the binaries run as an unprivileged account (``postgres``
+if it exists, else ``nobody``) that owns the directory.
 """
 
 from __future__ import annotations
@@ -120,8 +122,14 @@ class PgServer:
     so the server and its directory go away even when the test session fails.
     """
 
-    def __init__(self, binaries: PgBinaries, keep: Path | None = None) -> None:
+    def __init__(
+        self, binaries: PgBinaries, keep: Path | None = None, *, crash_safe: bool = False
+    ) -> None:
         self.binaries = binaries
+        # A commit acknowledged only once its WAL is written (synchronous_commit=on), so
+        # that a server stopped with ``-m immediate`` (:meth:`halt`) keeps what it
+        # acknowledged, as a production server does.
+        self.crash_safe = crash_safe
         self.port: int | None = None
         self.root: Path | None = None
         # A cluster kept in ``keep`` across uses (a benchmark's large store): created there
@@ -199,7 +207,7 @@ class PgServer:
             "port": str(port),
             "unix_socket_directories": f"'{self.root}'",
             "fsync": "off",
-            "synchronous_commit": "off",
+            "synchronous_commit": "on" if self.crash_safe else "off",
             "full_page_writes": "off",
             "max_connections": "50",
             "shared_buffers": "32MB",
@@ -228,6 +236,20 @@ class PgServer:
             shutil.rmtree(root, ignore_errors=True)
         self.port = None
         atexit.unregister(self.stop)
+
+    def halt(self) -> None:
+        """Stop the running server as a crash would (``pg_ctl stop -m immediate``), keeping
+        its cluster for :meth:`restart`: a store's server going away under a client."""
+        self._run(self.binaries.pg_ctl, "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
+
+    def restart(self) -> None:
+        """Start a server :meth:`halt` stopped again, on the same port and cluster."""
+        log = self.data_dir.parent / "server.log"
+        self._run(
+            self.binaries.pg_ctl,
+            "-D", str(self.data_dir), "-l", str(log), "-w", "-t", str(_START_TIMEOUT_S),
+            "start",
+        )  # fmt: skip
 
     @staticmethod
     def _kill_postmaster(data_dir: Path) -> None:

@@ -3,8 +3,10 @@
 Every file is read and checked before anything is written, then all are written in
 one transaction: one bad file (truncated, not JSON, a newer format, inconsistent)
 rejects the whole import, names the file and what is wrong, and leaves the store as
-it was. A run already in the store is skipped, so importing the same bundle twice
-changes nothing. This is how a fleet's sharded nightly jobs are merged into one store.
+it was. A run already in the store gains the points it lacks and keeps those it has,
+so importing the same bundle twice changes nothing. This is how a fleet's sharded
+nightly jobs are merged into one store, and how a run's spool (the points it measured
+while its store's server was away: `results/spool/run-RUN_ID.json.gz`) completes it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from benchbench.cli import flags
 
-HELP = "import run bundles into the store (idempotent, all or nothing)"
+HELP = "import run bundles into the store, point by point (idempotent, all or nothing)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,10 +37,16 @@ def run(args: argparse.Namespace) -> int:
         err = flags.stderr()
         for bundle in bundles:
             run_id = bundle.run["id"]
-            state = "imported" if run_id in report["imported"] else "already in the store"
+            state = (
+                "imported"
+                if run_id in report["imported"]
+                else "merged into the stored run"
+                if run_id in report["merged"]
+                else "already in the store"
+            )
             err.print(f"{bundle.path}: run {run_id} ({len(bundle.results)} points) {state}")
         err.print(
-            f"{len(report['imported'])} runs imported, {len(report['skipped'])} already "
-            f"present, into {store.url}"
+            f"{len(report['imported'])} runs imported, {len(report['merged'])} merged, "
+            f"{len(report['skipped'])} already present, into {store.url}"
         )
     return 0

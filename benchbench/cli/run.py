@@ -28,7 +28,11 @@ measures the rest (a second Ctrl-C stops at once). A resume is refused (exit 2, 
 what differs) when the environment ($BENCHBENCH_MACHINE or the hostname, CPU, torch,
 threads, ...), benchbench, a suite file or the git sha is not the run's: a requeued job
 on another node would mix two machines in one run. --resume RUN_ID --force measures the
-rest into a new run of the same group, under its own environment.
+rest into a new run of the same group, under its own environment. --deadline WHEN
+stops the run the same way on its own (a duration, 25m, or a time of day, 02:30):
+give it a scheduler's time limit less its grace period. Under a scheduler, start
+benchbench with `exec` in a wrapper script (and a tini-like init as a container's
+PID 1), so that the scheduler's SIGTERM reaches it, not only the shell.
 
 Every flag, the suites and the points they select are checked before the store is
 opened, so a bad command line creates no store.
@@ -42,6 +46,7 @@ Exit codes:
        zoo needs pip install 'benchbench[models]', --resume with conflicting options,
        or on another machine or code without --force)
   130  interrupted by SIGINT (Ctrl-C); finished points are stored
+  142  stopped at --deadline; finished points are stored
   143  interrupted by SIGTERM; finished points are stored
 """
 
@@ -59,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchbench.cli import flags, run_input
 from benchbench.core import defaults
-from benchbench.core.errors import UsageError
+from benchbench.core.errors import StoreError, UsageError
 from benchbench.core.units import format_time
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
 
@@ -167,6 +172,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "filters and policy (SUITE and those flags may be omitted; if given they must match); "
         "refused when the environment (e.g. $BENCHBENCH_MACHINE), torch, benchbench, a suite "
         "file or the git sha differs from the run's",
+    )
+    parser.add_argument(
+        "--deadline",
+        metavar="WHEN",
+        help="stop cleanly at WHEN, a duration (25m, 1h30m) or a time of day (02:30): "
+        "finished points kept, the run left for --resume (exit 142); give the scheduler's "
+        "limit less its grace period",
     )
     parser.add_argument(
         "--force",
@@ -290,7 +302,9 @@ def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any)
 def run(args: argparse.Namespace) -> int:
     # The runner imports torch (~1.2 s) and the views scipy: here, not at the top, so
     # that `benchbench --help` and `run --help` answer at once.
+    from benchbench.interchange.spool import SpoolingStore, spooled
     from benchbench.run import runner
+    from benchbench.run.deadline import DEADLINE_SIGNAL, deadline
     from benchbench.store.profiles import latest_profiles
     from benchbench.views import results as views
     from benchbench.views.run_notes import run_footer
@@ -298,6 +312,7 @@ def run(args: argparse.Namespace) -> int:
     # Every flag, the suites and the points they select are checked before the store is
     # opened: a bad command line never creates a store (or its folder).
     run_input.check_flags(args)
+    stop_in_s = run_input.deadline_seconds(args.deadline)
     if args.resume:
         store = flags.store_from(args, create=False)  # the run to resume must be there
         config = run_input.resumed_config(args, store)
@@ -310,17 +325,23 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(
             config, profile_dir=profile_dir_for(store.url, store.engine.url.database)
         )
+    _check_room(store)  # a read-only or full folder: refused before anything is measured
     err = flags.stderr()
+    # A server's store that goes away mid-run: the points go to a spool meanwhile.
+    store = spooled(store, lambda line: err.print(f"[yellow]{line}[/yellow]"))
     stop = runner.StopRequest()
     with (
         _locked_clocks(args, config, err),
         flags.progress_bar(err) as progress,
         flags.stop_on_signals(stop),
+        deadline(stop_in_s, stop),
     ):
         started = time.monotonic()
         on_event = flags.progress_events(progress, "measuring")
 
         summary = runner.run(config, store, on_event, stop)
+    if isinstance(store, SpoolingStore) and store.stranded is not None:
+        raise StoreError(store.stranded_line())
     run_row = store.resolve_run(summary.run_id)
     stored = store.measurements(summary.run_id)
     profiles = latest_profiles(store, run_row["environment_id"], {r["device"] for r in stored})
@@ -348,6 +369,13 @@ def run(args: argparse.Namespace) -> int:
         err.print(f"[yellow]skipped: {reason}[/yellow]")
     if summary.status == "interrupted":
         signum = summary.stop_signal or signal.SIGINT
+        if signum == DEADLINE_SIGNAL:
+            err.print(
+                f"[yellow]stopped at the deadline (--deadline {args.deadline}): "
+                f"{len(summary.results)} point(s) stored; finish with: benchbench run "
+                f"--resume {summary.run_id}[/yellow]"
+            )
+            return 128 + int(signum)
         err.print(
             f"[yellow]interrupted by {signal.Signals(signum).name}: {len(summary.results)} "
             f"point(s) stored; finish with: benchbench run --resume {summary.run_id}[/yellow]"
@@ -361,6 +389,16 @@ def run(args: argparse.Namespace) -> int:
         err.print("[red]nothing could be measured[/red]")
         return 1
     return 1 if "error" in statuses else 0
+
+
+def _check_room(store: Any) -> None:
+    """Refuse an SQLite store whose folder is read-only or short of space, naming it."""
+    from benchbench.store.failures import unwritable
+    from benchbench.store.migrations import sqlite_path
+
+    path = sqlite_path(store.url)
+    if path is not None and (line := unwritable(path)) is not None:
+        raise StoreError(line)
 
 
 def _print_profiles(results: list[Any], err: Any) -> None:

@@ -54,6 +54,17 @@ def memory_limit(text: str | None) -> int:
         ) from None
 
 
+def deadline_seconds(text: str | None) -> float | None:
+    """Seconds from now to ``--deadline`` (None when absent); a usage error if not one."""
+    if text is None:
+        return None
+    import datetime as dt
+
+    from benchbench.run.deadline import seconds_until
+
+    return seconds_until(text, dt.datetime.now())
+
+
 def check_flags(args: argparse.Namespace) -> None:
     """Every flag whose value can be wrong on its own, before anything is opened."""
     from benchbench.run import sharding
@@ -89,6 +100,7 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.shard is not None:
         sharding.parse_shard(args.shard, os.environ)
     memory_limit(args.memory_limit)
+    deadline_seconds(args.deadline)
     repo(args.repo)
     if args.suites:
         flags.suite_paths(args)

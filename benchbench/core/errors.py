@@ -25,6 +25,11 @@ class StoreError(BenchbenchError):
     """The results store cannot be opened, read or written."""
 
 
+class StoreUnavailable(StoreError):
+    """A store's server cannot be reached now (stopped, restarting, the connection cut or
+    hung): a write may succeed when it is back, unlike a damaged or full store."""
+
+
 class SchemaVersionError(StoreError):
     """The store was written by a newer benchbench than this one."""
 

@@ -2,10 +2,11 @@
 
 A fleet's nightly jobs each export their run (``benchbench export RUN --format
 bundle -o shard3.json.gz``) and one job imports them all into the shared store
-(``benchbench import shard*.json.gz``). Import is idempotent by run id (a run already
-in the store is left as it is) and transactional: every file is read and validated
-before anything is written, and all of them are written in one transaction, so a bad
-file leaves the store exactly as it was.
+(``benchbench import shard*.json.gz``). Import is idempotent point by point (a point
+already in the store is left as it is; a run already there gains the points it lacks,
+as when a run spooled them while its store's server was away) and transactional: every
+file is read and validated before anything is written, and all of them are written in
+one transaction, so a bad file leaves the store exactly as it was.
 
 A bundle is data from elsewhere and is not trusted: every field is type- and
 range-checked, the environment and benchmark ids are recomputed from what they hash,
@@ -19,6 +20,7 @@ import datetime as dt
 import gzip
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +32,7 @@ from benchbench.core.values import Point, Result
 from benchbench.interchange.validate import Checker
 from benchbench.machine.environment import Environment
 from benchbench.store import schema as t
-from benchbench.store.store import Store
+from benchbench.store.store import Store, benchmark_row_for, measurement_row_for
 
 #: Bundle format version. History:
 #:   1 — (benchbench 0.1) run, environment, benchmarks, measurements with raw samples,
@@ -91,6 +93,34 @@ def export_bundle(store: Store, run_ref: str) -> dict[str, Any]:
         raise BundleError(f"run {run['id']} has no stored environment; it cannot be exported")
     rows = store.measurements(run["id"])
     telemetry = store.telemetry(run["id"])
+    for row in rows:
+        row["telemetry"] = telemetry.get(row["id"])
+    return _document(run, env, rows)
+
+
+def bundle_of(
+    run: Mapping[str, Any],
+    env: Environment,
+    results: Sequence[Result],
+    created_at: Sequence[dt.datetime],
+) -> dict[str, Any]:
+    """The bundle document of run row ``run`` holding ``results`` (measured at
+    ``created_at``): the rows a store would hold, built by the store's own code, for a
+    run whose store cannot take them now (:mod:`benchbench.interchange.spool`)."""
+    rows = []
+    for result, stamp in zip(results, created_at, strict=True):
+        benchmark = benchmark_row_for(result)
+        row = measurement_row_for(run["id"], benchmark["id"], result, None, stamp)
+        rows.append({**benchmark, **row, "telemetry": result.telemetry})
+    environment = {"id": env.id, "machine": env.machine, "fields": env.fields, "info": env.info}
+    return _document(run, environment, rows)
+
+
+def _document(
+    run: Mapping[str, Any], env: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A bundle of the run row, its environment row and its measurement rows (joined with
+    their benchmark's columns, ``telemetry`` the point's document or None)."""
     benchmarks: dict[str, dict[str, Any]] = {}
     measurements = []
     for row in rows:
@@ -100,7 +130,7 @@ def export_bundle(store: Store, run_ref: str) -> dict[str, Any]:
         }
         measurement = {key: _iso(row[key]) for key in _MEASUREMENT_KEYS}
         measurement.update({key: row[key] for key in _STAT_KEYS})
-        measurement["telemetry"] = telemetry.get(row["id"])
+        measurement["telemetry"] = row["telemetry"]
         measurements.append(measurement)
     return _finite(
         {
@@ -120,13 +150,18 @@ def export_bundle(store: Store, run_ref: str) -> dict[str, Any]:
 
 
 def write_bundle(document: Mapping[str, Any], path: Path) -> None:
-    """Write a bundle document, gzip-compressed when ``path`` ends in ``.gz``."""
+    """Write a bundle document, gzip-compressed when ``path`` ends in ``.gz``, whole: a
+    temporary file beside it renamed over it, so a reader (or a crash) never meets half."""
     text = json.dumps(document, indent=1, allow_nan=False, sort_keys=False)
+    data = text.encode("utf-8")
     if path.name.endswith(".gz"):
-        with gzip.open(path, "wt", encoding="utf-8") as handle:
-            handle.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
+        data = gzip.compress(data, mtime=0)
+    partial = path.with_name(f".{path.name}.partial")
+    with open(partial, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, path)
 
 
 # -- import --------------------------------------------------------------------------------
@@ -337,9 +372,9 @@ def _parse_measurements(
 
 
 def import_bundles(store: Store, bundles: Sequence[Bundle]) -> dict[str, list[str]]:
-    """Write every bundle whose run is not in the store yet, all in one transaction.
+    """Write every bundle's points the store lacks, all in one transaction.
 
-    Returns ``{"imported": [run ids], "skipped": [run ids already present]}``. Rows are
-    built by the same code as a live run's (statistics derived from the samples).
+    Returns ``{"imported": [new run ids], "merged": [run ids that gained points],
+    "skipped": [run ids with nothing new]}`` (:meth:`Store.import_runs`).
     """
     return store.import_runs(bundles)

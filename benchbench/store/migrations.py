@@ -100,6 +100,33 @@ DRIVERS: dict[str, str | None] = {
 SUPPORTED = "an SQLite file path or sqlite:///PATH, or postgresql://USER@HOST/DATABASE"
 
 
+#: libpq settings of every PostgreSQL connection unless the URL gives its own
+#: (``?connect_timeout=30``): a server that does not answer is noticed in seconds, not
+#: hours. ``connect_timeout`` bounds a connection attempt; TCP keepalives probe an idle
+#: connection after 30 s and give up after 3 unanswered probes 10 s apart;
+#: ``tcp_user_timeout`` drops a connection whose sent data goes unacknowledged for 60 s
+#: (a server host that vanished mid-statement); the server cancels a statement that
+#: runs past 10 minutes (a fleet's bulk import takes ~1 minute).
+PG_CONNECT_ARGS: dict[str, str | int] = {
+    "connect_timeout": 10,
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 60_000,
+}
+PG_STATEMENT_TIMEOUT_MS = 600_000
+
+
+def _pg_connect_args(url: str) -> dict[str, str | int]:
+    """:data:`PG_CONNECT_ARGS` and the statement timeout, less what ``url`` sets itself."""
+    given = sa.make_url(url).query
+    args = {key: value for key, value in PG_CONNECT_ARGS.items() if key not in given}
+    if "options" not in given:
+        args["options"] = f"-c statement_timeout={PG_STATEMENT_TIMEOUT_MS}"
+    return args
+
+
 def _scheme(url: str) -> str:
     return url.split("://", 1)[0].lower() if "://" in url else ""
 
@@ -126,7 +153,7 @@ def make_engine(url: str) -> Engine:
         sa.event.listen(engine, "begin", _sqlite_begin)
         return engine
     try:
-        return sa.create_engine(url, pool_pre_ping=True)
+        return sa.create_engine(url, pool_pre_ping=True, connect_args=_pg_connect_args(url))
     except ImportError as exc:
         # SQLAlchemy imports the driver here: psycopg is a dependency of benchbench,
         # so this is an environment that left it out (or a psycopg2 URL).

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from benchbench.core.errors import StoreError
+from benchbench.core.errors import StoreError, StoreUnavailable
 from benchbench.core.values import Result
 from benchbench.machine.environment import Environment
 from benchbench.store import lookup, queries
 from benchbench.store import schema as t
-from benchbench.store.failures import describe
+from benchbench.store.failures import describe, server_gone
 from benchbench.store.rows import (
     benchmark_row_for,
     bulk_insert,
@@ -65,6 +65,11 @@ class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.url = engine.url.render_as_string(hide_password=True)
+        # An SQLite file and its inode, once written: a file deleted (or its folder) under
+        # an open connection still takes writes, into an inode nobody will read again.
+        database = engine.url.database
+        self._file = Path(database) if self.dialect == "sqlite" and database else None
+        self._inode: int | None = None
 
     # -- plumbing ---------------------------------------------------------------
 
@@ -81,8 +86,11 @@ class Store:
         """Run ``fn`` in one transaction, retrying when SQLite reports a lock.
 
         WAL mode and a 30 s busy timeout absorb most contention; the retries (with
-        jittered back-off) cover the lock upgrade races WAL still reports at once.
+        jittered back-off) cover the lock upgrade races WAL still reports at once. A
+        PostgreSQL server that cannot be reached raises :class:`StoreUnavailable` at once
+        (its caller decides how long to wait: :mod:`benchbench.interchange.spool`).
         """
+        self._check_file()
         for attempt in range(attempts):
             try:
                 with (
@@ -90,14 +98,40 @@ class Store:
                     conn.begin(),
                 ):
                     return fn(conn)
-            except sa.exc.OperationalError as exc:
+            except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
                 message = str(exc.orig).strip()
                 locked = "locked" in message or "busy" in message or "deadlock" in message
                 if not locked or attempt == attempts - 1:
                     first = self.scrub(message).splitlines()[0] if message else "no message"
-                    raise StoreError(describe(self.url, f"write failed: {first}")) from None
+                    line = describe(self.url, f"write failed: {first}")
+                    if self.dialect == "postgresql" and server_gone(exc):
+                        raise StoreUnavailable(line) from None
+                    raise StoreError(line) from None
                 time.sleep(0.05 * 2**attempt * random.uniform(0.5, 1.5))
         raise StoreError(f"store {self.url}: write failed: no attempt made (attempts={attempts})")
+
+    def _check_file(self) -> None:
+        """Refuse to write when the SQLite file written before is gone or replaced (its
+        folder deleted or moved mid-run): the write would land in a deleted file."""
+        if self._file is None or str(self._file) == ":memory:":
+            return
+        try:
+            inode = os.stat(self._file).st_ino
+        except FileNotFoundError:
+            inode = None
+        if self._inode is None:  # the first write (a new store's file may not exist yet)
+            self._inode = inode
+            return
+        if inode != self._inode:
+            folder = self._file.resolve().parent
+            state = "is gone" if inode is None else "was replaced by another file"
+            raise StoreError(
+                f"store {self._file}: the file {state} while benchbench had it open (its "
+                f"folder {folder} deleted or moved?); nothing more is written to it: restore "
+                "the store from a backup (or give --store PATH of a new one) and run the "
+                "command again (a run: `benchbench run --resume RUN` measures what the "
+                "restored store lacks)"
+            )
 
     def scrub(self, text: str) -> str:
         """``text`` with the store's password (should a driver echo it) masked."""
@@ -126,10 +160,17 @@ class Store:
     def update_run(self, run_id: str, **values: Any) -> None:
         self.write(lambda c: c.execute(t.run.update().where(t.run.c.id == run_id), [values]))
 
-    def write_result(self, run_id: str, result: Result) -> None:
-        """Store one point (benchmark row if new, measurement, telemetry) atomically."""
+    def write_result(
+        self, run_id: str, result: Result, created_at: dt.datetime | None = None
+    ) -> None:
+        """Store one point (benchmark row if new, measurement, telemetry) atomically.
+
+        Idempotent: the run's row of the point is replaced, so a write retried after a
+        commit whose acknowledgement was lost leaves one row. ``created_at``: when it
+        was measured (default: now).
+        """
         benchmark_row = benchmark_row_for(result)
-        measurement = measurement_row_for(run_id, benchmark_row["id"], result)
+        measurement = measurement_row_for(run_id, benchmark_row["id"], result, None, created_at)
 
         def write(conn: Connection) -> None:
             conn.execute(self._insert_ignore(t.benchmark), [benchmark_row])
@@ -175,38 +216,25 @@ class Store:
         return len(measurements)
 
     def import_runs(self, runs: Sequence[RunRecord]) -> dict[str, list[str]]:
-        """Write every run not in the store yet, with its environment and points, in one
+        """Write every run's points the store lacks, with its environment, in one
         transaction: all of them or, on any error, none.
 
-        Returns ``{"imported": [run ids], "skipped": [run ids already present]}``. Rows are
-        built by the same code as a live run's (statistics derived from the samples); each
-        point keeps its recorded ``created_at``.
+        A run not in the store is written whole; a run already there gets the points it
+        lacks (a point it holds is left as it is), so importing the same bundle twice
+        changes nothing, and a bundle a run spooled while its store's server was away
+        (:mod:`benchbench.interchange.spool`) completes that run. Returns ``{"imported":
+        [new run ids], "merged": [run ids that gained points or their end], "skipped":
+        [run ids with nothing new]}``. Rows are built by the same code as a live run's
+        (statistics derived from the samples); each point keeps its recorded
+        ``created_at``.
         """
-        report: dict[str, list[str]] = {"imported": [], "skipped": []}
+        report: dict[str, list[str]] = {"imported": [], "merged": [], "skipped": []}
 
         def write(conn: Connection) -> None:
-            report["imported"].clear()  # a retried transaction starts the report again
-            report["skipped"].clear()
+            for key in report:  # a retried transaction starts the report again
+                report[key].clear()
             for record in runs:
-                run_id = record.run["id"]
-                exists = conn.execute(sa.select(t.run.c.id).where(t.run.c.id == run_id)).first()
-                if exists is not None or run_id in report["imported"]:
-                    report["skipped"].append(run_id)
-                    continue
-                env = record.environment
-                conn.execute(
-                    insert_ignore(t.environment, conn.dialect.name),
-                    [{"id": env.id, "machine": env.machine, "fields": env.fields,
-                      "info": env.info, "created_at": record.run["started_at"]}],
-                )  # fmt: skip
-                conn.execute(t.run.insert(), [dict(record.run)])
-                benchmarks, measurements, telemetry = _bulk_rows(
-                    run_id, record.results, record.created_at
-                )
-                bulk_insert(conn, t.benchmark, list(benchmarks.values()), ignore=True)
-                bulk_insert(conn, t.measurement, measurements)
-                _insert_telemetry(conn, run_id, telemetry)
-                report["imported"].append(run_id)
+                report[_import_run(conn, record)].append(record.run["id"])
 
         self.write(write)
         return report
@@ -368,6 +396,54 @@ class RunRecord(Protocol):
 
     @property
     def created_at(self) -> Sequence[dt.datetime]: ...
+
+
+#: A run's statuses in the order a run reaches them: a merge keeps the later one.
+_STATUS_ORDER = ("running", "interrupted", "finished")
+
+
+def _import_run(conn: Connection, record: RunRecord) -> str:
+    """Write ``record``'s run, or the points its stored run lacks: ``imported``,
+    ``merged`` or ``skipped``."""
+    run_id = record.run["id"]
+    stored = conn.execute(
+        sa.select(t.run.c.environment_id, t.run.c.status).where(t.run.c.id == run_id)
+    ).first()
+    env = record.environment
+    if stored is not None and stored.environment_id != env.id:
+        raise StoreError(
+            f"run {run_id}: the store holds it measured in environment "
+            f"{stored.environment_id}, the bundle in {env.id}; a run's points are never "
+            "merged across machines: import the bundle into another store"
+        )
+    conn.execute(
+        insert_ignore(t.environment, conn.dialect.name),
+        [{"id": env.id, "machine": env.machine, "fields": env.fields,
+          "info": env.info, "created_at": record.run["started_at"]}],
+    )  # fmt: skip
+    if stored is None:
+        conn.execute(t.run.insert(), [dict(record.run)])
+    have = {
+        b for (b,) in conn.execute(
+            sa.select(t.measurement.c.benchmark_id).where(t.measurement.c.run_id == run_id)
+        )
+    }  # fmt: skip
+    new = [i for i, r in enumerate(record.results) if benchmark_row_for(r)["id"] not in have]
+    benchmarks, measurements, telemetry = _bulk_rows(
+        run_id, [record.results[i] for i in new], [record.created_at[i] for i in new]
+    )
+    bulk_insert(conn, t.benchmark, list(benchmarks.values()), ignore=True)
+    bulk_insert(conn, t.measurement, measurements)
+    _insert_telemetry(conn, run_id, telemetry)
+    if stored is None:
+        return "imported"
+    later = _STATUS_ORDER.index(record.run["status"]) > _STATUS_ORDER.index(stored.status)
+    if later:
+        conn.execute(
+            t.run.update().where(t.run.c.id == run_id),
+            [{"status": record.run["status"], "finished_at": record.run["finished_at"]}],
+        )
+    return "merged" if new or later else "skipped"
 
 
 def _bulk_rows(

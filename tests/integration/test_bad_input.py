@@ -70,6 +70,8 @@ CATALOGUE: dict[str, Row] = {
     "run/rounds-order": Row("run {tiny} --rounds 3 --max-rounds 2", U, ("--max-rounds", "2")),
     "run/per-process": Row("run {tiny} --points-per-process 0", U, ("--points-per-process",)),
     "run/seed": Row("run {tiny} --seed -1", U, ("--seed", "got -1", "e.g. --seed")),
+    "run/deadline": Row("run {tiny} --deadline 90", U, ("--deadline", "'90'", "25m, 1h30m")),
+    "run/deadline-clock": Row("run {tiny} --deadline 25:00", U, ("--deadline", "'25:00'", "HH:MM")),
     "run/cpus": Row("run {tiny} --cpus 999", U, ("--cpus", "999")),
     "run/cpus-form": Row("run {tiny} --cpus a-b", U, ("--cpus", "a-b")),
     "run/cache": Row("run {tiny} --cache hot", U, ("--cache", "'hot'", "warm")),

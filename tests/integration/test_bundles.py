@@ -55,7 +55,7 @@ def test_round_trip_keeps_every_row_and_a_second_import_changes_nothing(tmp_path
         assert target.resolve_run(run_id) == source.resolve_run(run_id)
     counts = target.counts()
     again = import_bundles(target, [read_bundle(gz)])
-    assert again == {"imported": [], "skipped": [source.resolve_run("base")["id"]]}
+    assert again == {"imported": [], "merged": [], "skipped": [source.resolve_run("base")["id"]]}
     assert target.counts() == counts
 
 

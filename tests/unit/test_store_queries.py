@@ -311,11 +311,11 @@ def test_import_runs_writes_new_runs_once_and_skips_present_ones(store: Store) -
     existing = Record(store.resolve_run(A1), LAPTOP, (), ())
     before = store.counts()
     report = store.import_runs([record, existing, record])
-    assert report == {"imported": [run_id], "skipped": [A1, run_id]}
+    assert report == {"imported": [run_id], "merged": [], "skipped": [A1, run_id]}
     after = store.counts()
     assert after["run"] == before["run"] + 1 and after["environment"] == before["environment"] + 1
     (row,) = store.measurements(run_id)
     assert (row["median_s"], row["created_at"]) == (2.0, stamp)
     assert store.telemetry(run_id) == {row["id"]: {"t": 2}}
-    assert store.import_runs([record]) == {"imported": [], "skipped": [run_id]}
+    assert store.import_runs([record]) == {"imported": [], "merged": [], "skipped": [run_id]}
     assert store.counts() == after

@@ -27,8 +27,24 @@ filter=()
 if [ -n "${FILTER:-}" ]; then filter=(--filter "$FILTER"); fi
 # --shard-by count: every night splits the points the same way (each shard's store is
 # new, so there is no history to balance by cost anyway).
-# shellcheck disable=SC2086  # RUN_ARGS is a list of flags
-bb run "${SUITE:-quick}" "${filter[@]}" --kind nightly --shard "$shard" --shard-by count \
-    --group "nightly-$night" --label "nightly-$night-shard-$index" --store "$store" \
-    ${RUN_ARGS:-}
+# The run in the background and this shell waiting for it, so that a scheduler's SIGINT
+# or SIGTERM to this shell is passed on to the run (a shell does not pass them to its
+# foreground child): it stops after the current sample, its finished points kept. Where
+# nothing follows the run, `exec benchbench run ...` does the same.
+# (Not through the bb function: in the background that is a subshell, and the signal
+# would stop the subshell, not the run.)
+# shellcheck disable=SC2086  # RUN_ARGS is a list of flags; BENCHBENCH may be words
+${BENCHBENCH:-benchbench} run "${SUITE:-quick}" "${filter[@]}" --kind nightly \
+    --shard "$shard" --shard-by count --group "nightly-$night" \
+    --label "nightly-$night-shard-$index" --store "$store" ${RUN_ARGS:-} &
+run=$!
+trap 'kill -INT "$run" 2>/dev/null || true' INT
+trap 'kill -TERM "$run" 2>/dev/null || true' TERM
+status=0
+wait "$run" || status=$?
+while kill -0 "$run" 2>/dev/null; do wait "$run" || status=$?; done  # a signal cut the wait
+trap - INT TERM
+# 142: stopped at RUN_ARGS' --deadline, before the job's time limit: the points measured
+# are exported (the run is marked interrupted), so tonight keeps them.
+if [ "$status" -ne 0 ] && [ "$status" -ne 142 ]; then exit "$status"; fi
 bb export latest --store "$store" --format bundle -o "$out/bundle-$night-shard-$index.json.gz"
