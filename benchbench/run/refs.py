@@ -129,7 +129,10 @@ def snapshot(repo: Path, ref: str = WORKTREE) -> Commit:
     with tempfile.TemporaryDirectory(prefix="benchbench-index-") as folder:
         temporary = Path(folder) / "index"
         if index.exists():
-            shutil.copyfile(index, temporary)  # its stat cache makes `add -A` quick
+            # Its stat cache makes `add -A` quick; copied with its mtime, or git's racy-entry
+            # check (a file changed in the second the index was written is re-read) is lost
+            # and an edit that keeps the file's size goes unseen.
+            shutil.copy2(index, temporary)
         env = {**os.environ, "GIT_INDEX_FILE": str(temporary), **_SNAPSHOT_IDENTITY}
         git(repo, "add", "-A", env=env)
         tree = git(repo, "write-tree", env=env)

@@ -31,7 +31,7 @@ def run_cli(*args: str, cwd: Path, cache: Path, extra_env: dict | None = None):
         env=environ,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1500,  # a step is ~20 s on a quiet 2-core VM, ~5 min beside five busy ones
     )
 
 

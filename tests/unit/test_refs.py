@@ -78,3 +78,14 @@ def test_a_good_commit_that_is_not_an_ancestor_is_a_usage_error_naming_it(repo):
         refs.check_ancestor(repo, good, bad)
     with pytest.raises(UsageError, match="are one commit"):
         refs.check_ancestor(repo, good, good)
+
+
+def test_an_edit_that_keeps_the_size_right_after_a_commit_is_in_the_working_tree(tmp_path):
+    # Within the second the index was written, only git's racy-entry check sees such an
+    # edit: the temporary index must keep the real one's mtime.
+    for trial in range(3):
+        repo = tmp_path / f"r{trial}"
+        make_repo(repo, [10, 20])
+        write_module(repo, 99)  # "CALLS = 20" -> "CALLS = 99": the same size
+        dirty = refs.resolve(repo, refs.WORKTREE, "--head-ref")
+        assert "CALLS = 99" in git(repo, "show", f"{dirty.sha}:tinywork/__init__.py")
