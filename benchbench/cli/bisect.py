@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from benchbench.analysis.bisect import Bisection, Look
     from benchbench.run.ref_sides import ReadySide
     from benchbench.run.refs import Commit
+    from benchbench.views.tables import Grid
 
 HELP = "find the first commit where a suite's points got slower (paired ab per step)"
 EXIT_CULPRIT, EXIT_NOT_SLOWER = 3, 0
@@ -314,7 +315,9 @@ def _report(
     from benchbench.analysis.bisect import CULPRIT, NOT_SLOWER
 
     measured = [look for look in found.looks if look.outcome != "skip"]
-    deciding = found.deciding(found.culprit) if found.culprit else None
+    # The evidence of the first commit found slower: the culprit, or the last candidate.
+    first_slower = found.culprit or (found.candidates[-1] if found.candidates else None)
+    deciding = found.deciding(first_slower) if first_slower else None
     again = sum(look.look > 1 for look in measured)
     document = {
         "status": found.status,
@@ -343,24 +346,38 @@ def _commit_info(commit: Commit) -> dict[str, str]:
 
 
 def _print(found: Bisection, commits: dict[str, Commit], document: dict) -> None:
-    from benchbench.views.tables import Column, Grid
-
     out, err = flags.stdout(), flags.stderr()
     cost = (
         f"{document['steps']} step(s) ({document['remeasured']} re-measurement(s)), "
-        f"{document['seconds']:.1f} s"
+        f"{document['seconds']:.1f} s measuring and building"
     )
     if found.status == "not-slower":
         out.print(f"the bad end is not slower than the good end: nothing to bisect; {cost}")
         return
     if found.culprit is None:
-        names = ", ".join(commits[c].name for c in found.candidates)
-        out.print(f"the first slower commit is one of: {names} (the others could not be measured)")
-        out.print(cost)
-        return
-    culprit = commits[found.culprit]
-    out.print(f"first slower commit: {culprit.sha} {culprit.subject}", markup=False)
-    evidence = document["evidence"] or {}
+        *hidden, first = (commits[c].name for c in found.candidates)
+        out.print(
+            f"the first slower commit is {first} or one before it that could not be "
+            f"measured: {', '.join(hidden)}",
+            markup=False,
+        )
+    else:
+        culprit = commits[found.culprit]
+        out.print(f"first slower commit: {culprit.sha} {culprit.subject}", markup=False)
+    slower = found.culprit or found.candidates[-1]
+    flags.print_tables(
+        argparse.Namespace(format="table"), [_evidence(commits[slower], document["evidence"])]
+    )
+    if found.skipped:
+        err.print("skipped: " + ", ".join(commits[c].name for c in found.skipped), markup=False)
+    out.print(cost)
+
+
+def _evidence(commit: Commit, evidence: dict | None) -> Grid:
+    """The step that found ``commit`` slower: ratio, interval, q and mark per point."""
+    from benchbench.views.tables import Column, Grid
+
+    evidence = evidence or {}
     rows = [
         (
             p["label"],
@@ -371,7 +388,7 @@ def _print(found: Bisection, commits: dict[str, Commit], document: dict) -> None
         )
         for p in evidence.get("points", [])
     ]
-    grid = Grid.of(
+    return Grid.of(
         (
             Column("point"),
             Column("ratio", "right"),
@@ -380,14 +397,10 @@ def _print(found: Bisection, commits: dict[str, Commit], document: dict) -> None
             Column("mark"),
         ),
         rows,
-        title=f"{culprit.short} against the good commit "
+        title=f"{commit.short} against the good commit "
         f"(alpha {evidence.get('alpha', 0):.3g} a look)",
         notes=[
             f"runs {' and '.join(r[:8] for r in evidence.get('runs', []))}: "
             "`benchbench compare` judges them again"
         ],
     )
-    flags.print_tables(argparse.Namespace(format="table"), [grid])
-    if found.skipped:
-        err.print("skipped: " + ", ".join(commits[c].name for c in found.skipped), markup=False)
-    out.print(cost)
