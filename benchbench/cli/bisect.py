@@ -118,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
     err.print(
         f"bisect: {len(commits)} commit(s) after {good.name} up to {bad.name}, {points} "
         f"point(s) deciding; log {log_path}"
-        + (f" ({len(recorded)} look(s) resumed)" if recorded else "")
+        + (f" ({len(recorded)} look(s) resumed)" if recorded else ""),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
     )
     store = flags.store_from(args)
     step = _Step(args, repo, good_side, {c.sha: c for c in commits}, store, log_path)
@@ -349,7 +352,7 @@ def _print(found: Bisection, commits: dict[str, Commit], document: dict) -> None
     out, err = flags.stdout(), flags.stderr()
     cost = (
         f"{document['steps']} step(s) ({document['remeasured']} re-measurement(s)), "
-        f"{document['seconds']:.1f} s measuring and building"
+        f"{document['seconds']:.1f} s"
     )
     if found.status == "not-slower":
         out.print(f"the bad end is not slower than the good end: nothing to bisect; {cost}")
