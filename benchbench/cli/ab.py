@@ -19,15 +19,10 @@ Before measuring, each side is checked: an interpreter that is missing, is not a
 Python, lacks torch or benchbench, or loads the suites to other point ids is a usage
 error (exit 2) naming the side.
 
-Sides from git refs: --base-ref REF and --head-ref REF (in place of --base and --head)
-build each side from a commit of the repository (--repo, default the current folder's): a
-git worktree and a virtual environment per commit, installed by --install (default: the
-repository without its dependencies), torch and every other package taken from this
-environment. Sides are cached by commit (tree), Python, torch and --install: the second
-call with the same commits builds nothing. --head-ref WORKTREE (or .) is the working
-tree with its uncommitted changes: `ab SUITE --base-ref main --head-ref WORKTREE`. Each
-side prints where it imports the repository's modules from. A ref that names no commit
-is a usage error before anything is built.
+--base-ref/--head-ref REF (for --base/--head) build a side from a commit of --repo: a
+worktree and a virtual environment sharing this one's torch, cached by commit, so the
+second call builds nothing; WORKTREE is the working tree with its uncommitted changes
+(`ab SUITE --base-ref main --head-ref WORKTREE`). docs/compare.md, "My change against main".
 
 Exit codes: 0 no regression; 3 a point slower in head (or failing where base measured
 it), unless --no-fail-on-regression; 1 error (a side that fails to build); 2 usage;

@@ -1,30 +1,15 @@
 """Find the first commit between --good and --bad where the suite's points got slower.
 
-Each step builds a commit's side (as `ab --base-ref` does: a worktree and a virtual
-environment, cached by commit) and measures it against the good commit with `ab`'s
-paired verdict (lockstep rounds, the points compared as one family). A step is
-*different* (a point slower), *same* (no point slower and every point's MDE at most
---min-effect: that change would have been found at --power) or *unknown*, then measured
-again, at most twice; each look runs at --alpha / 3 (Bonferroni), so the looks of one
-step together call identical code slower in at most --alpha of cases. The points that
-decide are the ones --filter (--tag, --device, --dtype) selects. The bad end is measured
-first: not slower, nothing to search. A commit that fails to build (or whose points fail)
-is skipped, as `git bisect skip`; a step still unknown after its looks is set aside alike.
-Commits are those on the bad end's first-parent line.
+Each step builds a commit's side as `ab --base-ref` does (cached by commit, torch shared)
+and judges it against the good commit with ab's paired verdict: different (a point
+slower), same (no point slower, every point's MDE at most --min-effect) or unknown, then
+measured again at most twice, each look at --alpha / 3. The bad end is measured first;
+commits that fail to build are skipped, as `git bisect skip`. Every look goes to --log;
+--resume continues it. Method and recipe: docs/compare.md, "Which commit did it".
 
-Prints each step (commit, look, outcome, cost), then the culprit with its evidence
-(ratio, interval and q per point against the good commit), the steps taken (re-measurements
-count) and their cost. Every look is appended to the log (--log, default
-bisect-GOOD-BAD.jsonl in the current folder) as it is taken; --resume continues that log
-without measuring again what it holds. Each step's two runs are kept in the store (labels
-bisect:SHA and bisect-good:SHA).
-
-A ref that names no commit, or a good commit that is not an ancestor of the bad one, is a
-usage error before anything is built; a suite that the two ends load to different points
-is an error naming the points, after the two builds.
-
-Exit codes: 3 a culprit named (or, when skipped commits hide it, the candidates listed);
-0 the bad end is not slower than the good end; 1 error; 2 usage; 130/143 interrupted.
+Exit codes: 3 a culprit named (or its candidates, when skipped commits hide it; 0 with
+--no-fail-on-regression); 0 the bad end is not slower; 1 error; 2 usage (a ref that names no commit, good not an ancestor
+of bad, ends that load different points); 130/143 interrupted.
 """
 
 from __future__ import annotations
@@ -315,7 +300,7 @@ def _report(
     args: argparse.Namespace, found: Bisection, commits: dict[str, Commit], good: Commit
 ) -> int:
     """Print the search's end (JSON with --json) and return its exit code."""
-    from benchbench.analysis.bisect import CULPRIT, NOT_SLOWER
+    from benchbench.analysis.bisect import AMBIGUOUS, CULPRIT, NOT_SLOWER
 
     measured = [look for look in found.looks if look.outcome != "skip"]
     # The evidence of the first commit found slower: the culprit, or the last candidate.
@@ -341,7 +326,9 @@ def _report(
         _print(found, commits, document)
     if found.status == NOT_SLOWER:
         return EXIT_NOT_SLOWER
-    return EXIT_CULPRIT if found.status in (CULPRIT, "ambiguous") else 1
+    if found.status not in (CULPRIT, AMBIGUOUS):
+        return 1
+    return EXIT_CULPRIT if args.fail_on_regression else 0
 
 
 def _commit_info(commit: Commit) -> dict[str, str]:
