@@ -8,8 +8,9 @@ commits that fail to build are skipped, as `git bisect skip`. Every look goes to
 --resume continues it. Method and recipe: docs/compare.md, "Which commit did it".
 
 Exit codes: 3 a culprit named (or its candidates, when skipped commits hide it; 0 with
---no-fail-on-regression); 0 the bad end is not slower; 1 error; 2 usage (a ref that names no commit, good not an ancestor
-of bad, ends that load different points); 130/143 interrupted.
+--no-fail-on-regression); 0 the bad end is not slower; 1 error; 2 usage (a ref that
+names no commit, good not an ancestor of bad, ends that load different points); 130/143
+interrupted.
 """
 
 from __future__ import annotations
