@@ -31,6 +31,7 @@ COMMANDS = {
     "run": "run",
     "list": "list_points",
     "ab": "ab",
+    "bisect": "bisect",
     "accuracy": "accuracy",
     "runs": "runs",
     "show": "show",
@@ -50,7 +51,7 @@ COMMANDS = {
 
 #: The tasks ``benchbench --help`` groups the commands by.
 GROUPS = (
-    ("measure", ("time", "run", "list", "ab", "accuracy")),
+    ("measure", ("time", "run", "list", "ab", "bisect", "accuracy")),
     ("read and compare results", ("runs", "show", "compare", "plot", "claims")),
     ("history", ("regressions", "annotate", "dashboard")),
     ("where a model's time goes", ("capture", "breakdown")),

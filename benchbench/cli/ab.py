@@ -19,8 +19,14 @@ Before measuring, each side is checked: an interpreter that is missing, is not a
 Python, lacks torch or benchbench, or loads the suites to other point ids is a usage
 error (exit 2) naming the side.
 
+--base-ref/--head-ref REF (for --base/--head) build a side from a commit of --repo: a
+worktree and a virtual environment sharing this one's torch, cached by commit, so the
+second call builds nothing; WORKTREE is the working tree with its uncommitted changes
+(`ab SUITE --base-ref main --head-ref WORKTREE`). docs/compare.md, "My change against main".
+
 Exit codes: 0 no regression; 3 a point slower in head (or failing where base measured
-it), unless --no-fail-on-regression; 1 error; 2 usage; 130/143 interrupted.
+it), unless --no-fail-on-regression; 1 error (a side that fails to build); 2 usage;
+130/143 interrupted.
 """
 
 from __future__ import annotations
@@ -29,23 +35,33 @@ import argparse
 import dataclasses
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchbench.cli import compare, flags
 from benchbench.cli import run as run_cli
 from benchbench.core.defaults import AB_ROUND_S, AB_ROUNDS
 from benchbench.core.errors import UsageError
 
+if TYPE_CHECKING:
+    from benchbench.run.ref_sides import ReadySide
+
 HELP = "measure a suite in two Python environments at once, interleaved; exit 3 on regression"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_selection(parser)
+    parser.add_argument("--base", metavar="PYTHON", help="the base side's Python interpreter")
+    parser.add_argument("--head", metavar="PYTHON", help="the head side's Python interpreter")
     parser.add_argument(
-        "--base", metavar="PYTHON", required=True, help="the base side's Python interpreter"
+        "--base-ref", metavar="REF", help="build the base side from this commit (not --base)"
     )
     parser.add_argument(
-        "--head", metavar="PYTHON", required=True, help="the head side's Python interpreter"
+        "--head-ref",
+        metavar="REF",
+        help="build the head side from this commit; WORKTREE (or .): the working tree with "
+        "its uncommitted changes (not --head)",
     )
+    flags.add_repo(parser)
     parser.add_argument("--label-base", metavar="NAME", help="the base run's label (default base)")
     parser.add_argument("--label-head", metavar="NAME", help="the head run's label (default head)")
     parser.add_argument(
@@ -85,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.measure.policy import Policy
     from benchbench.run import runner
     from benchbench.run.ab import Side, check_side, run_ab
+    from benchbench.run.ref_sides import record
     from benchbench.run.rounds import Rounds
 
     compare.check_verdict(args)
@@ -92,9 +109,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--rounds must be >= 2 for a paired test, got {args.rounds}")
     if args.budget is not None and args.budget <= 0:
         raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
-    sides = (
-        Side("base", str(Path(args.base)), args.label_base or "base"),
-        Side("head", str(Path(args.head)), args.label_head or "head"),
+    refs = sides_from_refs(args)
+    sides = tuple(
+        refs[name].side(name, label) if name in refs else Side(name, str(Path(python)), label)
+        for name, python, label in (
+            ("base", args.base, args.label_base or "base"),
+            ("head", args.head, args.label_head or "head"),
+        )
     )
     defaults = Policy()
     config = runner.RunConfig(
@@ -118,8 +139,16 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with flags.progress_bar(err) as progress, flags.stop_on_signals(stop):
         summary = run_ab(
-            config, sides, store, flags.progress_events(progress, "ab"), stop, checked=True
+            config,
+            (sides[0], sides[1]),
+            store,
+            flags.progress_events(progress, "ab"),
+            stop,
+            checked=True,
         )
+    for k, name in enumerate(("base", "head")):
+        if name in refs:
+            record(store, summary.run_ids[k], refs[name].built.commit)
     err.print(
         f"ab: {len(summary.results[1])} point(s) on both sides in "
         f"{time.monotonic() - started:.1f} s; runs {summary.run_ids[0][:8]} (base) and "
@@ -131,3 +160,32 @@ def run(args: argparse.Namespace) -> int:
         return 128 + int(signum)
     base, head = (store.resolve_run(run_id) for run_id in summary.run_ids)
     return compare.judge(args, store, base, head)
+
+
+def sides_from_refs(args: argparse.Namespace) -> dict[str, ReadySide]:
+    """The sides named by --base-ref / --head-ref, built or from the cache, by side name;
+    a usage error for a side given twice or not at all, or a ref that names no commit,
+    before anything is built."""
+    for name in ("base", "head"):
+        python, ref = getattr(args, name), getattr(args, f"{name}_ref")
+        if python and ref:
+            raise UsageError(f"--{name} and --{name}-ref both given: give one of them")
+        if not python and not ref:
+            raise UsageError(
+                f"the {name} side is missing: give --{name} PYTHON or --{name}-ref REF"
+            )
+    named = {n: getattr(args, f"{n}_ref") for n in ("base", "head") if getattr(args, f"{n}_ref")}
+    if not named:
+        return {}
+    from benchbench.run import refs
+    from benchbench.run.ref_sides import plan_here, ready
+
+    repo = refs.repository(args.repo)
+    commits = {n: refs.resolve(repo, ref, f"--{n}-ref") for n, ref in named.items()}
+    err = flags.stderr()
+    out: dict[str, ReadySide] = {}
+    for name, commit in commits.items():
+        out[name] = ready(repo, commit, f"--{name}-ref", args.install)
+        err.print(out[name].describe(), markup=False, highlight=False, soft_wrap=True)
+    plan_here(out["base"] if "base" in out else out["head"])
+    return out

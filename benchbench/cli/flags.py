@@ -403,3 +403,25 @@ def stop_on_signals(stop: StopRequest) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def add_repo(parser: argparse.ArgumentParser) -> None:
+    """``--repo`` and ``--install``: where the commits named by refs come from and how a
+    side built from one installs it (``ab --base-ref/--head-ref``, ``bisect``)."""
+    from pathlib import Path
+
+    from benchbench.run.side_build import DEFAULT_INSTALL
+
+    parser.add_argument(
+        "--repo",
+        metavar="PATH",
+        type=Path,
+        help="the git repository the refs name commits of (default: the current folder's)",
+    )
+    parser.add_argument(
+        "--install",
+        metavar="CMD",
+        help="shell command that installs a commit's checkout into its side's environment, "
+        f"run in the checkout (default: {DEFAULT_INSTALL!r}; torch and the other packages "
+        "come from this environment)",
+    )

@@ -137,7 +137,7 @@ def test_only_the_commands_that_write_results_may_create_a_store():
             continue
         if command.get_default("store_create"):
             creating.add(name)
-    assert creating == {"run", "time", "import", "probe", "ab"}
+    assert creating == {"run", "time", "import", "probe", "ab", "bisect"}
     # Joined on spaces: argparse wraps the help to the terminal's width.
     assert "store, created if missing" in " ".join(commands["run"].format_help().split())
     assert "store to read, which must exist" in " ".join(commands["runs"].format_help().split())

@@ -1,0 +1,42 @@
+"""The bisect log that --resume continues: refused when it exists without --resume, is
+missing with it, or was started with other arguments; its looks read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchbench.analysis.bisect import DIFFERENT, SAME, Look
+from benchbench.cli.bisect import LOG_VERSION, _read_log
+from benchbench.core.errors import UsageError
+
+HEADER = {"bisect_log": LOG_VERSION, "good": "a" * 40, "bad": "b" * 40, "rounds": 20}
+
+
+def _write(path, header, looks):
+    path.write_text(
+        "\n".join(json.dumps(x) for x in [header, *(look.to_dict() for look in looks)]) + "\n"
+    )
+
+
+def test_a_new_search_refuses_a_log_that_exists(tmp_path):
+    log = tmp_path / "b.jsonl"
+    assert _read_log(log, HEADER, resume=False) == []
+    _write(log, HEADER, [])
+    with pytest.raises(UsageError, match=r"b.jsonl exists: add --resume"):
+        _read_log(log, HEADER, resume=False)
+
+
+def test_resume_reads_the_looks_back_and_refuses_other_arguments(tmp_path):
+    log = tmp_path / "b.jsonl"
+    with pytest.raises(UsageError, match="--resume: no log at"):
+        _read_log(log, HEADER, resume=True)
+    looks = [Look("b" * 40, 1, DIFFERENT, 12.5, {"points": []}), Look("c" * 40, 1, SAME, 3.0)]
+    _write(log, HEADER, looks)
+    assert _read_log(log, HEADER, resume=True) == looks
+    with pytest.raises(UsageError, match="started with other rounds"):
+        _read_log(log, {**HEADER, "rounds": 10}, resume=True)
+    log.write_text('{"something": "else"}\n')
+    with pytest.raises(UsageError, match="is not a bisect log"):
+        _read_log(log, HEADER, resume=True)
