@@ -15,6 +15,7 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 from benchbench.cli.reference import markdown
+from benchbench.core import facts
 
 ROOT = Path(__file__).resolve().parent
 CLI_PAGE = "reference/cli.md"
@@ -44,3 +45,8 @@ def on_files(files: Files, config: Any) -> Files:
     files.append(File.generated(config, HOME_PAGE, content=home_page()))
     files.append(File.generated(config, CLI_PAGE, content=markdown()))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """Every page's ``{{ default.NAME }}`` and ``{{ fact.NAME }}`` from the code."""
+    return facts.fill(markdown)
