@@ -325,7 +325,7 @@ def test_compare_page_marks_instruction_counts_as_the_cli_does(
         "instr verdict",
     ]
     rows = {
-        r.split("\t")[0].split(".")[0]: r.split("\t")
+        r.split("\t")[0].split(":")[0]: r.split("\t")
         for r in page.locator("table.compare tbody tr").all_inner_texts()
     }
     assert rows["sqrt"][7:11] == ["1,000", "1,100", "1.1000", "slower"]
