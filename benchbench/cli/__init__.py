@@ -19,8 +19,10 @@ import importlib
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 
+from benchbench.core import facts
 from benchbench.core.errors import BenchbenchError, UsageError
 from benchbench.core.version import __version__
 
@@ -65,11 +67,32 @@ _ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj):`~?([^`]+)`")
 
 def plain(text: str | None) -> str | None:
     """Help text without the docstrings' Sphinx markup: ````x```` and ``:func:`x``` read
-    as ```x```, as in the Markdown docs."""
+    as ```x```, as in the Markdown docs; ``{{ default.NAME }}`` filled in from the code
+    (:mod:`benchbench.core.facts`)."""
     if text is None:
         return None
-    return _ROLE.sub(r"`\1`", _LITERAL.sub(r"`\1`", text))
+    return facts.fill(_ROLE.sub(r"`\1`", _LITERAL.sub(r"`\1`", text)))
 
+
+#: Paragraphs of a command's docstring that its ``--help`` prints: the synopsis and one
+#: paragraph, as pip's and pytest's help do; the rest (:func:`details`) is rendered on the
+#: generated CLI reference page only (``benchbench.cli.reference``).
+HELP_PARAGRAPHS = 2
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+
+def summary(doc: str | None) -> str:
+    """A command's ``--help`` text: the first :data:`HELP_PARAGRAPHS` of its docstring."""
+    return "\n\n".join(_PARAGRAPH.split((doc or "").strip())[:HELP_PARAGRAPHS])
+
+
+def details(doc: str | None) -> str:
+    """The rest of a command's docstring: its details, examples and exit codes."""
+    return "\n\n".join(_PARAGRAPH.split((doc or "").strip())[HELP_PARAGRAPHS:])
+
+
+#: Printed after every command's options.
+MORE = "Details, examples and exit codes: the CLI reference (docs/reference/cli.md)."
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_REGRESSION = 0, 1, 2, 3
 
@@ -108,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
         # No help= here: the grouped list in the description is the one list of commands.
         command = sub.add_parser(
             name,
-            description=plain(module.__doc__),
+            description=plain(summary(module.__doc__)),
+            epilog=MORE,
             formatter_class=_PlainFormatter,
         )
         module.add_arguments(command)
@@ -117,7 +141,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _PlainFormatter(argparse.RawDescriptionHelpFormatter):
-    """A command's help: its description as written, options' help without markup."""
+    """A command's help: its description's prose paragraphs wrapped to the terminal (a
+    filled-in fact may be longer than the line it sits in), an indented block as
+    written, options' help without markup."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for paragraph in _PARAGRAPH.split(text):
+            if any(line.startswith(" ") for line in paragraph.splitlines()):
+                paragraphs.append(textwrap.indent(paragraph, indent))
+            else:
+                paragraphs.append(
+                    textwrap.fill(
+                        " ".join(paragraph.split()),
+                        width,
+                        initial_indent=indent,
+                        subsequent_indent=indent,
+                    )
+                )
+        return "\n\n".join(paragraphs)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        # Before argparse's own %-formatting, so a filled "5 %" is written "5 %%".
+        return None if text is None else facts.fill(text, lambda v: v.replace("%", "%%"))
 
     def _expand_help(self, action: argparse.Action) -> str:
         return plain(super()._expand_help(action)) or ""

@@ -77,8 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=float,
         metavar="SECONDS",
-        help=f"sampling time per point and side, split across its rounds (default "
-        f"{AB_ROUND_S} s x --rounds)",
+        help="sampling time per point and side, split across its rounds (default "
+        "{{ default.ab_round_s }} s x --rounds)",
     )
     parser.add_argument(
         "--cache", choices=("warm", "cold", "rotate"), help="cache mode, as for run (default warm)"
@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         metavar="SECONDS",
-        help=f"a point's limit per round (default {run_cli.DEFAULT_TIMEOUT_S:g})",
+        help="a point's limit per round (default {{ default.timeout }})",
     )
     flags.add_allocator(parser)
     compare.add_verdict(parser)

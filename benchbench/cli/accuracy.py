@@ -29,9 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=",".join(ACCURACY_DTYPES),
         help="comma-separated floating dtypes (default %(default)s)",
     )
-    parser.add_argument("--low", type=float, default=1e-12, help="smallest input (default 1e-12)")
-    parser.add_argument("--high", type=float, default=1e12, help="largest input (default 1e12)")
-    parser.add_argument("--points", type=int, default=2001, help="inputs (default 2001)")
+    parser.add_argument(
+        "--low", type=float, default=1e-12, help="smallest input (default %(default)g)"
+    )
+    parser.add_argument(
+        "--high", type=float, default=1e12, help="largest input (default %(default)g)"
+    )
+    parser.add_argument("--points", type=int, default=2001, help="inputs (default %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
-"""Compare two runs point by point and exit 3 when the contender regressed.
+"""Compare two runs point by point and exit 3 when the head regressed.
 
-BASE and CONTENDER are run ids, id prefixes, labels, ``latest`` or ``latest~N``
+BASE and HEAD are run ids, id prefixes, labels, ``latest`` or ``latest~N``
 (the N-th run before the latest), or run groups (the ``--group`` value or group id
 shared by the shards of one run: all their points as one run, so two sharded
 nightlies compare as ``benchbench compare nightly-2026-11-23 nightly-2026-11-24``);
@@ -8,7 +8,7 @@ nightlies compare as ``benchbench compare nightly-2026-11-23 nightly-2026-11-24`
 among that environment's runs only, e.g.
 ``benchbench compare latest~1 latest --environment gpu-box-3``.
 
-Per point, on the per-call times of the raw samples: the ratio (contender / base,
+Per point, on the per-call times of the raw samples: the ratio (head / base,
 above 1 is slower; of the geometric means of the per-process medians when both runs
 have several processes, else of the medians) with its CI at 1 - --alpha (Welch's
 t-test on the per-process log medians, else a bootstrap), the p-value, its q-value
@@ -22,14 +22,15 @@ point is not significant in the family. Points without a verdict are new, gone o
 failing. Geometric means of the ratios per workload and overall follow.
 
 MDE, per point: the minimum detectable effect, the smallest slowdown the verdict would
-find there with probability --power (default 0.8), from the variance the two runs
+find there with probability --power (default {{ default.power }}), from the variance the two runs
 showed (each run's spread between its processes, as the test reads them): the
 noncentral t of the same test, at alpha x power a point (what Benjamini-Hochberg asks
 of each point when a change at every point is found at that share of them; a change at
 one point alone needs alpha / N, `mde_alone` in --format json). Below --min-effect it
-reads "< 5 %": the verdict calls nothing smaller a change. The summary line gives the
-comparison's median MDE; when every point's MDE is above --min-effect it says the
-comparison could not have seen a change below the smallest of them. Drift of the
+reads "< {{ default.min_effect_pct }}": the verdict calls nothing smaller a change. The
+summary line gives the comparison's median MDE; when every point's MDE is above
+--min-effect it says the comparison could not have seen a change below the smallest of
+them. Drift of the
 whole machine between the two runs is not in the figure (`benchbench ab` cancels it).
 
 Where both runs counted a point's instructions (run --metric instructions), the
@@ -85,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "base", metavar="BASE", help="run id, prefix, label, latest, latest~N or run group"
     )
-    parser.add_argument("contender", metavar="CONTENDER", help="the run judged against BASE")
+    parser.add_argument("contender", metavar="HEAD", help="the run judged against BASE")
     parser.add_argument(
         "--environment",
         metavar="ENV",
@@ -268,11 +269,11 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     if result.paired:
         notes.insert(0, "measured in lockstep (benchbench ab): paired by round")
     if result.geomean is not None and math.isfinite(result.geomean):
-        notes.append(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
+        notes.append(f"geometric mean overall: {result.geomean:.3f} (head / base)")
     columns: tuple[Column, ...] = (
         Column("point"),
         Column("base", "right"),
-        Column("contender", "right"),
+        Column("head", "right"),
         Column("ratio", "right"),
         Column(f"{1 - result.alpha:.0%} CI", "right"),
         Column("q", "right"),
@@ -285,14 +286,14 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             (*r[:-1], *_instruction_cells(p), r[-1])
             for r, p in zip(rows, result.points, strict=True)
         ]
-    title = f"{_name(contender)} vs base {_name(base)}"
+    title = f"head {_name(contender)} vs base {_name(base)}"
     return Grid.of(columns, rows, title=title, notes=notes)
 
 
 #: The columns a comparison adds where both runs counted instructions.
 INSTRUCTION_COLUMNS = (
     Column("base instr", "right"),
-    Column("contender instr", "right"),
+    Column("head instr", "right"),
     Column("instr ratio", "right"),
     Column("instr mark"),
 )

@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"site folder (default {DEFAULT_DIR})",
     )
-    srv.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    srv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    srv.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
     srv.add_argument("--repo-url", metavar="URL", help="link commits to URL/commit/SHA")
     flags.add_store(srv)
 

@@ -79,7 +79,7 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=parse_threads,
         metavar="N|all",
-        help=f"torch threads in the workers (default {DEFAULT_THREADS}: small and mid ops "
+        help="torch threads in the workers (default {{ default.threads }}: small and mid ops "
         "agree across processes within 1-5 %% with one thread, while with two about one "
         "process in ten runs 17-39 %% slow; torch.utils.benchmark.Timer measures with one "
         f"too); '{ALL_THREADS}': torch's default, one per core (or per core of --cpus). A "
@@ -294,15 +294,15 @@ def add_rounds(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="measure every point in N fresh worker processes, one per round, each round in "
         "a shuffled order; the interval comes from their spread (default $BENCHBENCH_ROUNDS "
-        f"or {DEFAULT_ROUNDS}; 1: one process per point)",
+        "or {{ default.rounds }}; 1: one process per point)",
     )
     parser.add_argument(
         "--max-rounds",
         type=int,
         metavar="M",
         help="a point whose processes disagree beyond --target may take more processes, up "
-        f"to M in all, while the run's sampling budget (--budget x points) lasts; the points "
-        f"furthest from the target get them first (default {DEFAULT_MAX_ROUNDS}; --rounds: "
+        "to M in all, while the run's sampling budget (--budget x points) lasts; the points "
+        "furthest from the target get them first (default {{ default.max_rounds }}; --rounds: "
         "none)",
     )
 
@@ -313,8 +313,8 @@ def add_seed(parser: argparse.ArgumentParser) -> None:
         "--seed",
         type=int,
         metavar="N",
-        help="seed of the order in which each round visits the points (default 0; "
-        "stored with the run, so its schedule can be replayed)",
+        help="seed of the order in which each round visits the points (default: the "
+        "same order every run; stored with the run, so its schedule can be replayed)",
     )
 
 
@@ -342,7 +342,7 @@ def default_rounds() -> int:
     except ValueError:
         raise UsageError(
             f"$BENCHBENCH_ROUNDS must be a whole number of rounds (>= 1), got {text!r}; "
-            "unset it to use the default of 3"
+            f"unset it to use the default of {DEFAULT_ROUNDS}"
         ) from None
 
 

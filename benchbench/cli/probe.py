@@ -46,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=flags.parse_threads,
         metavar="N|all",
-        help="torch threads, as given to `benchbench run --threads` (default 1, as run's; "
-        "'all': torch's default, one per core)",
+        help="torch threads, as given to `benchbench run --threads` (default "
+        "{{ default.threads }}, as run's; 'all': torch's default, one per core)",
     )
     flags.add_store(parser, create=True)
     flags.add_json(parser)

@@ -2,15 +2,17 @@
 
 The documentation site's "CLI reference" page is this text (a build hook writes it, see
 ``mkdocs_hooks.py``), so the page is each command's ``--help``, word for word, and cannot
-drift from it.
+drift from it; after each command's help come its details (the rest of its module's
+docstring, :func:`benchbench.cli.details`), which the terminal's ``--help`` leaves out.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 
-from benchbench.cli import COMMANDS, build_parser
+from benchbench.cli import COMMANDS, build_parser, details, plain
 
 #: Help is wrapped at this width on the page, whatever the terminal that builds it.
 WIDTH = 100
@@ -38,9 +40,12 @@ def markdown() -> str:
             "```text\n" + parser.format_help() + "```\n",
         ]
         commands = _subparsers(parser)
-        for name in COMMANDS:
+        for name, module in COMMANDS.items():
             parts.append(f"## benchbench {name}\n")
             parts.append("```text\n" + commands[name].format_help() + "```\n")
+            more = plain(details(importlib.import_module(f"benchbench.cli.{module}").__doc__))
+            if more:
+                parts.append("```text\n" + more + "\n```\n")
             for sub_name, sub in _subparsers(commands[name]).items():
                 parts.append(f"### benchbench {name} {sub_name}\n")
                 parts.append("```text\n" + sub.format_help() + "```\n")

@@ -71,8 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="FRACTION",
-        help="smallest relative slowdown that alerts (default 0.05; with --metric "
-        f"instructions {INSTRUCTIONS_MIN_EFFECT:g})",
+        help="smallest relative slowdown that alerts (default {{ default.min_effect }}; with "
+        "--metric instructions {{ default.instructions_min_effect }})",
     )
     parser.add_argument(
         "--jobs",

@@ -1,11 +1,11 @@
 """Measure the points of one or more suites and store every result.
 
 Each point runs in a worker process: warm-up, calibration (samples >= 1 ms), then
-samples until the median's 95 % CI is within --target of it or --budget seconds
-have passed. A point that crashes, hangs past --timeout, runs out of memory,
-raises or computes a wrong result is stored as an error with the reason; the run
-goes on with a fresh worker. Workers use one torch thread unless --threads says
-otherwise (--threads all: torch's default, one per core, or per core of --cpus);
+samples until the median's {{ default.confidence_pct }} CI is within --target of it or
+--budget seconds have passed. A point that crashes, hangs past --timeout, runs out of
+memory, raises or computes a wrong result is stored as an error with the reason; the run
+goes on with a fresh worker. Workers use {{ default.threads }} torch thread(s) unless
+--threads says otherwise (--threads all: torch's default, one per core, or per core of --cpus);
 --cpus pins the workers to cores. Telemetry (CPU clocks, load, other processes,
 idle cores, GPU clocks) is sampled by the runner beside each point and stored with it;
 a process with more torch threads than idle cores is measured again later in its round
@@ -14,13 +14,14 @@ point whose retake was crowded too. --profile saves a
 torch.profiler trace of each selected point (after its timing) beside the store and
 lists its top operators. --metric instructions counts each point's instructions per
 call under valgrind's callgrind instead of (or, with time,instructions, beside) timing it.
+{{ fact.hardware }}
 
 On CUDA the host time each sample took to launch is stored beside the event time, and
 a point whose host needs about as long as its GPU is marked launch-bound; the SM clock
 is read through NVML between batches and a batch on a throttled clock (< 75 % of the
 application clock) is retaken. --cuda-graph times CUDA points as replays of a captured
 CUDA graph (launch overhead excluded); --lock-clocks locks the GPUs to their base
-clock for the run (root needed). None of the GPU paths has run on a real GPU yet.
+clock for the run (root needed).
 
 Ctrl-C (SIGINT) or SIGTERM stops the run after the current sample: every finished
 point is kept, the run is marked interrupted, and `benchbench run --resume RUN_ID`
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
 
 HELP = "measure suites and store the results"
 
-DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_TIMEOUT_S = defaults.RUN_TIMEOUT_S
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="sampling budget per point: the run's is this times its points; the first "
         "rounds spend half, the rest goes a process at a time to the points furthest from "
-        f"--target (default {defaults.POLICY_MAX_TIME_S})",
+        "--target (default {{ default.budget }})",
     )
     flags.add_rounds(parser)
     parser.add_argument(
@@ -95,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="a worker process of the first rounds measures K points of its round, one after "
         "another (never two processes of one point in one process); more processes a point "
-        "take one each (default 1: a fresh process per point)",
+        "take one each (default: one, a fresh process per point)",
     )
     flags.add_seed(parser)
     parser.add_argument(
@@ -103,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="FRACTION",
         help="stop when the median's 95%% CI half-width is this fraction of it "
-        f"(default {defaults.POLICY_TARGET_REL_CI})",
+        "(default {{ default.target }})",
     )
     parser.add_argument(
         "--cache",
@@ -148,7 +149,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="SECONDS",
         help="a point running longer is stopped and recorded as an error (default "
-        f"{DEFAULT_TIMEOUT_S:g}; {defaults.COMPILE_TIMEOUT_S:g} for torch.compile variants, "
+        "{{ default.timeout }}; {{ default.compile_timeout }} for torch.compile variants, "
         "whose every point compiles afresh)",
     )
     parser.add_argument(

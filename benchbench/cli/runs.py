@@ -25,7 +25,9 @@ COLUMNS = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_store(parser)
     flags.add_format(parser)
-    parser.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
+    parser.add_argument(
+        "--limit", type=int, default=50, help="at most this many runs (default %(default)s)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,22 +4,22 @@ Each statement is a variant: `n` (elements), `shape`, `device`, `dtype` (a
 torch.dtype), `torch`, `np` and `ctx` (a seeded input generator) are bound at every
 point, and the setup makes the inputs (default: `x` and `y` of the point's shape,
 dtype and device, uniform in [0.5, 1.5)). Every statement is evaluated once before
-anything is timed; one that computes something different from the reference is
-reported as a wrong result and not timed. The statements are measured interleaved
-(one sample of each per round, in a shuffled order) in a worker process, so drift
-hits them alike and a crash costs one point.
+anything is timed; one that computes something different from the base statement
+(--base) is reported as a wrong result and not timed. The statements are measured
+interleaved (one sample of each per pass, passes in a shuffled order) in each worker
+process, so drift hits them alike and a crash costs one point.
 
-The table gives per size each statement's median time and its ratio to the
-reference (median time over the reference's: below 1 is faster) with a 95 %
+The table gives per size each statement's median time and its ratio to the base
+(median time over the base's: below 1 is faster) with a 95 %
 confidence interval and benchbench's one verdict (:mod:`benchbench.analysis.verdict`):
 slower / faster when significant and the ratio is beyond 1 + m / 1 / (1 + m), same
 when significant but inside, not significant otherwise (m is --min-effect). It ends
 with the sizes where a verdict flips between faster and slower (crossovers), then the
 warnings of the points on stderr (one line per kind, with how many points had it).
 
---threads sets torch's threads in the worker (default 1; 'all': torch's default, one
-per core), --cpus pins it to cores; a point with more threads than the cores other
-processes left idle during it gets a warning.
+--threads sets torch's threads in the worker (default {{ default.threads }}; 'all':
+torch's default, one per core), --cpus pins it to cores; a point with more threads
+than the cores other processes left idle during it gets a warning.
 
 Example: benchbench time 'torch.rsqrt(x)' '1 / torch.sqrt(x)' --size 2**10..2**22
 
@@ -90,11 +90,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dtype", default="float32", metavar="LIST", help="e.g. float32,bfloat16 (default float32)"
     )
     parser.add_argument(
-        "--reference",
+        "--base",
+        "--reference",  # its name until 0.1.0; kept as an alias until 0.2
+        dest="reference",
         type=int,
         default=1,
         metavar="N",
-        help="the statement the others are compared with (default 1, the first)",
+        help="the base: the statement the others (each a head) are compared with "
+        "(default: the first; --reference is its old name)",
     )
     parser.add_argument(
         "--budget",
@@ -142,8 +145,7 @@ def config_from(args: argparse.Namespace) -> TimeConfig:
         raise UsageError(f"--min-effect must be a fraction in [0, 1), got {args.min_effect}")
     if not 1 <= args.reference <= len(args.statements):
         raise UsageError(
-            f"--reference {args.reference} is not a statement number; "
-            f"give 1 to {len(args.statements)}"
+            f"--base {args.reference} is not a statement number; give 1 to {len(args.statements)}"
         )
     # Checked here too, so that a bad statement is reported before a store is opened.
     check_names(parse_statements(args.statements), args.setup)
@@ -330,7 +332,9 @@ def grids(config: TimeConfig, rows: Sequence[Row]) -> list[Grid]:
                     by_shape.setdefault(shape, {})[numbers[row.variant]] = row
             title = f"{dtype}, {device}"
             if others:
-                title += f" (ratio: median time / median time of #{ref}, below 1 is faster)"
+                title += (
+                    f" (ratio: median time / median time of the base, #{ref}; below 1 is faster)"
+                )
             cells: list[tuple[Cell, ...]] = []
             notes: list[str] = []
             for shape in sorted(by_shape, key=lambda s: (math.prod(s), s)):

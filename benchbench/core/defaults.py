@@ -56,6 +56,9 @@ DEFAULT_THREADS = 1
 ALL_THREADS = "all"
 #: The kinds of run ``run --kind`` takes (``run.runner``).
 RUN_KINDS = ("adhoc", "nightly", "ci")
+#: Seconds a point may take before its worker is stopped and the point stored as a timeout,
+#: unless ``--timeout`` is given (``run``).
+RUN_TIMEOUT_S = 60.0
 #: Seconds a ``torch.compile`` variant's point may take unless ``--timeout`` is given.
 #: Each such point compiles afresh in its worker (dynamo reset, ``dynamic=False``): a
 #: cold inductor compile of one small function took 17-90 s on our 2-core machine (a

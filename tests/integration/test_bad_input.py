@@ -233,7 +233,7 @@ CATALOGUE: dict[str, Row] = {
     ),
     "time/device": Row("time x+1 --device tpu --no-store", U, ("--device", "'tpu'", "known")),
     "time/dtype": Row("time x+1 --dtype half --no-store", U, ("--dtype", "'half'", "known")),
-    "time/reference": Row("time x+1 --reference 3 --no-store", U, ("--reference 3", "give 1")),
+    "time/reference": Row("time x+1 --reference 3 --no-store", U, ("--base 3", "give 1")),
     "time/budget": Row("time x+1 --budget 0 --no-store", U, ("--budget", "0.0")),
     "time/min-effect": Row("time x+1 --min-effect 1 --no-store", U, ("--min-effect", "1.0")),
     "time/statement": Row("time x+ --no-store", U, ("'x+'",)),

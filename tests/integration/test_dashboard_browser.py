@@ -318,9 +318,14 @@ def test_compare_page_marks_instruction_counts_as_the_cli_does(
     page = tab.open((site / "compare.html").as_uri() + f"#a={a}&b={b}")
     headers = page.locator("table.compare th").all_inner_texts()
     assert headers[5] == "MDE"  # the smallest change each point could have seen
-    assert headers[7:11] == ["A instr/call", "B instr/call", "instr B/A", "instr verdict"]
+    assert headers[7:11] == [
+        "base instr/call",
+        "head instr/call",
+        "instr head/base",
+        "instr verdict",
+    ]
     rows = {
-        r.split("\t")[0].split(".")[0]: r.split("\t")
+        r.split("\t")[0].split(":")[0]: r.split("\t")
         for r in page.locator("table.compare tbody tr").all_inner_texts()
     }
     assert rows["sqrt"][7:11] == ["1,000", "1,100", "1.1000", "slower"]

@@ -43,3 +43,33 @@ def test_the_top_help_groups_every_command_by_task_time_and_run_first():
     text = build_parser().format_help()
     listed = [line.split()[0] for line in text.splitlines() if line.startswith("  ")]
     assert listed[:2] == ["time", "run"] and set(COMMANDS) <= set(listed)
+
+
+def _prose_lines(parser: argparse.ArgumentParser) -> list[str]:
+    """The lines of ``--help`` that are neither the usage nor an argument section."""
+    titles = {f"{group.title}:" for group in parser._action_groups if group.title}
+    prose, section = [], "usage"
+    for line in parser.format_help().splitlines():
+        if not line.strip():
+            section = "" if section == "usage" else section
+            continue
+        if line in titles:
+            section = "arguments"
+        elif section == "arguments" and not line.startswith(" "):
+            section = ""
+        if section == "":
+            prose.append(line)
+    return prose
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_s_help_is_a_synopsis_a_paragraph_and_its_options(name, monkeypatch):
+    """At 100 columns, at most 25 lines of prose around the options (pip's and pytest's
+    shape); the rest of a command's text is on the generated reference page."""
+    monkeypatch.setenv("COLUMNS", "100")
+    parser = dict(_walk(build_parser()))[(name,)]
+    prose = _prose_lines(parser)
+    assert prose, f"benchbench {name} --help says nothing of what it does"
+    assert len(prose) <= 25, f"benchbench {name} --help: {len(prose)} lines of prose\n" + "\n".join(
+        prose
+    )

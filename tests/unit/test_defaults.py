@@ -30,7 +30,7 @@ def _help(name: str, flag: str) -> str:
     """The help text of ``flag`` of command ``name``, as --help prints it."""
     parser = _command(name)
     action = next(a for a in parser._actions if flag in a.option_strings)
-    text = action.help % {"default": action.default} if action.help else ""
+    text = parser._get_formatter()._expand_help(action)  # filled in as --help prints it
     return re.sub(r"\s+", " ", text)
 
 

@@ -7,7 +7,7 @@
  * here is the conservative one: the interval from the two medians' CIs
  * (lo(B) / hi(A) to hi(B) / lo(A)) excludes 1. `benchbench compare` has the exact test.
  * Where both runs counted a point's instructions (run --metric instructions), the row
- * also has both counts, their ratio B/A and the CLI's instruction mark
+ * also has both counts, their ratio head/base and the CLI's instruction mark
  * (analysis/verdict.py mark_counts, its minimum effect m' with the index): "not
  * significant" when either side's counts moved by more than m' / 2 (ins_noise), else
  * "slower" at ratio >= 1 + m', "faster" at ratio <= 1 / (1 + m'), "same" between. A
@@ -68,7 +68,7 @@
     for (const r of runs) {
       sel.appendChild(el("option", { value: r.id, selected: r.id === current ? "selected" : null }, BB.date(r.t) + " · " + BB.envName(r.env) + " · " + r.label));
     }
-    return el("label", { class: "picker" }, name === "a" ? "run A (base) " : "run B ", sel);
+    return el("label", { class: "picker" }, name === "a" ? "base " : "head ", sel);
   }
   function envPicker(st) {
     const ix = BB.index();
@@ -176,7 +176,7 @@
       out.sort((p, q) => rank(p) - rank(q) || (q.ratio || q.iratio || 0) - (p.ratio || p.iratio || 0));
       const tally = (m) => out.filter((o) => o.mark === m).length;
       const itally = (m) => out.filter((o) => o.imark === m).length;
-      const summary = [el("p", { class: "summary" }, "geometric mean of time ratios B/A over " + n + " points: ",
+      const summary = [el("p", { class: "summary" }, "geometric mean of time ratios head/base over " + n + " points: ",
         el("strong", { class: "geomean" }, n ? (Math.exp(logSum / n)).toFixed(3) : "–"),
         " · " + tally("slower") + " slower, " + tally("faster") + " faster, " + tally("same") + " same, " +
         tally("not significant") + " not significant, " + tally("failing") + " failing, " + tally("new") + " new, " +
@@ -192,17 +192,17 @@
             " could see the " + (100 * m).toFixed(0) + " % minimum effect" + how));
       }
       if (insN) {
-        summary.push(el("p", { class: "summary instructions" }, "geometric mean of instruction count ratios B/A over " + insN + " points: ",
+        summary.push(el("p", { class: "summary instructions" }, "geometric mean of instruction count ratios head/base over " + insN + " points: ",
           el("strong", { class: "geomean-instructions" }, (Math.exp(insLogSum / insN)).toFixed(4)),
           " · " + itally("slower") + " slower, " + itally("faster") + " faster, " + itally("same") + " same, " +
           itally("not significant") + " not significant (minimum effect " + (100 * mi).toFixed(1) + " %)"));
       }
-      const headers = ["point", "A median", "B median", "B/A", "CI of B/A", "MDE", "verdict",
-        ...(insN ? ["A instr/call", "B instr/call", "instr B/A", "instr verdict"] : []), "reason / warnings"];
-      main.appendChild(BB.section("B versus A", ...summary,
+      const headers = ["point", "base median", "head median", "head/base", "CI of head/base", "MDE", "verdict",
+        ...(insN ? ["base instr/call", "head instr/call", "instr head/base", "instr verdict"] : []), "reason / warnings"];
+      main.appendChild(BB.section("head versus base", ...summary,
         el("div", { class: "side" },
-          el("div", {}, el("strong", {}, "A: "), a.label, " · ", BB.envName(a.env), " · ", BB.date(a.t), " · ", BB.commit(a)),
-          el("div", {}, el("strong", {}, "B: "), b.label, " · ", BB.envName(b.env), " · ", BB.date(b.t), " · ", BB.commit(b))),
+          el("div", {}, el("strong", {}, "base: "), a.label, " · ", BB.envName(a.env), " · ", BB.date(a.t), " · ", BB.commit(a)),
+          el("div", {}, el("strong", {}, "head: "), b.label, " · ", BB.envName(b.env), " · ", BB.date(b.t), " · ", BB.commit(b))),
         BB.table(headers, out.map((o) => ({
           cls: (o.imark === "slower" && o.mark !== "failing" ? "slower" : o.mark).replace(" ", "-"),
           cells: [BB.benchLabel(o.k), BB.seconds(o.ma), BB.seconds(o.mb), o.ratio === null ? "–" : o.ratio.toFixed(3),

@@ -104,7 +104,7 @@
     const w = BB.index().workloads[x.w];
     const size = x.size === null ? "" : "n=" + x.size;
     const args = [size, x.params].filter(Boolean).join(", ");
-    return w.workload + "." + x.variant + "[" + x.dtype + ", " + x.device + "](" + args + ")";
+    return w.workload + ":" + x.variant + "[" + x.dtype + ", " + x.device + "](" + args + ")";
   };
 
   /* ---- the shared tooltip ---- */

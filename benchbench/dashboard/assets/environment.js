@@ -36,7 +36,7 @@
         });
         const diffs = rows.filter((r) => r.cls).length;
         main.appendChild(BB.section(title + (b ? " · " + diffs + " differ" : ""),
-          BB.table(b ? ["key", a.machine || "A", b.machine || "B"] : ["key", "value"], rows, "kv")));
+          BB.table(b ? ["key", a.machine || "base", b.machine || "head"] : ["key", "value"], rows, "kv")));
       }
       window.BB_READY = performance.now();
     },
