@@ -59,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=float,
         metavar="SECONDS",
-        help=f"sampling time per point and side of a step (default {AB_ROUND_S} s x --rounds)",
+        help="sampling time per point and side of a step (default {{ default.ab_round_s }} s x "
+        "--rounds)",
     )
     flags.add_seed(parser)
     flags.add_threads(parser)

@@ -78,6 +78,13 @@ AB_ROUNDS = 20
 #: Sampling time per point, side and round of ``ab`` (``--budget`` is this x rounds
 #: unless given): what every round took in the measurements above.
 AB_ROUND_S = 0.05
+#: Gigabytes the cache of sides built from commits (``ab --base-ref``, ``bisect``) holds
+#: at most, unless ``$BENCHBENCH_SIDES_CACHE_GB`` says otherwise: about 50 sides of a
+#: small package with their virtual environments (torch shared, never installed again).
+SIDES_CACHE_GB = 5.0
+#: Seconds the end of a run waits for its PostgreSQL server when it went away mid-run
+#: (``$BENCHBENCH_STORE_RETRY_S``), before it names its spool for ``import``.
+STORE_RETRY_S = 120.0
 
 # -- the verdict (benchbench.analysis.verdict) -------------------------------------------
 

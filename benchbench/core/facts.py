@@ -50,6 +50,8 @@ def _values() -> dict[str, str]:
         "default.ab_rounds": str(d.AB_ROUNDS),
         "default.ab_round_s": _number(d.AB_ROUND_S),
         "default.timeout": _number(d.RUN_TIMEOUT_S),
+        "default.sides_cache_gb": _number(d.SIDES_CACHE_GB),
+        "default.store_retry_s": _number(d.STORE_RETRY_S),
         "default.compile_timeout": _number(d.COMPILE_TIMEOUT_S),
         "default.min_effect": _number(d.MIN_EFFECT),
         "default.min_effect_pct": _percent(d.MIN_EFFECT),

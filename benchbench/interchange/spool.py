@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from benchbench.core import defaults
 from benchbench.core.errors import StoreUnavailable, UsageError
 from benchbench.core.values import Result
 from benchbench.interchange.bundle import bundle_of, write_bundle
@@ -35,7 +36,7 @@ from benchbench.store.store import DEFAULT_PATH, Store, now
 #: Where spools go (beside the default store's folder), one bundle per run.
 SPOOL_DIR = DEFAULT_PATH.parent / "spool"
 #: Seconds the end of a run waits for the store's server (``$BENCHBENCH_STORE_RETRY_S``).
-RETRY_S = 120.0
+RETRY_S = defaults.STORE_RETRY_S
 RETRY_ENV = "BENCHBENCH_STORE_RETRY_S"
 #: An interrupted run (a scheduler's SIGTERM and its grace period) waits at most this.
 INTERRUPTED_RETRY_S = 5.0

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from benchbench.core import defaults
 from benchbench.core.errors import UsageError
 
 CACHE_VARIABLE = "BENCHBENCH_SIDES_CACHE"
 SIZE_VARIABLE = "BENCHBENCH_SIDES_CACHE_GB"
-DEFAULT_SIZE_GB = 5.0
+DEFAULT_SIZE_GB = defaults.SIDES_CACHE_GB
 READY = "ready.json"
 
 
