@@ -40,7 +40,13 @@ from benchbench.analysis.detectable import (
     family_effects,
     finite,
 )
-from benchbench.analysis.sides import counted_fields, lockstep_pair, per_call, processes
+from benchbench.analysis.sides import (
+    counted_fields,
+    lockstep_pair,
+    paired_sides,
+    per_call,
+    processes,
+)
 from benchbench.analysis.verdict import (
     ALPHA,
     FAILING,
@@ -106,6 +112,8 @@ class SampleComparison:
     mark: str
     se_log: float = math.nan  # the test's se of log(ratio) and df, for the MDE
     df: float = math.inf
+    test: str = ""  # the test that decided (verdict.Estimate.test) and its pairs
+    pairs: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,6 +142,10 @@ class PointComparison:
     mde_alone: float | None = None
     se_log: float | None = None
     df: float | None = None
+    #: The test that decided the time mark (``paired t``, ``Welch t``, ``bootstrap``, or
+    #: a fallback that says why) and the pairs a paired t used.
+    test: str | None = None
+    pairs: int = 0
     #: Instructions per call in each run and their verdict (both runs counted them).
     base_instructions: float | None = None
     contender_instructions: float | None = None
@@ -169,6 +181,8 @@ class PointComparison:
             "q_value": self.q_value,
             "mde": finite(self.mde),
             "mde_alone": finite(self.mde_alone),
+            "test": self.test,
+            "pairs": self.pairs,
             "reason": self.reason,
             "base_instructions": self.base_instructions,
             "contender_instructions": self.contender_instructions,
@@ -290,6 +304,8 @@ def compare_samples(
         mark(found, min_effect),
         found.se_log,
         found.df,
+        found.test,
+        found.pairs,
     )
 
 
@@ -335,14 +351,23 @@ def compare_point(
         if counted:
             return PointComparison(mark=UNTIMED, **counted, **common)
         return PointComparison(mark=NEW, reason="not timed in the base", **common)
+    if paired:  # the rounds both sides kept, round by round
+        base_s, base_k, con_s, con_k = paired_sides(base, contender)
+    else:
+        base_s, base_k, con_s, con_k = (
+            per_call(base),
+            processes(base),
+            per_call(contender),
+            processes(contender),
+        )
     result = compare_samples(
-        per_call(base),
-        per_call(contender),
+        base_s,
+        con_s,
         min_effect=min_effect,
         alpha=alpha,
         seed=seed,
-        base_processes=processes(base),
-        contender_processes=processes(contender),
+        base_processes=base_k,
+        contender_processes=con_k,
         paired=paired,
     )
     return PointComparison(
@@ -353,6 +378,8 @@ def compare_point(
         p_value=result.p_value,
         se_log=result.se_log,
         df=result.df,
+        test=result.test,
+        pairs=result.pairs,
         **counted,
         **common,
     )

@@ -266,7 +266,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             "a change at one point alone needs more (mde_alone in --format json)",
         )
     if result.paired:
-        notes.insert(0, "measured in lockstep (benchbench ab): paired by round")
+        notes.insert(0, paired_note(result))
     if result.geomean is not None and math.isfinite(result.geomean):
         notes.append(f"geometric mean overall: {result.geomean:.3f} (contender / base)")
     columns: tuple[Column, ...] = (
@@ -287,6 +287,26 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         ]
     title = f"{_name(contender)} vs base {_name(base)}"
     return Grid.of(columns, rows, title=title, notes=notes)
+
+
+def paired_note(result: compare.Comparison) -> str:
+    """How an ``ab`` comparison was tested: ``measured in lockstep (benchbench ab):
+    paired t on the per-round log ratios, 5 pairs a point``, and the points that could
+    not be paired, named with the test they fell back to."""
+    tested = [p for p in result.points if p.test]
+    pairs = sorted({p.pairs for p in tested if p.test == "paired t"})
+    counted = (
+        f"{pairs[0]} pairs a point"
+        if len(pairs) == 1
+        else f"{pairs[0]}-{pairs[-1]} pairs a point (rounds lost on a side dropped from both)"
+        if pairs
+        else "no pairs"
+    )
+    text = f"measured in lockstep (benchbench ab): paired t on the per-round log ratios, {counted}"
+    unpaired = [f"{p.label}: {p.test}" for p in tested if p.test != "paired t"]
+    if unpaired:
+        text += f"; {len(unpaired)} point(s) not paired: " + "; ".join(unpaired[:6])
+    return text
 
 
 #: The columns a comparison adds where both runs counted instructions.
