@@ -454,7 +454,7 @@ def as_family(
     out = list(points)
     for (k, ratio, _), q in zip(tested, q_values, strict=True):
         significant = math.isfinite(q) and q < alpha
-        mde, alone = family_effects(out[k].se_log, out[k].df, alpha, power, len(tested))
+        mde, alone = family_effects(out[k].se_log, out[k].df, alpha, power, len(tested), min_effect)
         mark = mark_ratio(ratio, significant, min_effect)
         out[k] = replace(out[k], q_value=q, mark=mark, mde=mde, mde_alone=alone)
     return tuple(out)
