@@ -208,11 +208,14 @@ def merge(
     kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
     failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
     total = len(rounds) + len(set_aside)
-    notes = [
-        f"{RETAKEN}: process {a.process} of {total} ran on a crowded core ({a.why}); "
-        "a fresh process took its place"
-        for a in set_aside
-    ]
+    # One line for all of a point's retakes (``process 1-5 of 10``, ``1.8-1.9 cores``).
+    notes = merge_warnings(
+        [
+            f"{RETAKEN}: process {a.process} of {total} ran on a crowded core ({a.why}); "
+            "a fresh process took its place"
+            for a in set_aside
+        ]
+    )
     modes_note = groups_note([_median(rounds[k]) for k in kept])
     if modes_note is not None:
         notes.append(modes_note)

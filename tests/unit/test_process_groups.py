@@ -227,11 +227,9 @@ def test_every_crowded_process_of_a_point_is_retaken_whatever_the_budget(tmp_pat
     assert pool.seen == {1: 5}
     one = results[1]
     assert one.process_samples == (10, 10, 10)
+    # Both named on one line.
     retaken = [w for w in one.warnings if w.startswith("retaken")]
-    assert [w.split(" ran")[0] for w in retaken] == [
-        "retaken: process 1 of 5",
-        "retaken: process 2 of 5",
-    ]
+    assert [w.split(" ran")[0] for w in retaken] == ["retaken: process 1-2 of 5"]
     assert [a["process"] for a in one.extra["set_aside"]] == [1, 2]
 
 
