@@ -19,8 +19,15 @@ per-point alpha, on the slower side) with probability ``power`` (default 0.8,
     P(T'(df, log(1 + d) / se) > t(df, 1 - alpha_point / 2)) = power
 
 ``se`` and ``df`` are those the two runs showed, so the figure is what the verdict's own
-test could flag, not a separate model. It is symmetric in log space, as the verdict is:
-a speedup of ``1 / (1 + d)`` is found as often.
+test could flag, not a separate model. **And the minimum effect**: the verdict marks a
+point ``slower`` only when it is significant *and* its ratio is at least ``1 + m``
+(``--min-effect``), so the MDE printed is the ``d`` found with probability ``power`` by
+both conditions together (:func:`verdict_effect`: the estimate, normal around
+``log(1 + d)``, must pass the larger of ``t * se_hat`` and ``log(1 + m)``, averaged
+over the spread of ``se_hat``). It is never below ``m``: a true change of exactly
+``m`` is found about half the time, so it is never printed as ``< 5 %``. It is
+symmetric in log space, as the verdict is: a speedup of ``1 / (1 + d)`` is found as
+often.
 
 **Many points.** ``compare`` judges a comparison's points as one family (Benjamini-
 Hochberg q-values). What p-value a point needs depends on how many others changed:
@@ -105,17 +112,85 @@ def detectable_effect(
     return math.expm1(detectable_factor(df, alpha, power) * se_log)
 
 
+#: Quantiles of the variance estimate the verdict's power is averaged over (midpoints of
+#: equal-probability slices of ``chi2(df) / df``): 64 put the power within ~0.2 % of its
+#: integral.
+VARIANCE_SLICES = 64
+
+
+@lru_cache(maxsize=8192)
+def _verdict_factor(df: float, alpha: float, power: float, floor: float) -> float:
+    """``x``: a true ``log ratio`` of ``x * se`` is marked ``slower`` with probability
+    ``power`` by the verdict as it decides, significance (``|t| > t(df, 1 - alpha/2)``)
+    *and* the minimum effect (``log ratio >= floor * se``), :func:`verdict_effect`."""
+    import numpy as np
+    from scipy.optimize import brentq
+    from scipy.special import chdtri, ndtr, stdtrit
+
+    if not math.isfinite(df) or df > 1e4:
+        scale = np.ones(1)
+        critical = float(stdtrit(1e6, 1.0 - alpha / 2.0))
+    else:
+        slices = (np.arange(VARIANCE_SLICES) + 0.5) / VARIANCE_SLICES
+        scale = np.sqrt(chdtri(df, slices) / df)  # the se the test estimates, over the true
+        critical = float(stdtrit(df, 1.0 - alpha / 2.0))
+    # The estimate must pass the larger of the two bars; it is normal around the truth.
+    bar = np.maximum(critical * scale, floor)
+
+    def found(x: float) -> float:
+        return float(np.mean(ndtr(x - bar))) - power
+
+    high = float(bar.max()) + 20.0
+    return float(brentq(found, float(bar.min()) - 20.0, high))
+
+
+def verdict_effect(
+    se_log: float,
+    df: float,
+    alpha: float = ALPHA,
+    power: float = POWER,
+    min_effect: float = MIN_EFFECT,
+) -> float:
+    """The smallest slowdown (``ratio - 1``) the verdict marks ``slower`` with
+    probability ``power``: its test significant at ``alpha`` on ``df`` degrees of freedom
+    with standard error ``se_log`` *and* the ratio at least ``1 + min_effect`` (the two
+    conditions of :func:`~benchbench.analysis.verdict.mark_ratio`). Never below
+    ``min_effect``: a true change of exactly the minimum effect is marked about half the
+    time. NaN for an unknown ``se_log``, infinity for an infinite one."""
+    if math.isnan(se_log) or math.isnan(df):
+        return math.nan
+    if math.isinf(se_log):
+        return math.inf
+    floor = math.log1p(min_effect)
+    if se_log == 0.0:
+        return min_effect
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha} and {power}")
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be > 0, got {df}")
+    # Rounded so that a comparison's points share a handful of root solves (< 0.5 %).
+    ratio = round(floor / se_log, 2 if floor / se_log < 10 else 1)
+    key_df = round(df, 1) if math.isfinite(df) else math.inf
+    return math.expm1(_verdict_factor(key_df, alpha, power, ratio) * se_log)
+
+
 def family_effects(
-    se_log: float | None, df: float | None, alpha: float, power: float, family: int
+    se_log: float | None,
+    df: float | None,
+    alpha: float,
+    power: float,
+    family: int,
+    min_effect: float = MIN_EFFECT,
 ) -> tuple[float, float]:
-    """A point's MDE in a family of ``family`` points judged together: for a change at
-    every point (at :func:`point_alpha`) and for a change at this point alone (at
-    ``alpha / family``); NaN for a point without a test."""
+    """A point's MDE in a family of ``family`` points judged together, by the verdict as
+    it decides (:func:`verdict_effect`): for a change at every point (at
+    :func:`point_alpha`) and for a change at this point alone (at ``alpha / family``);
+    NaN for a point without a test."""
     if se_log is None or df is None:
         return math.nan, math.nan
     return (
-        detectable_effect(se_log, df, point_alpha(alpha, power), power),
-        detectable_effect(se_log, df, alpha / max(1, family), power),
+        verdict_effect(se_log, df, point_alpha(alpha, power), power, min_effect),
+        verdict_effect(se_log, df, alpha / max(1, family), power, min_effect),
     )
 
 
@@ -180,16 +255,41 @@ TABLE_DF = (
 )
 
 
-def factor_table(alpha: float = ALPHA, power: float = POWER) -> dict[str, object]:
-    """:func:`detectable_factor` at :data:`TABLE_DF` for a change at every point (at
-    :func:`point_alpha`): what the dashboard's compare page multiplies a point's Welch
-    standard error by, so that its MDE is ``compare``'s."""
+#: The minimum effect over the standard error (``log(1 + m) / se``) at which
+#: :func:`factor_table` gives the verdict's factor; beyond the last, ``x - floor`` holds.
+TABLE_FLOOR: tuple[float, ...] = (
+    *(k / 4 for k in range(17)),  # 0 .. 4 by 0.25
+    5.0,
+    6.0,
+    7.0,
+    8.0,
+    10.0,
+    12.0,
+    15.0,
+    20.0,
+    30.0,
+    50.0,
+)
+
+
+def factor_table(
+    alpha: float = ALPHA, power: float = POWER, min_effect: float = MIN_EFFECT
+) -> dict[str, object]:
+    """The verdict's factor (:func:`verdict_effect`: significance at :func:`point_alpha`
+    and the minimum effect) at :data:`TABLE_DF` x :data:`TABLE_FLOOR`: what the
+    dashboard's compare page multiplies a point's Welch standard error by, read at its
+    df and ``log(1 + min_effect) / se``, so that its MDE is ``compare``'s."""
     alpha_point = point_alpha(alpha, power)
     return {
         "power": power,
         "alpha_point": alpha_point,
+        "min_effect": min_effect,
         "df": list(TABLE_DF),
-        "factor": [round(detectable_factor(df, alpha_point, power), 4) for df in TABLE_DF],
+        "floor": list(TABLE_FLOOR),
+        "factor": [
+            [round(_verdict_factor(float(df), alpha_point, power, r), 4) for r in TABLE_FLOOR]
+            for df in TABLE_DF
+        ],
     }
 
 

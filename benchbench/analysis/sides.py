@@ -25,6 +25,43 @@ def processes(row: Row) -> tuple[int, ...]:
     return tuple(int(k) for k in row.get("process_samples") or ())
 
 
+def rounds_of(row: Row) -> list[int] | None:
+    """The round of each of a stored row's processes (``extra.processes[k].round``,
+    written by ``ab``); None where the row does not say (a ``run``, an older ``ab``)."""
+    found = [p.get("round") for p in ((row.get("extra") or {}).get("processes") or [])]
+    if not found or any(r is None for r in found) or len(found) != len(processes(row)):
+        return None
+    return [int(r) for r in found]
+
+
+def in_rounds(row: Row, rounds: list[int]) -> tuple[list[float], tuple[int, ...]]:
+    """A row's per-call times and samples per process, kept to the processes of
+    ``rounds`` (in that order): one side of a pair restricted to the rounds both kept."""
+    own = rounds_of(row) or []
+    times, counts = per_call(row), processes(row)
+    starts = [sum(counts[:k]) for k in range(len(counts))]
+    kept_times: list[float] = []
+    kept_counts: list[int] = []
+    for r in rounds:
+        k = own.index(r)
+        kept_times += times[starts[k] : starts[k] + counts[k]]
+        kept_counts.append(counts[k])
+    return kept_times, tuple(kept_counts)
+
+
+def paired_sides(
+    base: Row, contender: Row
+) -> tuple[list[float], tuple[int, ...], list[float], tuple[int, ...]]:
+    """Two ``ab`` rows as the per-call times and process counts of the rounds both sides
+    kept, round by round (a round lost on one side is dropped from both); rows that do
+    not name their rounds are as stored (paired by position when their counts match)."""
+    base_rounds, con_rounds = rounds_of(base), rounds_of(contender)
+    if base_rounds is None or con_rounds is None:
+        return per_call(base), processes(base), per_call(contender), processes(contender)
+    common = [r for r in base_rounds if r in set(con_rounds)]
+    return (*in_rounds(base, common), *in_rounds(contender, common))
+
+
 def instructions(row: Row) -> tuple[list[float], float] | None:
     """A stored row's instruction counts per call (one per instrumented process) and their
     within-process spread; None where none were counted."""

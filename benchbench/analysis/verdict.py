@@ -139,6 +139,12 @@ class Estimate:
     #: (:mod:`benchbench.analysis.detectable`).
     se_log: float = math.nan
     df: float = math.inf
+    #: The test that decided: ``paired t`` (per-round log ratios), ``Welch t`` or
+    #: ``bootstrap``; a paired comparison that could not pair says so here
+    #: (``Welch t (unpaired: 4 vs 5 processes)``), never silently.
+    test: str = "bootstrap"
+    #: Pairs the paired t used (0 for the others).
+    pairs: int = 0
 
     @property
     def significant(self) -> bool:
@@ -243,8 +249,12 @@ def _process_level(
 ) -> Estimate:
     base_m = [float(np.median(part)) for part in split_processes(base, base_processes)]
     con_m = [float(np.median(part)) for part in split_processes(contender, contender_processes)]
+    test, pairs = "Welch t", 0
+    if paired and len(base_m) != len(con_m):
+        test = f"Welch t (unpaired: {len(base_m)} vs {len(con_m)} processes)"
     paired = paired and len(base_m) == len(con_m)
     if paired:
+        test, pairs = "paired t", len(base_m)
         log_ratio, spread = log_spread([c / b for b, c in zip(base_m, con_m, strict=True)])
         se, df = spread / math.sqrt(len(base_m)), float(len(base_m) - 1)
     else:
@@ -263,11 +273,16 @@ def _process_level(
     ratio, effect = math.exp(log_ratio), abs(log_ratio)
     if se == 0.0:
         p = 1.0 if effect == 0.0 else 0.0
-        return Estimate(ratio, ratio, ratio, p, paired, alpha, "process", 0.0, df)
+        return Estimate(ratio, ratio, ratio, p, paired, alpha, "process", 0.0, df, test, pairs)
     p = float(min(1.0, 2.0 * stdtr(df, -effect / se)))
     half = t_quantile(df, 1.0 - alpha) * se
     low, high = ratio * math.exp(-half), ratio * math.exp(half)
-    return Estimate(ratio, low, high, p, paired, alpha, "process", se, df)
+    return Estimate(ratio, low, high, p, paired, alpha, "process", se, df, test, pairs)
+
+
+def two_sided_p(log_ratio: float, se: float, df: float) -> float:
+    """``P(|T_df| >= |log_ratio| / se)`` (the normal for an infinite ``df``)."""
+    return float(min(1.0, 2.0 * stdtr(df if math.isfinite(df) else 1e9, -abs(log_ratio) / se)))
 
 
 def mark(estimate: Estimate, min_effect: float = MIN_EFFECT) -> str:

@@ -25,11 +25,14 @@ from collections.abc import Sequence
 #: The start of the telemetry warning about another process's CPU use, before its colon.
 BUSY_PROCESS = "another process was busy during the point"
 
-#: The start of the warning about a process measured again and left out of its point
-#: (a crowded core, a wild median): ``retaken: process 2 of 4 measured again: ...``.
+#: The start of the note about a process replaced because telemetry saw it on a crowded
+#: core (never for its time): ``retaken: process 2 of 6 ran on a crowded core (...)``.
 RETAKEN = "retaken"
-#: The start of the warning about a wild process a point had to keep.
-WILD_PROCESS = "wild process"
+#: The start of the note about a point whose processes fall in two groups, all kept:
+#: ``bimodal: 3 processes at 1.21 µs, 2 at 1.83 µs (all kept)``.
+BIMODAL = "bimodal"
+#: The same for a group of one process: ``outlier: 4 processes at 24.0 µs, 1 at 9.80 ms``.
+OUTLIER = "outlier"
 
 #: A process named in a warning: ``(pid 6750)``. A pid is an identity, not a figure.
 _PID = re.compile(r"\(pid (\d+)\)")

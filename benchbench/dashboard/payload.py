@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from benchbench.analysis.detectable import factor_table
-from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
+from benchbench.analysis.verdict import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.dashboard.contract import DashboardData
 from benchbench.dashboard.json_numbers import compact
 
@@ -241,8 +241,10 @@ def index_payload(
         # The compare page marks points with the CLI's rules and minimum effects: times
         # by analysis.verdict.mark, instruction counts by mark_counts.
         # The MDE column: the factor of compare's minimum detectable effect by degrees of
-        # freedom (analysis.detectable), read at the Welch df of the two runs' points.
+        # freedom and minimum effect over se (analysis.detectable), read at the Welch se
+        # and df of the two runs' points; alpha for compare's Welch test and its q-values.
         "verdict": {
+            "alpha": ALPHA,
             "min_effect": MIN_EFFECT,
             "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT,
             "mde": factor_table(),

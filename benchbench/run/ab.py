@@ -16,11 +16,12 @@ a neighbour then slows both, and a paired test cancels it. Here:
   a fresh worker on each side (which side first: seeded random) and measures the point on both
   in lockstep (:mod:`benchbench.run.lockstep`), base and head taking turns block by
   block;
-- the sides' results are merged over their rounds as ``run`` merges them
-  (:func:`benchbench.run.rounds.merge`) and stored as two runs of one group, each
-  naming the other in ``config.ab``; :func:`benchbench.analysis.compare.compare_rows`
-  with ``paired=True`` judges them on the per-round log ratios (the paired process-level
-  test of :mod:`benchbench.analysis.verdict`).
+- the sides' results are merged over the rounds both measured (:func:`merge_pair`: a
+  round lost on one side is dropped from both, and every process keeps its round
+  number) and stored as two runs of one group, each naming the other in
+  ``config.ab``; :func:`benchbench.analysis.compare.compare_rows` with ``paired=True``
+  judges them on the per-round log ratios of the rounds both kept (a paired t, the pair
+  count shown; a point that cannot be paired says which test it fell back to).
 
 What a lockstep point does not record: peak memory, a trace, and machine telemetry
 (each would run while the other side samples); ``benchbench run`` records them.
@@ -248,11 +249,47 @@ def _measure(
             notify("advance", {"total": len(jobs) * rounds.count})
             if round_index + 1 < rounds.count:
                 continue
-            merged = [merge(taken[side][index], target_of(job.request)) for side in (0, 1)]
+            merged = merge_pair(taken[0][index], taken[1][index], target_of(job.request))
             for side, result in enumerate(merged):
                 store.write_result(summary.run_ids[side], result)
                 summary.results[side].append(result)
             notify("result", {"index": index, "results": merged, "result": merged[1]})
+
+
+def merge_pair(
+    base: Sequence[Result], head: Sequence[Result], target_rel_ci: float | None
+) -> list[Result]:
+    """A point's two sides merged over the rounds both measured, round by round: a round
+    that failed on either side is dropped from both (and named on both), so process k
+    of one side always sits beside process k of the other, each process keeping its
+    round number (``extra.processes[k].round``) for the paired test. With no round
+    whole on both sides, each side is its own merge (its failure)."""
+    sides = (list(base), list(head))
+    whole = [
+        k
+        for k in range(len(base))
+        if all(side[k].status == "ok" and side[k].samples_s for side in sides)
+    ]
+    if not whole:
+        return [merge(side, target_rel_ci) for side in sides]
+    lost = [
+        f"round {k + 1} of {len(base)} dropped from both sides: {SIDES[s]} "
+        f"{sides[s][k].status}: {sides[s][k].reason}"
+        for k in range(len(base))
+        if k not in whole
+        for s in (0, 1)
+        if sides[s][k].status != "ok" or not sides[s][k].samples_s
+    ]
+    out = []
+    for side in sides:
+        merged = merge([side[k] for k in whole], target_rel_ci)
+        extra = dict(merged.extra)
+        if "processes" in extra:
+            extra["processes"] = [
+                {**process, "round": whole[j] + 1} for j, process in enumerate(extra["processes"])
+            ]
+        out.append(dataclasses.replace(merged, extra=extra, warnings=(*merged.warnings, *lost)))
+    return out
 
 
 def _lockstep_request(request: dict[str, Any], rounds: int, round_index: int) -> dict[str, Any]:

@@ -9,9 +9,9 @@ which owns the lifecycle:
 2. each job is one request per round to a fresh worker, with the machine telemetry
    the runner samples meanwhile (:func:`~benchbench.run.observed.observed_request`);
    its answer is one result per point of the job; when the point's rounds are in,
-   their merge is written to the store in its own transaction at once (a process on a
-   crowded core is measured again at the end of its round, a point with a wild process
-   takes one more: :mod:`benchbench.run.processes`);
+   their merge is written to the store in its own transaction at once (every process
+   that telemetry saw on a crowded core is measured again at the end of its round:
+   :mod:`benchbench.run.processes`);
 3. a worker that crashes, hangs past the timeout or is killed for memory costs that
    job only: its points are recorded as errors with the reason (:meth:`Job.failed`)
    and the next job gets a fresh worker from the :class:`WorkerPool`;
@@ -40,7 +40,6 @@ from benchbench.machine.environment import Environment
 from benchbench.run.allocate import (
     BUDGET_SPENT,
     FIRST_SHARE,
-    HEADROOM,
     Spread,
     next_process,
     why_stopped,
@@ -49,7 +48,6 @@ from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
 from benchbench.run.observed import observed_request
 from benchbench.run.pool import WorkerPool
 from benchbench.run.processes import (
-    MAX_WILD_RETAKES,
     Budget,
     Retakes,
     crowded_why,
@@ -57,7 +55,6 @@ from benchbench.run.processes import (
     merged,
     run_target,
     widest_spread,
-    wild,
 )
 from benchbench.run.record import RunRecord, run_row
 from benchbench.run.rounds import Rounds, process_request, round_request
@@ -237,16 +234,14 @@ def measure_jobs(
 
         # The first rounds: every point in plan.count fresh processes, shuffled rounds;
         # a process measures plan.per_process points of its round, never two of a point.
-        # A process whose threads outnumbered the idle cores is measured again at the end
-        # of its round while the budget allows (Retakes; once a point: beside a neighbour
-        # busy half the time a third of the processes may be crowded, and each retake
-        # costs a fork and a warm-up; not with --rounds 1, whose points are written as
-        # measured), and a point with a wild process once the rounds are done.
+        # Every process whose threads outnumbered the idle cores is measured again at the
+        # end of its round, once, whatever the budget (Retakes: so two runs of a suite
+        # replace the same kind of process; not with --rounds 1, whose points are
+        # written as measured). No process is ever measured again for its time.
         sharing = plan.per_process > 1
         if sharing:
             pool.share(plan.per_process)
         retakes = Retakes(len(jobs))
-        round_cost_s = sum(max_time_s(job.request) for job in jobs) * share / plan.count
 
         def retake(index: int, position: int, request: dict[str, Any], why: str) -> None:
             """Process ``position`` of job ``index`` measured again, the first set aside."""
@@ -259,9 +254,9 @@ def measure_jobs(
             taken[index][position], walls[index][position] = results, wall
 
         def ready(index: int) -> bool:
-            """True when a point of the last round can be written: no wild process to
-            measure again, and no more processes wanted (or none to allocate)."""
-            return not wild(taken[index]) and (not adaptive or settled(index))
+            """True when a point of the last round can be written: no more processes
+            wanted (or none to allocate)."""
+            return not adaptive or settled(index)
 
         def finish(index: int, why: str | None = None) -> None:
             """Job ``index`` merged over its processes and written; ``why``: the reason it
@@ -296,44 +291,17 @@ def measure_jobs(
                     break
                 first_failed = round_index == 0 and all(r.status != "ok" for r in results)
                 why = None if first_failed else crowded_why(results)
-                if why is not None and plan.count > 1 and not retakes.of(index):
+                if why is not None and plan.count > 1:
                     crowded_now.append((index, request, why))
                 elif first_failed or (last and ready(index)):
                     finish(index)
-            # Later in the round: the crowded processes again, while the budget allows
-            # (the rounds still to come keep their share).
-            reserve_s = round_cost_s * (plan.count - round_index - 1)
+            # Later in the round: every crowded process again.
             for index, request, why in crowded_now:
                 # A stop leaves the crowded process as it is: its point is whole.
-                if (
-                    not stop.requested
-                    and budget.left_s - reserve_s >= max_time_s(request) * HEADROOM
-                ):
+                if not stop.requested:
                     retake(index, round_index, request, why)
                 if last and ready(index):
                     finish(index)
-        # A wild process that its point had to keep (too few agreeing others): one more
-        # process for that point, while the budget allows.
-        for index in sorted(open_jobs):
-            if stop.requested:
-                break
-            if len(taken[index]) < plan.count:
-                continue
-            request = process_request(
-                jobs[index].request,
-                max_time_s(jobs[index].request) * share / plan.count,
-                plan.count,
-            )
-            for _attempt in range(MAX_WILD_RETAKES):
-                if not wild(taken[index]) or stop.requested:
-                    break
-                if budget.left_s < max_time_s(request) * HEADROOM:
-                    break
-                total += 1
-                if take(index, request, len(walls[index]) + 1) is None:
-                    break
-            if not stop.requested and (not adaptive or settled(index)):
-                finish(index)
         # Then the budget left, a process at a time, to the points furthest from target.
         if sharing:
             pool.share(1)  # the same point may be chosen twice in a row: a fresh process each

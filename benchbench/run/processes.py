@@ -6,11 +6,11 @@ allocation's); this module is pure: a job is its request and how many points its
 covers, its processes so far ``taken[process][point]``.
 
 **Retakes.** A process whose torch threads outnumbered the cores other processes left
-idle (:func:`crowded_why`) is measured again later in its round, and the retake takes its
-place (:class:`Retakes` keeps the first, set aside); a point with a wild process it must
-keep for want of agreeing others (:func:`wild`) takes up to :data:`MAX_WILD_RETAKES` more
-processes, after which :func:`~benchbench.run.rounds.merge` leaves the wild one out. Both
-only while the run's :class:`Budget` covers the retake's sampling cap.
+idle (:func:`crowded_why`: telemetry, never its time) is measured again later in its
+round, and the retake takes its place (:class:`Retakes` keeps the first, set aside).
+Every crowded process of a point is retaken, once, whatever the budget, so two runs of
+a suite measure the same thing: the processes that ran on a crowded core replaced, no
+others.
 """
 
 from __future__ import annotations
@@ -21,10 +21,7 @@ from typing import Any
 from benchbench.core.values import Result
 from benchbench.run.allocate import Spread, spread_of
 from benchbench.run.observed import crowded
-from benchbench.run.rounds import SetAside, merge, target_of, wild_pending
-
-#: Processes a point with a wild one may take beyond its rounds (each within the budget).
-MAX_WILD_RETAKES = 2
+from benchbench.run.rounds import SetAside, merge, target_of
 
 Taken = list[list[Result]]
 Aside = tuple[int, list[Result], str]
@@ -73,15 +70,8 @@ def max_time_s(request: Mapping[str, Any]) -> float:
     return float(policy.get("max_time_s") or 0.0)
 
 
-def wild(taken: Taken) -> bool:
-    """True when a point of the job has a wild process it must keep for now."""
-    if len(taken) < 3:
-        return False
-    return any(wild_pending([results[k] for results in taken]) for k in range(len(taken[0])))
-
-
 def crowded_why(results: Sequence[Result]) -> str | None:
-    """Why a process must be measured again: its threads outnumbered the idle cores."""
+    """Why a process must be measured again: its threads outnumbered the idle cores (telemetry)."""
     return next((why for r in results if (why := crowded(r)) is not None), None)
 
 

@@ -17,11 +17,13 @@ round, up to ``max_rounds``; the others are done. ``converged`` of the merged re
 that test: every process met its own rule and the two-level interval is within the
 target.
 
-**Wild processes.** A process whose median lies far outside the others'
-(:func:`~benchbench.core.stats.wild_processes`) is left out of the merge once
-:data:`MIN_AGREEING` others agree (the runner takes another process for such a point),
-named in a ``retaken`` warning, its samples in ``extra.set_aside``; so one descheduled
-process cannot stretch an interval over orders of magnitude.
+**Every process counts.** No process leaves a point's statistics because of its time:
+a point whose processes fall in two groups (:func:`~benchbench.core.stats.modes`) keeps
+them all, its interval as wide as they make it, and a ``bimodal`` (or ``outlier``, for a
+group of one) note says where the groups lie. A process is replaced only on evidence
+that does not look at its time: telemetry saw its torch threads outnumber the idle
+cores (a crowded core); the runner measures it again and the ``retaken`` note names
+it, its samples kept in ``extra.set_aside``.
 
 This module is pure (no processes): the order of the rounds, the per-round request and
 the merge; :func:`benchbench.run.jobs.measure_jobs` drives them.
@@ -41,8 +43,8 @@ import numpy as np
 # leaf, where ``--help`` reads them without importing the runner.
 from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from benchbench.core.errors import UsageError
-from benchbench.core.notes import RETAKEN, WILD_PROCESS, merge_warnings
-from benchbench.core.stats import Stats, wild_processes
+from benchbench.core.notes import BIMODAL, OUTLIER, RETAKEN, merge_warnings
+from benchbench.core.stats import Stats, modes
 from benchbench.core.units import format_time
 from benchbench.core.values import Result
 from benchbench.measure import gpu
@@ -189,13 +191,10 @@ def merge(
     the first process's calls per sample (each process calibrates its own), so per-call
     statistics are exact.
 
-    **Wild processes** (:func:`~benchbench.core.stats.wild_processes`: a median far
-    outside the others') are left out of the statistics when at least
-    :data:`MIN_AGREEING` other processes remain (the runner measures a point with a wild
-    process again for this), with a ``retaken`` warning naming them; with fewer they
-    stay, and a ``wild process`` warning names them as the cause of the wide interval.
-    ``set_aside``: processes the runner already replaced by a retake (a crowded core),
-    named the same way. Either kind keeps its samples in ``extra.set_aside``.
+    Every process that measured the point is in the statistics; when their medians
+    fall in two groups a ``bimodal`` / ``outlier`` note says so (:func:`groups_note`).
+    ``set_aside``: processes the runner replaced by a retake (a crowded core, seen by
+    telemetry), named in a ``retaken`` note, their samples kept in ``extra.set_aside``.
 
     ``converged`` means the reported (two-level) interval met ``target_rel_ci``; when it
     did not, the processes' own ``not converged`` warnings give way to one that says so
@@ -208,34 +207,18 @@ def merge(
         return first
     kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
     failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
-    medians = [_median(rounds[k]) for k in kept]
-    wild = [kept[j] for j in wild_processes(medians)]
-    aside = [*set_aside]
-    notes: list[str] = []
-    if wild and len(kept) - len(wild) >= MIN_AGREEING:
-        kept = [k for k in kept if k not in wild]
-        others = format_time(float(np.median([_median(rounds[k]) for k in kept])))
-        for k in wild:
-            aside.append(SetAside(k + 1, rounds[k], f"its median was {_far(rounds[k], others)}"))
-    elif wild:
-        others = format_time(
-            float(
-                np.median(
-                    [m for k, m in zip(kept, medians, strict=True) if k not in wild] or medians
-                )
-            )
-        )
-        notes += [
-            f"{WILD_PROCESS}: process {k + 1} of {len(rounds)} had a median of "
-            f"{_far(rounds[k], others)}; kept (fewer than {MIN_AGREEING} others to judge it "
-            f"by{'; ' + why if why else ''})"
-            for k in wild
-        ]
     total = len(rounds) + len(set_aside)
-    notes = [
-        *(f"{RETAKEN}: process {a.process} of {total} measured again: {a.why}" for a in aside),
-        *notes,
-    ]
+    # One line for all of a point's retakes (``process 1-5 of 10``, ``1.8-1.9 cores``).
+    notes = merge_warnings(
+        [
+            f"{RETAKEN}: process {a.process} of {total} ran on a crowded core ({a.why}); "
+            "a fresh process took its place"
+            for a in set_aside
+        ]
+    )
+    modes_note = groups_note([_median(rounds[k]) for k in kept])
+    if modes_note is not None:
+        notes.append(modes_note)
     measured = [rounds[k] for k in kept]
     calls = first.calls_per_sample
     samples: list[float] = []
@@ -276,7 +259,7 @@ def merge(
         }
         for k, r in enumerate(measured)
     ]
-    if aside:
+    if set_aside:
         extra["set_aside"] = [
             {
                 "process": a.process,
@@ -285,7 +268,7 @@ def merge(
                 "calls_per_sample": a.result.calls_per_sample,
                 "samples_s": list(a.result.samples_s),
             }
-            for a in aside
+            for a in set_aside
         ]
     errors = [r.max_rel_error for r in measured if r.max_rel_error is not None]
     abs_errors = [r.max_abs_error for r in measured if r.max_abs_error is not None]
@@ -305,10 +288,6 @@ def merge(
     )
 
 
-#: Processes that must agree besides a wild one before it is left out of a point.
-MIN_AGREEING = 3
-
-
 @dataclass(frozen=True)
 class SetAside:
     """A process of a point replaced by a later one (1-based ``process`` in the point's
@@ -319,21 +298,27 @@ class SetAside:
     why: str
 
 
-def wild_pending(rounds: Sequence[Result]) -> bool:
-    """True when a point's processes have a wild one that :func:`merge` must keep for
-    want of agreeing others: one more process may let it go."""
-    kept = [r for r in rounds if r.status == "ok" and r.samples_s]
-    wild = wild_processes([_median(r) for r in kept])
-    return bool(wild) and len(kept) - len(wild) < MIN_AGREEING
-
-
 def _median(result: Result) -> float:
     return Stats.from_samples(result.samples_s, result.calls_per_sample).median_s
 
 
-def _far(result: Result, others: str) -> str:
-    """``19.8 ms against 24.0 µs for the others``."""
-    return f"{format_time(_median(result))} per call against {others} for the others"
+def groups_note(medians: Sequence[float]) -> str | None:
+    """The note of a point whose process medians fall in two groups
+    (:func:`~benchbench.core.stats.modes`), every process kept: ``bimodal: 3 processes at
+    1.21 µs, 2 at 1.83 µs (all kept)``, or for a group of one ``outlier: 1 process at
+    9.80 ms, 4 at 24.0 µs (all kept)``; None when they do not."""
+    found = modes(medians)
+    if found is None:
+        return None
+    low, high = ([medians[k] for k in group] for group in found)
+    word = OUTLIER if min(len(low), len(high)) == 1 else BIMODAL
+    # The bigger group first (the lower on a tie): what most processes saw.
+    first, second = (low, high) if len(low) >= len(high) else (high, low)
+    return (
+        f"{word}: {len(first)} process{'es' if len(first) > 1 else ''} at "
+        f"{format_time(float(np.median(first)))}, {len(second)} at "
+        f"{format_time(float(np.median(second)))} (all kept)"
+    )
 
 
 #: How every ``not converged`` warning starts (the engine's per process, the merge's).

@@ -24,6 +24,7 @@ from benchbench.core.errors import UsageError
 from benchbench.core.values import suite_order
 from benchbench.store import lookup
 from benchbench.store import schema as t
+from benchbench.store.rows import rederived
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -280,7 +281,10 @@ def measurements(engine: Engine, run_id: str) -> list[dict[str, Any]]:
     """Every stored point of a run: the measurement row and its benchmark's columns, in
     suite order (:func:`~benchbench.core.values.suite_order`), not the shuffled order the
     rounds wrote them in. Sorted here rather than in SQL: ``params`` is JSON, which
-    PostgreSQL's ``json`` type cannot order by."""
+    PostgreSQL's ``json`` type cannot order by. The headline and interval of a point of
+    several processes are derived again from its process medians
+    (:func:`~benchbench.store.rows.rederived`): runs stored under an earlier rule read
+    as new ones."""
     b = t.benchmark.c
     query = (
         sa.select(t.measurement, *(b[name] for name in (*POINT_KEYS, "code_version")))
@@ -289,7 +293,8 @@ def measurements(engine: Engine, run_id: str) -> list[dict[str, Any]]:
         .order_by(t.measurement.c.id)
     )
     with engine.connect() as conn:
-        return sorted((dict(r._mapping) for r in conn.execute(query)), key=suite_order)
+        rows = [rederived(dict(r._mapping)) for r in conn.execute(query)]
+    return sorted(rows, key=suite_order)
 
 
 def telemetry(engine: Engine, run_id: str) -> dict[int, Any]:

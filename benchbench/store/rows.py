@@ -27,7 +27,7 @@ from benchbench.core.columns import (
     STATISTICS,
     THROUGHPUTS,
 )
-from benchbench.core.stats import Stats, median_ci_ranks, t_quantile
+from benchbench.core.stats import Stats, median_ci_ranks, process_interval, t_quantile
 from benchbench.core.values import Result
 
 
@@ -78,6 +78,22 @@ def measurement_row_for(
         median = row["median_s"]
         for work, rate in THROUGHPUTS:
             row[rate] = row[work] / median if row[work] is not None and median > 0 else None
+    return row
+
+
+def rederived(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` (a stored measurement) with its headline, interval and rates derived again
+    from its stored process medians by today's rule (:func:`~benchbench.core.stats.
+    process_interval`), so a run stored under an earlier rule is read, shown and judged
+    as a new one is. A row of one process, or without process medians, is as stored."""
+    medians = row.get("process_medians_s")
+    if row.get("status") != "ok" or not medians or len(medians) < 2 or min(medians) <= 0:
+        return row
+    centre, low, high = process_interval([float(m) for m in medians])
+    row.update(median_s=centre, ci_low_s=low, ci_high_s=high)
+    for work, rate in THROUGHPUTS:
+        if rate in row:
+            row[rate] = row[work] / centre if row.get(work) is not None else None
     return row
 
 
@@ -135,15 +151,16 @@ def _group_summaries(
         axis=1,
     )
     per_call.sort(axis=1)
-    low, high = median_ci_ranks(n)
-    median = np.median(per_call, axis=1)
-    ci_low, ci_high = per_call[:, low], per_call[:, high]
-    if len(split) > 1:  # the two-level interval of Stats._ci
+    if len(split) > 1:  # the process-level headline and interval of Stats
         k = len(split)
-        spread = np.log(process_medians).std(axis=1, ddof=1)
-        half = t_quantile(k - 1) * spread / math.sqrt(k)
-        ci_low = np.minimum(ci_low, median * np.exp(-half))
-        ci_high = np.maximum(ci_high, median * np.exp(half))
+        logs = np.log(process_medians)
+        half = t_quantile(k - 1) * logs.std(axis=1, ddof=1) / math.sqrt(k)
+        median = np.exp(logs.mean(axis=1))
+        ci_low, ci_high = median * np.exp(-half), median * np.exp(half)
+    else:
+        low, high = median_ci_ranks(n)
+        median = np.median(per_call, axis=1)
+        ci_low, ci_high = per_call[:, low], per_call[:, high]
     columns = {
         "median_s": median,
         "mean_s": per_call.mean(axis=1),

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from benchbench.core.notes import (
+    BIMODAL,
     BUSY_PROCESS,
+    OUTLIER,
     RETAKEN,
-    WILD_PROCESS,
     merge_warnings,
     names_process,
 )
@@ -44,7 +45,8 @@ NAMED, UNSTABLE_NAMED = 6, 4
 #: The word for each kind of warning, by how its sentence starts (or what it holds).
 _WORDS: tuple[tuple[str, str], ...] = (
     (RETAKEN, "retaken"),
-    (WILD_PROCESS, "wild process"),
+    (BIMODAL, "bimodal"),
+    (OUTLIER, "outlier process"),
     (BUSY_PROCESS, "neighbour"),
     ("sample < 1 ms", "< 1 ms sample"),
     ("noisy", "noisy"),
@@ -123,8 +125,9 @@ MAX_WORDS = 2
 #: The order in which words take a row's few places: what changes the number first.
 PRIORITY = (
     "unstable",
+    "bimodal",
+    "outlier process",
     "retaken",
-    "wild process",
     "busy core",
     "process failed",
     "NaN/Inf output",
@@ -215,8 +218,14 @@ def footer(
     retaken = [_label(r) for r, w in zip(ok, words, strict=True) if "retaken" in w]
     if retaken:
         lines.append(
-            f"retaken ({len(retaken)} point(s): a process on a crowded core or far from the "
-            f"others measured again and left out): {_named(retaken)}"
+            f"retaken ({len(retaken)} point(s): a process telemetry saw on a crowded core "
+            f"measured again, its place taken by the retake): {_named(retaken)}"
+        )
+    split = [_label(r) for r, w in zip(ok, words, strict=True) if "bimodal" in w]
+    if split:
+        lines.append(
+            f"bimodal ({len(split)} point(s): processes in two groups, all kept, the "
+            f"interval as wide as they make it): {_named(split)}"
         )
     crowded = [_label(r) for r, w in zip(ok, words, strict=True) if "busy core" in w]
     if crowded:

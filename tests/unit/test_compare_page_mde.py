@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from benchbench.analysis.compare import compare_rows
-from benchbench.analysis.detectable import factor_table, format_effect, side_variance
+from benchbench.analysis.detectable import factor_table, side_variance
+from benchbench.core.stats import Stats
 from tests.unit.test_detectable import _run
 
 COMPARE_JS = Path(__file__).parents[2] / "benchbench" / "dashboard" / "assets" / "compare.js"
@@ -38,26 +39,31 @@ global.performance = { now: () => 0 };
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
-def test_the_compare_page_prints_the_mde_compare_prints():
+def test_the_compare_page_prints_the_mde_and_the_marks_compare_prints():
     rng = np.random.default_rng(4)
-    spreads = np.array([0.02, 0.05, 0.1, 0.2])
-    first, second = (_run(rng, spreads, np.ones(4))[:4] for _ in range(2))
+    spreads = np.array([0.02, 0.05, 0.1, 0.2, 0.01, 0.01])
+    first = _run(rng, spreads, np.ones(6))
+    second = _run(rng, spreads, np.array([1, 1, 1, 1, 1.3, 1.0]))
+    for row in (*first, *second):  # the headline as stored: the process medians' centre
+        row["median_s"] = Stats.from_samples(row["samples_s"], 1, row["process_samples"]).median_s
     cli = compare_rows(first, second)
+    assert {p.mark for p in cli.points} >= {"slower", "not significant"}
     docs = {}
     for k, rows in enumerate((first, second)):
         sides = [
             side_variance(np.median(np.reshape(r["samples_s"], (3, -1)), axis=1)) for r in rows
         ]
         docs[f"runs/r{k}"] = {
-            "b": list(range(4)), "s": [0] * 4, "reason": {}, "warn": {},
-            "m": [r["median_s"] for r in rows], "lo": [None] * 4, "hi": [None] * 4,
+            "b": list(range(6)), "s": [0] * 6, "reason": {}, "warn": {},
+            "m": [r["median_s"] for r in rows], "lo": [None] * 6, "hi": [None] * 6,
             "lv": [s[0] for s in sides], "pk": [s[1] for s in sides],
         }  # fmt: skip
     index = {
         "runs": [{"id": x, "i": k, "data": True, "env": 0, "t": k, "label": x} for k, x in
                  enumerate("AB")],
         "envs": [{"machine": "m"}],
-        "verdict": {"min_effect": 0.05, "instructions_min_effect": 0.02, "mde": factor_table()},
+        "verdict": {"alpha": 0.05, "min_effect": 0.05, "instructions_min_effect": 0.02,
+                    "mde": factor_table()},
     }  # fmt: skip
     script = (
         f"const INDEX = {json.dumps(index)}; const DOCS = {json.dumps(docs)};\n"
@@ -68,7 +74,12 @@ def test_the_compare_page_prints_the_mde_compare_prints():
     )
     done = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    cells = {row.split("|")[0].strip(): row.split("|")[5] for row in done.stdout.split("ROW ")[1:]}
+    cells = {row.split("|")[0].strip(): row.split("|") for row in done.stdout.split("ROW ")[1:]}
     for k, point in enumerate(cli.points):
-        assert cells[f"p{k}"] == format_effect(point.mde, 0.05), (k, point.mde, cells)
+        row = cells[f"p{k}"]
+        # The page interpolates compare's factor on a grid: within 2 % of it.
+        printed = float(row[5].removesuffix(" %")) / 100
+        assert printed == pytest.approx(point.mde, rel=0.02, abs=0.006), (k, point.mde, row)
+        assert row[6].strip() == point.mark, (k, point, row)
+        assert row[4] == f"{point.ratio_ci_low:.3f} – {point.ratio_ci_high:.3f}", (k, row)
     assert "smallest detectable change" in done.stdout or "could not have seen" in done.stdout

@@ -198,3 +198,28 @@ def test_power_outside_0_1_is_a_usage_error_naming_the_flag():
     args = argparse.Namespace(min_effect=0.05, alpha=0.05, instructions_min_effect=0.02, power=1.2)
     with pytest.raises(UsageError, match="--power must be in"):
         check_verdict(args)
+
+
+@pytest.mark.parametrize(("se", "df"), [(0.005, 19.0), (0.02, 4.0), (0.05, 8.0), (0.02, math.inf)])
+def test_the_printed_mde_is_found_at_its_power_by_the_verdict_as_it_decides(se, df):
+    """Injected estimates: at the printed MDE the verdict's two conditions together
+    (|t| past its critical value on ``df`` and the ratio at least 1 + m) hold at 80 %."""
+    from scipy.special import stdtrit
+
+    alpha, power, m = 0.04, 0.8, 0.05
+    effect = detectable.verdict_effect(se, df, alpha, power, m)
+    assert effect >= m
+    rng = np.random.default_rng(41)
+    n = 100_000
+    logs = math.log1p(effect) + se * rng.standard_normal(n)
+    seen = se * (np.sqrt(rng.chisquare(df, n) / df) if math.isfinite(df) else np.ones(n))
+    critical = float(stdtrit(df if math.isfinite(df) else 1e9, 1 - alpha / 2))
+    slower = (logs / seen > critical) & (logs >= math.log1p(m))
+    assert slower.mean() == pytest.approx(power, abs=0.01)
+
+
+def test_a_change_of_the_minimum_effect_is_never_printed_as_detectable():
+    # A precise point finds a true 5 % change about half the time: the MDE is above 5 %.
+    assert detectable.verdict_effect(0.001, 19.0, 0.04, 0.8, 0.05) > 0.05
+    assert detectable.verdict_effect(0.0, 19.0, 0.04, 0.8, 0.05) == 0.05
+    assert detectable.format_effect(detectable.verdict_effect(0.001, 19.0), 0.05) != "< 5 %"

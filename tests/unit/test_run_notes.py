@@ -24,8 +24,8 @@ THREADS_2 = (
     "or --cpus naming idle cores"
 )
 RETAKE = (
-    "retaken: process 2 of 4 measured again: 1 torch thread but none of 2 cores was idle "
-    "during the point (other processes used 1.4 cores)"
+    "retaken: process 2 of 4 ran on a crowded core (1 torch thread but none of 2 cores was "
+    "idle during the point (other processes used 1.4 cores)); a fresh process took its place"
 )
 AT = dt.datetime(2026, 11, 27, 3, 1, 10, tzinfo=dt.UTC)
 
@@ -70,7 +70,10 @@ def test_each_warning_gets_a_word_or_two_and_not_converged_none():
         "< 1 ms sample"
     )
     assert note_word("not converged: ±3.1 % after 3 processes (target ±3 %)") is None
-    assert note_word("wild process: process 2 of 3 had a median of 19.8 ms ...") == "wild process"
+    assert note_word("bimodal: 3 processes at 1.21 µs, 2 at 1.83 µs (all kept)") == "bimodal"
+    assert note_word("outlier: 4 processes at 24.0 µs, 1 at 19.8 ms (all kept)") == (
+        "outlier process"
+    )
 
 
 def test_no_printed_interval_is_wider_than_half_the_median():

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from benchbench.core import columns
-from benchbench.core.stats import Stats, median_ci_ranks
+from benchbench.core.stats import Stats, median_ci_ranks, modes, process_interval
 
 
 def test_statistics_of_known_samples():
@@ -94,11 +94,39 @@ def test_processes_that_disagree_widen_the_interval():
     spread = Stats.from_samples(
         within + [v * 1.2 for v in within] + [v * 0.9 for v in within], 1, (20, 20, 20)
     )
-    one_process = Stats.from_samples(within * 3, 1)
-    # Processes that agree exactly keep the single-level interval (never narrower).
-    assert (agreeing.ci_low_s, agreeing.ci_high_s) == (one_process.ci_low_s, one_process.ci_high_s)
-    assert spread.ci_high_s - spread.ci_low_s > 5 * (agreeing.ci_high_s - agreeing.ci_low_s)
+    # One estimator over processes: processes that agree exactly give an interval of no
+    # width around their common median; the interval widens with their spread only.
+    assert agreeing.median_s == agreeing.ci_low_s == agreeing.ci_high_s == 1.0
+    assert spread.ci_high_s - spread.ci_low_s > 0.2
     assert spread.ci_low_s < spread.median_s < spread.ci_high_s
+
+
+def test_the_headline_of_several_processes_is_the_centre_of_its_interval():
+    rng = np.random.default_rng(7)
+    parts = [np.exp(rng.normal(0, 0.05)) * np.exp(rng.normal(0, 0.02, 15)) for _ in range(5)]
+    stats = Stats.from_samples(np.concatenate(parts), 1, (15,) * 5)
+    logs = np.log(stats.process_medians_s)
+    assert stats.median_s == pytest.approx(math.exp(logs.mean()))
+    # Symmetric in log space around the headline: the same estimator.
+    assert math.log(stats.ci_high_s / stats.median_s) == pytest.approx(
+        math.log(stats.median_s / stats.ci_low_s)
+    )
+    assert process_interval(stats.process_medians_s) == pytest.approx(
+        (stats.median_s, stats.ci_low_s, stats.ci_high_s)
+    )
+
+
+def test_every_process_of_a_three_plus_two_bimodal_point_is_in_its_statistics():
+    fast, slow = 1.21e-6, 1.83e-6
+    medians = [fast, slow, fast * 1.01, slow * 0.99, fast * 0.995]
+    samples = [m * (1 + 0.002 * (j - 5)) for m in medians for j in range(11)]
+    stats = Stats.from_samples(samples, 1, (11,) * 5)
+    assert stats.processes == 5 and stats.n == 55
+    assert stats.process_medians_s == pytest.approx(medians)
+    # The headline sits between the modes and the interval is as wide as they make it.
+    assert stats.ci_low_s < fast * 1.1 and stats.ci_high_s > slow / 1.1
+    found = modes(stats.process_medians_s)
+    assert found is not None and (sorted(found[0]), sorted(found[1])) == ([0, 2, 4], [1, 3])
 
 
 def test_two_level_interval_covers_the_true_median_where_one_level_does_not():

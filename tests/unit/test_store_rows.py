@@ -13,6 +13,9 @@ from benchbench.core import columns
 from benchbench.core.stats import Stats
 from benchbench.core.values import Point, Result
 from benchbench.interchange.exports import pytest_benchmark_stats
+from benchbench.machine.environment import Environment
+from benchbench.run.record import run_row
+from benchbench.store import open_store
 from benchbench.store import schema as t
 from benchbench.store.rows import benchmark_row_for, measurement_row_for, summaries
 
@@ -122,3 +125,30 @@ def test_the_column_list_defines_the_measurement_table_and_the_statistics():
     assert t.measurement.c.peak_memory_bytes.type.__class__.__name__ == "BigInteger"
     assert t.measurement.c.cache_mode.type.length == 16
     assert not t.measurement.c.samples_s.nullable and t.measurement.c.reason.nullable
+
+
+def test_a_run_stored_under_the_earlier_rule_is_read_with_todays_headline(tmp_path):
+    store = open_store(str(tmp_path / "s.db"))
+    rng = random.Random(3)
+    medians = [1e-4, 1.02e-4, 0.99e-4, 1.5e-4, 1.01e-4]
+    samples = tuple(m * rng.uniform(0.99, 1.01) for m in medians for _ in range(9))
+    result = Result(
+        point=Point("s", "w", "v", 1, (1,), "float32", "cpu"),
+        status="ok",
+        samples_s=samples,
+        process_samples=(9,) * 5,
+    )
+    env = Environment(fields={"machine": "m"}, info={})
+    store.save_environment(env)
+    store.create_run(run_row("r", env, kind="adhoc", label=None, suites=[], config={}))
+    store.write_result("r", result)
+    # As an earlier rule stored it: the pooled median and a wider union interval.
+    with store.transaction() as conn:
+        conn.execute(
+            t.measurement.update().values(median_s=1.0e-4, ci_low_s=0.5e-4, ci_high_s=3e-4)
+        )
+    (row,) = store.measurements("r")
+    stats = Stats.from_samples(samples, 1, (9,) * 5)
+    assert row["median_s"] == pytest.approx(stats.median_s)
+    assert (row["ci_low_s"], row["ci_high_s"]) == pytest.approx((stats.ci_low_s, stats.ci_high_s))
+    assert row["median_s"] != pytest.approx(1.0e-4, rel=1e-3)

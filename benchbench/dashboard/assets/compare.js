@@ -3,20 +3,24 @@
  * (analysis/verdict.py; its minimum effect m comes with the index): "slower" when the
  * difference is significant and ratio >= 1 + m, "faster" when significant and
  * ratio <= 1 / (1 + m), "same" when significant but smaller, "not significant"
- * otherwise. The page holds each run's median CI, not its samples, so significance
- * here is the conservative one: the interval from the two medians' CIs
- * (lo(B) / hi(A) to hi(B) / lo(A)) excludes 1. `benchbench compare` has the exact test.
+ * otherwise. Significance is compare's test: where both runs measured a point in two
+ * processes or more, Welch's t on the log process medians (the headline m is their
+ * geometric mean; lv: s^2/k of a run's point, pk: k), its p-values adjusted over the
+ * points tested (Benjamini-Hochberg) and significant when q < alpha (ix.verdict.alpha).
+ * A point of one process a side (the CLI bootstraps its samples, which the page does
+ * not hold) is significant when the interval from the two medians' CIs
+ * (lo(B) / hi(A) to hi(B) / lo(A)) excludes 1, and its row says "(CI overlap)".
  * Where both runs counted a point's instructions (run --metric instructions), the row
  * also has both counts, their ratio head/base and the CLI's instruction mark
  * (analysis/verdict.py mark_counts, its minimum effect m' with the index): "not
  * significant" when either side's counts moved by more than m' / 2 (ins_noise), else
  * "slower" at ratio >= 1 + m', "faster" at ratio <= 1 / (1 + m'), "same" between. A
  * point both runs counted and neither timed has the time mark "untimed", as in the CLI.
- * MDE: the smallest slowdown the CLI's verdict finds with probability ix.verdict.mde.power
- * (analysis/detectable.py): exp(K(df) * se) - 1, se and df Welch's from both runs'
- * per-process log medians (lv: s^2/k of a run's point, pk: k), K the noncentral-t factor
- * Python computed at a grid of df (ix.verdict.mde), interpolated here; "< 5 %" below the
- * minimum effect. The summary gives the median and, when no point could see the minimum
+ * MDE: the smallest slowdown the CLI's verdict marks "slower" with probability
+ * ix.verdict.mde.power, significance and the minimum effect together
+ * (analysis/detectable.py verdict_effect): exp(x * se) - 1, se and df Welch's, x the
+ * factor Python computed on a grid of df and log(1 + m) / se (ix.verdict.mde),
+ * interpolated here. The summary gives the median and, when no point could see the minimum
  * effect, says so, as `benchbench compare` does.
  * With one run only, the page lists every point of it with its status and reason.
  * A site built from a store holds the points of some runs only (the newest per
@@ -39,25 +43,88 @@
     return { ratio, mark };
   }
 
-  /* K at df, linear between the grid's points (analysis/detectable.py factor_table). */
-  function factorAt(t, df) {
-    const xs = t.df, ys = t.factor;
-    if (df <= xs[0]) return ys[0];
+  /* Linear interpolation of ys at x on the grid xs (held at the ends). */
+  function lerp(xs, ys, x) {
+    if (x <= xs[0]) return ys[0];
     for (let k = 1; k < xs.length; k++) {
-      if (df <= xs[k]) return ys[k - 1] + (ys[k] - ys[k - 1]) * (df - xs[k - 1]) / (xs[k] - xs[k - 1]);
+      if (x <= xs[k]) return ys[k - 1] + (ys[k] - ys[k - 1]) * (x - xs[k - 1]) / (xs[k] - xs[k - 1]);
     }
     return ys[ys.length - 1];
   }
-  /* The MDE of row i of A against row j of B (a fraction), or null (one process a side). */
-  function detectable(t, da, i, db, j) {
-    if (!t || !da.lv || !db.lv) return null;
+  /* The verdict's factor at df and floor = log(1 + m) / se (analysis/detectable.py
+   * factor_table): linear in the floor within each df row, then linear in df; beyond the
+   * last floor the factor's excess over the floor holds. */
+  function factorAt(t, df, floor) {
+    const fs = t.floor, last = fs[fs.length - 1];
+    const row = (ys) => (floor > last ? ys[ys.length - 1] - last + floor : lerp(fs, ys, floor));
+    return lerp(t.df, t.factor.map(row), df);
+  }
+  /* Welch's se and df of row i of A against row j of B, or null (one process a side). */
+  function welch(da, i, db, j) {
+    if (!da.lv || !db.lv) return null;
     const va = da.lv[i], vb = db.lv[j], ka = da.pk[i], kb = db.pk[j];
     if (va === null || vb === null || !(ka > 1) || !(kb > 1)) return null;
-    const se = Math.sqrt(va + vb);
-    if (se === 0) return 0;
     const den = (va * va) / (ka - 1) + (vb * vb) / (kb - 1);
-    const df = den > 0 ? (va + vb) ** 2 / den : ka + kb - 2;
-    return Math.expm1(factorAt(t, df) * se);
+    return { se: Math.sqrt(va + vb), df: den > 0 ? (va + vb) ** 2 / den : ka + kb - 2 };
+  }
+  /* The MDE of a point of Welch se and df (a fraction), or null. */
+  function detectable(t, w) {
+    if (!t || !w) return null;
+    const m = t.min_effect;
+    if (w.se === 0) return m;
+    return Math.expm1(factorAt(t, w.df, Math.log1p(m) / w.se) * w.se);
+  }
+  /* log Gamma (Lanczos) and the regularized incomplete beta (continued fraction, Lentz):
+   * Student's t two-sided p = I_{df / (df + t^2)}(df / 2, 1 / 2). */
+  function lgamma(x) {
+    const g = [676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+      12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
+    if (x < 0.5) return Math.log(Math.PI / Math.abs(Math.sin(Math.PI * x))) - lgamma(1 - x);
+    x -= 1;
+    let a = 0.99999999999980993;
+    const t = x + 7.5;
+    for (let k = 0; k < 8; k++) a += g[k] / (x + k + 1);
+    return 0.5 * Math.log(2 * Math.PI) + (x + 0.5) * Math.log(t) - t + Math.log(a);
+  }
+  function betacf(a, b, x) {
+    let c = 1, d = 1 - ((a + b) * x) / (a + 1);
+    d = 1 / (Math.abs(d) < 1e-300 ? 1e-300 : d);
+    let h = d;
+    for (let m = 1; m <= 300; m++) {
+      for (const num of [(m * (b - m) * x) / ((a + 2 * m - 1) * (a + 2 * m)), (-(a + m) * (a + b + m) * x) / ((a + 2 * m) * (a + 2 * m + 1))]) {
+        d = 1 + num * d; d = 1 / (Math.abs(d) < 1e-300 ? 1e-300 : d);
+        c = 1 + num / c; if (Math.abs(c) < 1e-300) c = 1e-300;
+        h *= d * c;
+      }
+      if (Math.abs(d * c - 1) < 1e-12) break;
+    }
+    return h;
+  }
+  function ibeta(a, b, x) {
+    if (x <= 0) return 0;
+    if (x >= 1) return 1;
+    const front = Math.exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * Math.log(x) + b * Math.log(1 - x));
+    return x < (a + 1) / (a + b + 2) ? (front * betacf(a, b, x)) / a : 1 - (front * betacf(b, a, 1 - x)) / b;
+  }
+  const tTwoSided = (t, df) => (t === 0 ? 1 : ibeta(df / 2, 0.5, df / (df + t * t)));
+  /* t(df, 1 - alpha / 2), by bisection on the two-sided p. */
+  function tCritical(df, alpha) {
+    let lo = 0, hi = 1e4;
+    for (let k = 0; k < 100; k++) {
+      const mid = (lo + hi) / 2;
+      if (tTwoSided(mid, df) > alpha) lo = mid; else hi = mid;
+    }
+    return (lo + hi) / 2;
+  }
+  /* Benjamini-Hochberg q-values of p-values, in order (scipy's false_discovery_control). */
+  function adjusted(ps) {
+    const n = ps.length, order = ps.map((p, k) => k).sort((x, y) => ps[x] - ps[y]), q = new Array(n);
+    let running = 1;
+    for (let r = n - 1; r >= 0; r--) {
+      running = Math.min(running, (ps[order[r]] * n) / (r + 1));
+      q[order[r]] = Math.min(1, running);
+    }
+    return q;
   }
   const effect = (e, m) => (e === null ? "–" : e <= m ? "< " + (100 * m).toFixed(0) + " %" : e < 0.1 ? (100 * e).toFixed(1) + " %" : (100 * e).toFixed(0) + " %");
 
@@ -144,14 +211,14 @@
       const benches = [...new Set([...da.b, ...db.b])].filter((k) => BB.passBench(k, st));
       const out = [];
       let logSum = 0, n = 0, insLogSum = 0, insN = 0;
-      const mi = ix.verdict.instructions_min_effect;
+      const mi = ix.verdict.instructions_min_effect, alpha = ix.verdict.alpha || 0.05;
       for (const k of benches) {
         const i = ra.get(k), j = rb.get(k);
         const okA = i !== undefined && da.s[i] === 0, okB = j !== undefined && db.s[j] === 0;
         // Both runs counted it: the instruction mark, whatever the time says.
         const counts = okA && okB ? countMark(da, i, db, j, mi) : null;
         if (counts) { insLogSum += Math.log(counts.ratio); insN++; }
-        let mark, ratio = null, lo = null, hi = null, mde = null;
+        let mark, ratio = null, lo = null, hi = null, mde = null, p = null;
         if (j !== undefined && db.s[j] === 2) mark = "failing";
         else if (j === undefined) mark = "gone";
         else if (db.s[j] === 1) mark = "skipped";
@@ -159,17 +226,36 @@
         else if (!da.m[i] || !db.m[j]) mark = counts ? "untimed" : "new";
         else {
           ratio = db.m[j] / da.m[i];
-          lo = db.lo[j] !== null && da.hi[i] ? db.lo[j] / da.hi[i] : null;
-          hi = db.hi[j] !== null && da.lo[i] ? db.hi[j] / da.lo[i] : null;
-          const m = ix.verdict.min_effect, significant = (lo !== null && lo > 1) || (hi !== null && hi < 1);
-          mark = !significant ? "not significant" : ratio >= 1 + m ? "slower" : ratio <= 1 / (1 + m) ? "faster" : "same";
+          const w = welch(da, i, db, j);
+          if (w && w.se > 0) {
+            // compare's interval: ratio * exp(± t(df, 1 - alpha / 2) * se), from the p-value's t.
+            p = tTwoSided(Math.abs(Math.log(ratio)) / w.se, w.df);
+            const half = tCritical(w.df, alpha) * w.se;
+            lo = ratio * Math.exp(-half); hi = ratio * Math.exp(half);
+          } else if (w) {
+            p = ratio === 1 ? 1 : 0; lo = hi = ratio;
+          } else {
+            lo = db.lo[j] !== null && da.hi[i] ? db.lo[j] / da.hi[i] : null;
+            hi = db.hi[j] !== null && da.lo[i] ? db.hi[j] / da.lo[i] : null;
+          }
           logSum += Math.log(ratio); n++;
-          mde = detectable(ix.verdict.mde, da, i, db, j);
+          mde = detectable(ix.verdict.mde, w);
         }
         const why = j !== undefined ? [db.reason[String(j)], ...(db.warn[String(j)] || [])].filter(Boolean).join("; ") : "";
-        out.push({ k, mark, ratio, lo, hi, mde, ma: i !== undefined ? da.m[i] : null, mb: j !== undefined ? db.m[j] : null, why,
+        out.push({ k, mark, ratio, lo, hi, mde, p, ma: i !== undefined ? da.m[i] : null, mb: j !== undefined ? db.m[j] : null, why,
           ia: i !== undefined ? ins(da, i) : null, ib: j !== undefined ? ins(db, j) : null,
           iratio: counts ? counts.ratio : null, imark: counts ? counts.mark : null });
+      }
+      // The time marks, as compare gives them: the t-tested points as one family (q < alpha),
+      // the others by their intervals (CI overlap).
+      const timed = out.filter((o) => o.ratio !== null && !o.mark);
+      const tested = timed.filter((o) => o.p !== null), qs = adjusted(tested.map((o) => o.p));
+      tested.forEach((o, r) => { o.q = qs[r]; });
+      const me = ix.verdict.min_effect;
+      for (const o of timed) {
+        const significant = o.p !== null ? o.q < alpha : (o.lo !== null && o.lo > 1) || (o.hi !== null && o.hi < 1);
+        o.mark = !significant ? "not significant" : o.ratio >= 1 + me ? "slower" : o.ratio <= 1 / (1 + me) ? "faster" : "same";
+        o.overlap = o.p === null;
       }
       // A point slower in instructions is a regression as in the CLI: it ranks with the slower ones.
       const rank = (o) => Math.min(ORDER[o.mark], o.imark ? ORDER[o.imark] : Infinity);
@@ -206,7 +292,7 @@
         BB.table(headers, out.map((o) => ({
           cls: (o.imark === "slower" && o.mark !== "failing" ? "slower" : o.mark).replace(" ", "-"),
           cells: [BB.benchLabel(o.k), BB.seconds(o.ma), BB.seconds(o.mb), o.ratio === null ? "–" : o.ratio.toFixed(3),
-            o.lo === null || o.hi === null ? "–" : o.lo.toFixed(3) + " – " + o.hi.toFixed(3), effect(o.mde, ix.verdict.min_effect), o.mark,
+            o.lo === null || o.hi === null ? "–" : o.lo.toFixed(3) + " – " + o.hi.toFixed(3), effect(o.mde, ix.verdict.min_effect), o.mark + (o.overlap ? " (CI overlap)" : ""),
             ...(insN ? [BB.count(o.ia), BB.count(o.ib), o.iratio === null ? "–" : o.iratio.toFixed(4), o.imark || "–"] : []), o.why] })), "compare")));
       window.BB_READY = performance.now();
     },

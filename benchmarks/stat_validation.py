@@ -1,0 +1,188 @@
+"""Do benchbench's numbers hold what they claim? Coverage, false alarms, power, modes.
+
+Real ``benchbench`` invocations of the gate suite (``benchmarks/gate_bench.py``: allocating
+elementwise ops, every measured call ``GATE_CALLS`` calls of the op on the same tensors)
+into a throwaway store, as a user runs them:
+
+- **coverage**: ``--pairs`` + 1 consecutive fresh ``run``s of identical code; the share
+  of points where run i's interval (as stored and shown) holds run i+1's headline, and
+  the median interval half-width beside it (80-95 % is calibrated; above 95 % the
+  interval is too wide);
+- **A/A run against run**: ``compare`` of each consecutive pair: pairs with any point
+  flagged (``slower``/``faster``), exit codes, and the shift line's mark;
+- **power**: per pair, a run with whole extra calls at a random third of the points
+  (``GATE_CALLS`` 20: +1 call is +5 %, +2 is +10 %, +5 is +25 %), compared with the A
+  run before it: the share of those points marked ``slower``;
+- **A/A in ab** (``--ab``): ``benchbench ab`` of one interpreter against itself: pairs
+  with any point flagged, and whether the pair count equals the rounds;
+- **bimodal points**: points whose note says their processes fell in two groups.
+
+``--neighbour`` runs gate_bench's noisy neighbour beside everything (a process busy and
+idle in seeded random phases). Usage::
+
+    python benchmarks/stat_validation.py [--pairs 10] [--filter REGEX] [--neighbour]
+        [--ab] [--ab-rounds 20] [--effects 0.25,0.10,0.05] [--seed 0]
+
+The table it prints goes in BENCHMARKS.md with the date, CPU and load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import itertools
+
+import gate_bench
+
+from benchbench.store import open_store
+
+#: Calls per measured call: one extra call is +5 %.
+CALLS = 20
+
+
+def _run(suite: str, store: str, label: str, extra: dict[str, int] | None = None) -> str:
+    """One fresh ``run`` (extra calls at some points); its run id."""
+    gate_bench._run(
+        suite, store, label, False, env={"GATE_EXTRA_BY_POINT": json.dumps(extra or {})}
+    )
+    return next(r["id"] for r in open_store(store).runs(counts=False) if r.get("label") == label)
+
+
+def _rows(store: str, run_id: str) -> dict[str, dict]:
+    return {r["benchmark_id"]: r for r in open_store(store).measurements(run_id)}
+
+
+def _coverage(store: str, runs: list[str]) -> tuple[int, int, list[float]]:
+    """Points where run i's interval holds run i+1's headline, points judged, widths."""
+    held = judged = 0
+    widths: list[float] = []
+    for before, after in itertools.pairwise(runs):
+        first, second = _rows(store, before), _rows(store, after)
+        for key, row in first.items():
+            other = second.get(key)
+            if row["status"] != "ok" or other is None or other["status"] != "ok":
+                continue
+            judged += 1
+            held += row["ci_low_s"] <= other["median_s"] <= row["ci_high_s"]
+            widths.append((row["ci_high_s"] - row["ci_low_s"]) / (2 * row["median_s"]))
+    return held, judged, widths
+
+
+def _compare(store: str, base: str, contender: str) -> dict:
+    done = gate_bench._bench("compare", base, contender, "--store", store, "--json")
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"compare failed ({done.returncode}): {done.stderr[-2000:]}")
+    return {"exit": done.returncode, **json.loads(done.stdout)}
+
+
+def _flagged(document: dict) -> int:
+    return sum(p["mark"] in ("slower", "faster") for p in document["points"])
+
+
+def _power(
+    suite: str, store: str, base: str, k: int, effect: float, rng: random.Random
+) -> tuple[int, int]:
+    """A run with +effect (whole calls) at a random third of the points, compared with
+    ``base``: (points found slower among them, points changed)."""
+    rows = [r for r in _rows(store, base).values() if r["status"] == "ok"]
+    picked = rng.sample(rows, max(1, len(rows) // 3))
+    extra = {f"{r['workload']}:{r['size']}": round(effect * CALLS) for r in picked}
+    head = _run(suite, store, f"b{k}-{effect:g}", extra)
+    marks = {p["benchmark_id"]: p["mark"] for p in _compare(store, base, head)["points"]}
+    return sum(marks.get(r["benchmark_id"]) == "slower" for r in picked), len(picked)
+
+
+def _bimodal(store: str, runs: list[str]) -> tuple[int, int]:
+    notes = [
+        any(str(w).startswith("bimodal") for w in (r.get("warnings") or []))
+        for run in runs
+        for r in _rows(store, run).values()
+        if r["status"] == "ok"
+    ]
+    return sum(notes), len(notes)
+
+
+def _ab(suite: str, store: str, pairs: int, rounds: int) -> None:
+    flagged = whole = 0
+    for k in range(pairs):
+        _seconds, _code, marks = gate_bench._ab(suite, store, sys.executable, rounds, k)
+        flagged += bool(marks.get("slower", 0) + marks.get("faster", 0))
+        head = next(
+            r for r in open_store(store).runs(counts=False) if r.get("label") == f"ab-head{k}"
+        )
+        counts = [len(r.get("process_samples") or []) for r in _rows(store, head["id"]).values()]
+        whole += all(c == rounds for c in counts)
+    print(f"ab A/A: {flagged} of {pairs} pairs flagged a point; {whole} of {pairs} pairs had "
+          f"{rounds} pairs at every point")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=10, help="consecutive pairs of runs")
+    parser.add_argument("--filter", help="--filter of every run (e.g. 'n=(65536|262144)')")
+    parser.add_argument("--neighbour", action="store_true", help="a noisy neighbour beside")
+    parser.add_argument("--ab", action="store_true", help="also ab A/A, --pairs of them")
+    parser.add_argument("--ab-rounds", type=int, default=20)
+    parser.add_argument("--effects", default="0.25,0.10,0.05", help="injected slowdowns")
+    parser.add_argument("--seed", type=int, default=0, help="which points get the extra calls")
+    args = parser.parse_args()
+    if args.pairs < 1:
+        raise SystemExit(f"--pairs must be >= 1, got {args.pairs}")
+    effects = [float(e) for e in args.effects.split(",") if e.strip()]
+    os.environ["GATE_CALLS"] = str(CALLS)  # every run and ab of the script
+    if args.filter:
+        gate_bench.RUN_FLAGS.extend(["--filter", args.filter])
+    work = Path(tempfile.mkdtemp(prefix="stat-validation-"))
+    suite, store = str(work / "gate.py"), str(work / "s.db")
+    Path(suite).write_text(gate_bench.GATE_SUITE)
+    neighbour = None
+    if args.neighbour:
+        neighbour = subprocess.Popen([sys.executable, "-c", gate_bench.NEIGHBOUR, "0", "7200"])
+    print(f"pairs {args.pairs}, neighbour {args.neighbour}, filter {args.filter}; "
+          f"load before: {os.getloadavg()}", flush=True)  # fmt: skip
+    try:
+        rng = random.Random(args.seed)
+        runs = [_run(suite, store, "a0")]
+        found = {e: [0, 0] for e in effects}
+        aa_flagged = aa_exit = shift_flagged = 0
+        for k in range(1, args.pairs + 1):
+            runs.append(_run(suite, store, f"a{k}"))
+            document = _compare(store, runs[-2], runs[-1])
+            aa_flagged += _flagged(document) > 0
+            aa_exit += document["exit"] == 3
+            shift_flagged += (document.get("shift") or {}).get("mark") in ("slower", "faster")
+            for effect in effects:
+                hit, changed = _power(suite, store, runs[-1], k, effect, rng)
+                found[effect][0] += hit
+                found[effect][1] += changed
+        held, judged, widths = _coverage(store, runs)
+        print(f"coverage: run i's interval held run i+1's headline at {held} of {judged} "
+              f"points ({100 * held / max(1, judged):.0f} %); median half-width "
+              f"±{100 * statistics.median(widths or [0]):.1f} %")  # fmt: skip
+        print(f"run against run, identical code: {aa_flagged} of {args.pairs} pairs flagged a "
+              f"point, {aa_exit} exited 3, the shift line flagged {shift_flagged}")  # fmt: skip
+        for effect, (hit, changed) in found.items():
+            share = 100 * hit / max(1, changed)
+            print(f"power at +{100 * effect:g} % (whole calls, a third of the points): "
+                  f"{hit} of {changed} points slower ({share:.0f} %)")  # fmt: skip
+        bimodal, points = _bimodal(store, runs)
+        print(f"bimodal: {bimodal} of {points} points (all kept)")
+        if args.ab:
+            _ab(suite, store, args.pairs, args.ab_rounds)
+        print(f"load after: {os.getloadavg()}")
+    finally:
+        if neighbour is not None:
+            neighbour.terminate()
+
+
+if __name__ == "__main__":
+    main()
