@@ -40,7 +40,6 @@ from benchbench.analysis.detectable import (
     family_effects,
     finite,
 )
-from benchbench.analysis.runtorun import RunToRun, Shift, shift_and_spread
 from benchbench.analysis.sides import (
     counted_fields,
     lockstep_pair,
@@ -66,9 +65,7 @@ from benchbench.analysis.verdict import (
     estimate,
     mark,
     mark_ratio,
-    two_sided_p,
 )
-from benchbench.core.stats import t_quantile
 from benchbench.core.values import Point
 
 __all__ = [
@@ -145,9 +142,6 @@ class PointComparison:
     mde_alone: float | None = None
     se_log: float | None = None
     df: float | None = None
-    #: ``ratio`` divided by the comparison's shared shift, where one was taken out: what
-    #: the mark, its interval (``ratio_ci_*``) and p-value are about.
-    shifted: float | None = None
     #: The test that decided the time mark (``paired t``, ``Welch t``, ``bootstrap``, or
     #: a fallback that says why) and the pairs a paired t used.
     test: str | None = None
@@ -181,7 +175,6 @@ class PointComparison:
             "base_median_s": self.base_median_s,
             "contender_median_s": self.contender_median_s,
             "ratio": self.ratio,
-            "shifted_ratio": self.shifted,
             "ratio_ci_low": self.ratio_ci_low,
             "ratio_ci_high": self.ratio_ci_high,
             "p_value": self.p_value,
@@ -210,12 +203,6 @@ class Comparison:
     #: True when the runs were measured in lockstep (``benchbench ab``) and judged paired.
     paired: bool = False
     power: float = POWER
-    #: The shift every point shared, taken out before the per-point verdicts, and how it
-    #: was judged (:func:`judge_shift`); None where the comparison had too few points.
-    shift: Shift | None = None
-    shift_mark: str | None = None
-    #: The run-to-run term in the points' tests (None: within the runs only).
-    run_to_run: RunToRun | None = None
 
     @property
     def detectable(self) -> Detectable:
@@ -226,12 +213,6 @@ class Comparison:
     @property
     def regressions(self) -> list[PointComparison]:
         return [p for p in self.points if p.regressed]
-
-    @property
-    def shift_regressed(self) -> bool:
-        """True when every point moved together, slower, beyond what the store's runs of
-        this environment drift by (:func:`judge_shift`)."""
-        return self.shift_mark == SLOWER
 
     @property
     def same_environment(self) -> bool:
@@ -278,29 +259,11 @@ class Comparison:
                 "counts": self.instruction_counts(),
             },
             "regressed": len(self.regressions),
-            "shift": _shift_dict(self.shift, self.shift_mark, self.alpha),
-            "run_to_run": (
-                None
-                if self.run_to_run is None
-                else {
-                    "tau": math.sqrt(self.run_to_run.tau2),
-                    "source": self.run_to_run.source,
-                    "history_pairs": self.run_to_run.pairs,
-                }
-            ),
             "geomean": self.geomean,
             "geomean_by_workload": self.geomean_by_workload(),
             "detectable": self.detectable.to_dict(),
             "points": [p.to_dict() for p in self.points],
         }
-
-
-def _shift_dict(shift: Shift | None, mark: str | None, alpha: float) -> dict[str, Any] | None:
-    if shift is None:
-        return None
-    low, high = shift.interval(1.0 - alpha)
-    return {"ratio": shift.ratio, "ci_low": low, "ci_high": high, "points": shift.points,
-            "mark": mark}  # fmt: skip
 
 
 def geometric_mean(values: Sequence[float]) -> float:
@@ -434,16 +397,11 @@ def compare_rows(
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
     paired: bool = False,
     power: float = POWER,
-    history: RunToRun | None = None,
 ) -> Comparison:
     """Compare two runs' rows point by point (base order, then points new in the contender).
 
     ``*_environment`` are the environments' comparability fields; their differences
-    are reported (comparing across environments is allowed but labelled). Two runs
-    measured apart (not ``paired``) are judged with the run-to-run term
-    (:mod:`.runtorun`): the shift all points share is taken out and reported once, and
-    each point's test carries the run-to-run variance, from ``history`` (the store's
-    earlier runs of the environment) or else from how the points scatter.
+    are reported (comparing across environments is allowed but labelled).
     """
     if not 0 <= min_effect < 1:
         raise ValueError(f"min_effect must be a fraction in [0, 1), got {min_effect}")
@@ -464,9 +422,6 @@ def compare_rows(
         )
         for b in order
     ]
-    shift, term = None, None
-    if not paired:
-        points, shift, term = beyond_run_to_run(points, history, alpha)
     return Comparison(
         points=as_family(points, alpha, min_effect, power),
         min_effect=min_effect,
@@ -475,77 +430,7 @@ def compare_rows(
         paired=paired,
         power=power,
         environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
-        shift=shift,
-        shift_mark=judge_shift(shift, term, alpha, min_effect),
-        run_to_run=term,
     )
-
-
-#: Degrees of freedom of the run-to-run term per point it was estimated from: a MAD is
-#: ~37 % as efficient as a standard deviation for normal data.
-DF_PER_POINT = 0.37
-
-
-def beyond_run_to_run(
-    points: Sequence[PointComparison], history: RunToRun | None, alpha: float
-) -> tuple[list[PointComparison], Shift | None, RunToRun | None]:
-    """The points of two runs measured apart, each tested on what is left after the
-    shift they share, with the run-to-run variance added to its own: ``se^2 + tau^2 +
-    se_shift^2`` on its own degrees of freedom (:mod:`.runtorun`). Unchanged (and no
-    shift) with fewer than :data:`~.runtorun.MIN_POINTS` points tested."""
-    tested = [
-        k
-        for k, p in enumerate(points)
-        if p.mark in VERDICTS and p.ratio and p.se_log is not None and math.isfinite(p.se_log)
-    ]
-    logs = [math.log(points[k].ratio or 1.0) for k in tested]
-    within = [float(points[k].se_log or 0.0) ** 2 for k in tested]
-    found = shift_and_spread(logs, within)
-    if found is None:
-        return list(points), None, None
-    shift, tau2 = found
-    term = history or RunToRun(tau2, "this pair")
-    # The run-to-run term's degrees of freedom: its MAD is ~37 % as efficient as a
-    # variance of the same points (a history's pairs count each).
-    df_term = max(1.0, DF_PER_POINT * (shift.points - 1) * max(1, term.pairs))
-    out = list(points)
-    for k, log_ratio, variance in zip(tested, logs, within, strict=True):
-        point, residual = out[k], log_ratio - shift.log_shift
-        df_own = float(point.df) if point.df is not None and point.df > 0 else math.inf
-        extra = term.tau2 + shift.se_log**2
-        se = math.sqrt(variance + extra)
-        # Welch-Satterthwaite over the point's own variance and the run-to-run term's.
-        denominator = (variance**2 / df_own if math.isfinite(df_own) else 0.0) + (
-            extra**2 / df_term
-        )
-        df = se**4 / denominator if denominator > 0 else df_own
-        p = 1.0 if se == 0 and residual == 0 else 0.0 if se == 0 else two_sided_p(residual, se, df)
-        half = t_quantile(df, 1.0 - alpha) * se if math.isfinite(df) else 1.96 * se
-        out[k] = replace(
-            point,
-            shifted=math.exp(residual),
-            ratio_ci_low=math.exp(residual - half),
-            ratio_ci_high=math.exp(residual + half),
-            p_value=p,
-            se_log=se,
-            df=df,
-        )
-    return out, shift, term
-
-
-def judge_shift(
-    shift: Shift | None, term: RunToRun | None, alpha: float, min_effect: float
-) -> str | None:
-    """The mark of the shared shift, judged against the shifts the store's earlier runs
-    of this environment showed (``term.shift_sd``): significant when ``|log shift|``
-    stands out from ``sqrt(se_shift^2 + shift_sd^2)`` at ``alpha``, a change when also
-    beyond the minimum effect. None without such a history: two runs alone cannot tell
-    a shift of the code from one of the machine."""
-    if shift is None or term is None or term.shift_sd is None:
-        return None
-    se = math.sqrt(shift.se_log**2 + term.shift_sd**2)
-    p = two_sided_p(shift.log_shift, se, math.inf) if se > 0 else 0.0
-    return mark_ratio(shift.ratio, p < alpha, min_effect)
 
 
 def as_family(
@@ -565,8 +450,6 @@ def as_family(
         for k, p in enumerate(points)
         if p.mark in VERDICTS and p.ratio is not None and p.p_value is not None
     ]
-    # A point judged after the shared shift is marked by what is left of it.
-    tested = [(k, points[k].shifted or ratio, p) for k, ratio, p in tested]
     q_values = adjusted_p([p for _, _, p in tested])
     out = list(points)
     for (k, ratio, _), q in zip(tested, q_values, strict=True):

@@ -280,11 +280,6 @@ def _process_level(
     return Estimate(ratio, low, high, p, paired, alpha, "process", se, df, test, pairs)
 
 
-def two_sided_p(log_ratio: float, se: float, df: float) -> float:
-    """``P(|T_df| >= |log_ratio| / se)`` (the normal for an infinite ``df``)."""
-    return float(min(1.0, 2.0 * stdtr(df if math.isfinite(df) else 1e9, -abs(log_ratio) / se)))
-
-
 def mark(estimate: Estimate, min_effect: float = MIN_EFFECT) -> str:
     """``slower``, ``faster``, ``same`` or ``not significant`` (module docstring)."""
     return mark_ratio(estimate.ratio, estimate.significant, min_effect)

@@ -193,7 +193,6 @@ def judge(
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
     ]
-    paired = compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base)
     result = compare.compare_rows(
         base_rows,
         contender_rows,
@@ -202,9 +201,8 @@ def judge(
         base_environment=(envs[0] or {}).get("fields"),
         contender_environment=(envs[1] or {}).get("fields"),
         instructions_min_effect=args.instructions_min_effect,
-        paired=paired,
+        paired=compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base),
         power=args.power,
-        history=None if paired else run_history(store, base, contender),
     )
     if args.format == "json":
         flags.print_json(
@@ -212,35 +210,8 @@ def judge(
         )
     else:
         _print(args, result, base, contender)
-    regressed = bool(result.regressions) or result.shift_regressed
+    regressed = bool(result.regressions)
     return EXIT_REGRESSION if regressed and args.fail_on_regression else 0
-
-
-#: Earlier runs of the environment the run-to-run term is estimated from, at most.
-HISTORY_RUNS = 8
-
-
-def run_history(store: Any, base: dict, contender: dict) -> Any:
-    """The run-to-run term from the store's earlier finished runs of the base's
-    environment (:func:`benchbench.analysis.runtorun.history_term`, consecutive pairs,
-    whatever their shas), the two runs compared left out; None with fewer than two."""
-    from benchbench.analysis.runtorun import history_term
-
-    compared = {base["id"], contender["id"]}
-    groups = {g for g in (base.get("group_id"), contender.get("group_id")) if g is not None}
-    earlier = [
-        r
-        for r in store.runs(counts=False)
-        if r.get("environment_id") == base.get("environment_id")
-        and r.get("status") == "finished"
-        and r["id"] not in compared
-        and (r.get("group_id") is None or r.get("group_id") not in groups)
-    ]
-    earlier.sort(key=lambda r: str(r.get("started_at")))
-    earlier = earlier[-HISTORY_RUNS:]
-    if len(earlier) < 2:
-        return None
-    return history_term([store.measurements(r["id"]) for r in earlier])
 
 
 def _run_info(run: dict) -> dict:
@@ -271,7 +242,6 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             format_time(p.base_median_s) if p.base_median_s is not None else "-",
             format_time(p.contender_median_s) if p.contender_median_s is not None else "-",
             f"{p.ratio:.3f}" if p.ratio is not None else "-",
-            *((f"{p.shifted:.3f}" if p.shifted is not None else "-",) if result.shift else ()),
             f"{p.ratio_ci_low:.3f}-{p.ratio_ci_high:.3f}"
             if p.ratio_ci_low is not None and p.ratio_ci_high is not None
             else "-",
@@ -298,8 +268,6 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         )
     if result.paired:
         notes.insert(0, paired_note(result))
-    elif result.shift is not None:
-        notes.insert(0, shift_note(result))
     if result.geomean is not None and math.isfinite(result.geomean):
         notes.append(f"geometric mean overall: {result.geomean:.3f} (head / base)")
     columns: tuple[Column, ...] = (
@@ -307,7 +275,6 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         Column("base", "right"),
         Column("head", "right"),
         Column("ratio", "right"),
-        *((Column("÷ shift", "right"),) if result.shift is not None else ()),
         Column(f"{1 - result.alpha:.0%} CI", "right"),
         Column("q", "right"),
         Column("MDE", "right"),
@@ -319,44 +286,11 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             (*r[:-1], *_instruction_cells(p), r[-1])
             for r, p in zip(rows, result.points, strict=True)
         ]
-    scope = (
-        "incl. run-to-run"
-        if result.run_to_run is not None
-        else "paired by round"
-        if result.paired
-        else "within these runs only"
-    )
+    # Two runs measured apart also differ by the machine's drift between runs, which
+    # these intervals do not hold: the title says so.
+    scope = "paired by round" if result.paired else "within these runs only"
     title = f"head {_name(contender)} vs base {_name(base)}: {1 - result.alpha:.0%} CI {scope}"
     return Grid.of(columns, rows, title=title, notes=notes)
-
-
-def shift_note(result: compare.Comparison) -> str:
-    """The shared shift's line: ``every point moved together: 1.031 (95% CI 1.02-1.04, 53
-    points); within what runs of this environment drift by (tau 2.1 % a point, from 7
-    earlier pairs)``; the points' marks are on what is left after it."""
-    shift, term = result.shift, result.run_to_run
-    assert shift is not None and term is not None
-    low, high = shift.interval(1.0 - result.alpha)
-    text = (
-        f"every point moved together: shift {shift.ratio:.3f} ({1 - result.alpha:.0%} CI "
-        f"{low:.3f}-{high:.3f}, {shift.points} points); "
-    )
-    if result.shift_mark is None:
-        text += "not judged (fewer than 3 earlier pairs of runs of this environment to say "
-        text += "how far runs drift)"
-    elif result.shift_mark in (compare.SLOWER, compare.FASTER):
-        text += f"{result.shift_mark} beyond how far runs of this environment drift"
-    else:
-        text += "within how far runs of this environment drift"
-    source = (
-        f"from {term.pairs} earlier pair(s) of runs"
-        if term.source == "history"
-        else "from how the points scatter around the shift"
-    )
-    return (
-        f"{text}; the marks are on each point's ratio ÷ shift, with a run-to-run spread of "
-        f"{100 * math.sqrt(term.tau2):.1f} % a point ({source})"
-    )
 
 
 def paired_note(result: compare.Comparison) -> str:
