@@ -2,7 +2,9 @@
 
 Pure functions over stored rows (measurement joined with benchmark, as
 :meth:`Store.measurements` returns them), so that ``benchbench compare``, the
-dashboard's comparison page and any later command share one analysis.
+dashboard's comparison page and any later command share one analysis. Past 450 lines,
+it reads best whole: matching the points, pairing an ``ab`` run's sides by round and
+judging the points as one family are the steps of one comparison, read in order.
 
 Per point (matched by benchmark id), on the per-call times (raw sample / calls), the
 ratio ``median(contender) / median(base)`` (above 1 the contender is slower), its CI,

@@ -159,7 +159,9 @@ def _read_log(path: Path, header: dict, resume: bool) -> list[Look]:
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     if not lines or lines[0].get("bisect_log") != LOG_VERSION:
         raise UsageError(f"--log {path} is not a bisect log (its first line is no header)")
-    changed = sorted(k for k in header if lines[0].get(k) != header[k])
+    # Compared as the log holds it: JSON reads a tuple of the selection back as a list.
+    asked = json.loads(json.dumps(header))
+    changed = sorted(k for k in asked if lines[0].get(k) != asked[k])
     if changed:
         raise UsageError(
             f"--log {path} was started with other {', '.join(changed)}; resume it with the "

@@ -1,4 +1,10 @@
-"""The results store: open, migrate, write each point in its own transaction, read back."""
+"""The results store: open, migrate, write each point in its own transaction, read back.
+
+Past 450 lines, this file reads best whole: every write the store makes (a point, a bulk
+of points, a bundle merged into a run point by point) shares one retry and one
+transaction wrapper (:meth:`Store.write`), and a reader checking that a retried write is
+never stored twice wants them on one page; the reads are one-line delegations to
+``lookup`` and ``queries``."""
 
 from __future__ import annotations
 

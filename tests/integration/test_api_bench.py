@@ -3,7 +3,7 @@ processes, the same point as `time` measures, at the same scale.
 
 Whether the two intervals overlap is the machine's to say (runs drift apart by more than
 their intervals on a busy 2-core VM), so the test asserts the same measurement (three
-fresh processes, one thread, the point's size) and the same scale: medians within 3x of
+fresh processes, the point's size) and the same scale: medians within 3x of
 each other, which a unit or calls-per-sample error (1,000x, 1e6x) breaks and noise does
 not."""
 
@@ -41,5 +41,5 @@ def test_bench_of_sqrt_agrees_with_time(tmp_path):
     assert done.returncode == 0, done.stderr
     (row,) = json_of(done)["results"]
     assert measured.isolation == FRESH_PROCESSES and measured.processes == 3
-    assert row["size"] == 2**20 and row["threads"] == 1 and row["status"] == "ok"
+    assert row["size"] == 2**20 and row["status"] == "ok"
     assert 1 / 3 < measured.median_s / row["median_s"] < 3, (measured, row)

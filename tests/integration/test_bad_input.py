@@ -243,6 +243,10 @@ CATALOGUE: dict[str, Row] = {
     ),
     "ab/interpreter": Row("ab {tiny} --base /no/python --head python3", U, ("/no/python",)),
     "ab/budget": Row("ab {tiny} --base python3 --head python3 --budget 0", U, ("--budget", "0.0")),
+    "bisect/not-a-repo": Row(
+        "bisect {tiny} --good main --bad HEAD --repo .", U, ("--repo", "not a git repository")
+    ),
+    "bisect/no-good": Row("bisect {tiny} --bad HEAD", U, ("--good",)),
     "top/unknown-command": Row("frobnicate", U, ("'frobnicate'", "choose from")),
 }
 

@@ -109,12 +109,18 @@ def test_signal_stops_after_the_current_sample_and_keeps_finished_points(
     assert leftovers == []
 
 
-def test_run_help_documents_the_exit_codes(tmp_path):
+def test_run_s_reference_documents_the_exit_codes(tmp_path):
+    """`run --help` is a synopsis, a paragraph and the options; its exit codes are on the
+    CLI reference page, which `--help` points to."""
+    from benchbench.cli.reference import markdown
+
     done = benchbench("run", "--help", cwd=tmp_path)
-    assert done.returncode == 0
+    assert done.returncode == 0 and "docs/reference/cli.md" in done.stdout
+    page = markdown()
     for line in (
         "0    every point measured",
         "130  interrupted by SIGINT",
+        "142  stopped at --deadline",
         "143  interrupted by SIGTERM",
     ):
-        assert line in done.stdout
+        assert line in page

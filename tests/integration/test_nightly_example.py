@@ -93,7 +93,7 @@ def test_two_local_nights_shard_merge_compare_and_build_the_dashboard(tmp_path):
     summary = (tmp_path / "summary.md").read_text()
     assert f"### nightly-{tonight} compared with nightly-{previous}" in summary
     # compare names both runs (the groups of two shards each) and holds all 4 points.
-    assert f"(nightly-{tonight}) vs base " in summary and f"(nightly-{previous})**" in summary
+    assert f"(nightly-{tonight}) vs base " in summary and f"(nightly-{previous}):" in summary
     compared, history = summary.split("### Regressions over the history")
     assert compared.count("| sqrt:sqrt") + compared.count("| rsqrt:rsqrt") == 4
     assert "regressions in postgresql" in history

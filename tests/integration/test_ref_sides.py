@@ -175,17 +175,22 @@ def test_bisect_finds_the_commit_that_made_5x_the_calls_skips_a_broken_one_and_r
     done = run_cli(*argv, cwd=tmp_path, cache=cache)
     assert done.returncode == 3, done.stderr
     found = json_of(done)
-    # The bad end (c3) slower, c1 skipped (it cannot be built), c2 the same: c3 is named.
-    assert [(look["commit"], look["outcome"]) for look in found["looks"]] == [
-        (shas[3], "different"),
-        (shas[1], "skip"),
-        (shas[2], "same"),
-    ]
-    assert found["status"] == "culprit" and found["culprit"]["sha"] == shas[3]
-    assert found["skipped"] == [shas[1]] and "could not be built" in done.stderr
-    assert found["last_same"] == shas[2] and found["steps"] == 2 and found["remeasured"] == 0
-    (point,) = found["evidence"]["points"]
-    assert point["mark"] == "slower" and point["ratio"] > 1.5
+    # The bad end (c3) slower: five times the calls, which no machine's noise hides; c1
+    # skipped (it cannot be built). Whether c2 (a comment) is judged the same at once, or
+    # unknown and looked at again, is the machine's noise to decide (`same` needs its MDE
+    # under --min-effect): the test takes either, and c3 named alone or among the
+    # candidates that c2's unknowns leave.
+    looks = [(look["commit"], look["outcome"]) for look in found["looks"]]
+    assert looks[:2] == [(shas[3], "different"), (shas[1], "skip")]
+    assert {outcome for commit, outcome in looks[2:]} <= {"same", "unknown"}
+    assert {commit for commit, _ in looks[2:]} == {shas[2]}
+    assert found["skipped"][:1] == [shas[1]] and "could not be built" in done.stderr
+    if found["status"] == "culprit":
+        assert found["culprit"]["sha"] == shas[3] and found["last_same"] == shas[2]
+        (point,) = found["evidence"]["points"]
+        assert point["mark"] == "slower" and point["ratio"] > 1.5
+    else:
+        assert shas[3] in [c["sha"] for c in found["candidates"]]
     looks = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     assert [look["commit"] for look in looks] == [look["commit"] for look in found["looks"]]
 
@@ -194,7 +199,7 @@ def test_bisect_finds_the_commit_that_made_5x_the_calls_skips_a_broken_one_and_r
     assert f"{len(looks)} look(s) resumed" in again.stderr
     assert "step:" not in again.stderr  # nothing measured again
     assert ": built (" not in again.stderr  # nor built
-    assert json_of(again)["culprit"]["sha"] == shas[3]
+    assert json_of(again)["status"] == found["status"]
     refused = run_cli(*argv, cwd=tmp_path, cache=cache)
     assert refused.returncode == 2 and "--resume" in refused.stderr
 

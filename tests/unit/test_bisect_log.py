@@ -40,3 +40,12 @@ def test_resume_reads_the_looks_back_and_refuses_other_arguments(tmp_path):
     log.write_text('{"something": "else"}\n')
     with pytest.raises(UsageError, match="is not a bisect log"):
         _read_log(log, HEADER, resume=True)
+
+
+def test_a_selection_of_tuples_resumes_as_the_log_reads_it_back(tmp_path):
+    """The header holds the selection as a dataclass gives it (tuples); the log reads it
+    back from JSON (lists): the same arguments, so the resume goes on."""
+    log = tmp_path / "b.jsonl"
+    header = {**HEADER, "selection": {"filters": ("sqrt",), "tags": ()}}
+    _write(log, header, [])
+    assert _read_log(log, header, resume=True) == []

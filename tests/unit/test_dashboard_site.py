@@ -17,7 +17,7 @@ import pytest
 
 from benchbench.analysis.compare import compare_rows
 from benchbench.analysis.detectable import factor_table, side_variance
-from benchbench.analysis.verdict import INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
+from benchbench.analysis.verdict import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.core.errors import StoreError, UsageError
 from benchbench.core.values import Result
 from benchbench.dashboard import MEASUREMENT_COLUMNS, DashboardData, build_site
@@ -394,6 +394,7 @@ def test_counted_runs_carry_counts_and_the_noise_the_cli_reads(tmp_path: Path) -
     data = tmp_path / "site" / "data"
     index = read_data(data / "index.js")
     assert index["verdict"] == {
+        "alpha": ALPHA,
         "min_effect": MIN_EFFECT,
         "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT,
         "mde": factor_table(),
@@ -518,7 +519,9 @@ def test_run_documents_carry_what_the_compare_page_reads_compares_mde_from(tmp_p
         sides.append((docs[run]["lv"][0], docs[run]["pk"][0]))
     (va, ka), (vb, kb) = sides
     df = (va + vb) ** 2 / (va**2 / (ka - 1) + vb**2 / (kb - 1))
-    table = index["verdict"]["mde"]
-    page = np.expm1(np.interp(df, table["df"], table["factor"]) * np.sqrt(va + vb))
+    table, se = index["verdict"]["mde"], np.sqrt(va + vb)
+    floor = np.log1p(table["min_effect"]) / se  # compare.js factorAt: floor within df rows
+    by_df = [np.interp(floor, table["floor"], row) for row in table["factor"]]
+    page = np.expm1(np.interp(df, table["df"], by_df) * se)
     (cli,) = compare_rows(store.measurements(a), store.measurements(b)).points
-    assert cli.mde is not None and page == pytest.approx(cli.mde, rel=0.01)
+    assert cli.mde is not None and page == pytest.approx(cli.mde, rel=0.02)

@@ -164,9 +164,13 @@ def test_a_note_from_the_runner_is_printed_above_the_progress_line() -> None:
     assert "note: CUDA was initialised in the worker zygote [cuda:0]" in out.getvalue()
 
 
-def test_a_column_with_a_max_width_wraps_within_it_and_the_names_keep_theirs() -> None:
+def test_a_column_with_a_max_width_wraps_within_it_and_the_names_keep_theirs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The fits table's crossovers depend on the measurements (one more crossover made a
-    line 175 wide on one machine): that column wraps, the curve names do not."""
+    line 175 wide on one machine): that column wraps, the curve names do not (written to a
+    file with no $COLUMNS, as in a CI log)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
     from benchbench.views.fits import CROSSOVERS_WIDTH, FIT_COLUMNS
 
     assert FIT_COLUMNS[-1].name == "crossovers" and FIT_COLUMNS[-1].max_width == CROSSOVERS_WIDTH
