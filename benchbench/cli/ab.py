@@ -96,6 +96,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_format(parser)
 
 
+def check_pairs(args: argparse.Namespace) -> None:
+    """The verdict's flags, and rounds and budget a paired test can use (``ab``, ``bisect``)."""
+    compare.check_verdict(args)
+    if args.rounds < 2:
+        raise UsageError(f"--rounds must be >= 2 for a paired test, got {args.rounds}")
+    if args.budget is not None and args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
+
+
 def run(args: argparse.Namespace) -> int:
     # torch comes with the runner: here, not at the top, so that `ab --help` answers at once.
     from benchbench.measure.policy import Policy
@@ -104,11 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.run.ref_sides import record
     from benchbench.run.rounds import Rounds
 
-    compare.check_verdict(args)
-    if args.rounds < 2:
-        raise UsageError(f"--rounds must be >= 2 for a paired test, got {args.rounds}")
-    if args.budget is not None and args.budget <= 0:
-        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
+    check_pairs(args)
     refs = sides_from_refs(args)
     sides = tuple(
         refs[name].side(name, label) if name in refs else Side(name, str(Path(python)), label)

@@ -77,14 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchbench.analysis.bisect import bisect, replaying
+    from benchbench.cli.ab import check_pairs
     from benchbench.run import refs
     from benchbench.run.ref_sides import check_same_points, plan_here, ready
 
-    compare.check_verdict(args)
-    if args.rounds < 2:
-        raise UsageError(f"--rounds must be >= 2 for a paired test, got {args.rounds}")
-    if args.budget is not None and args.budget <= 0:
-        raise UsageError(f"--budget must be > 0 seconds, got {args.budget}")
+    check_pairs(args)
     repo = refs.repository(args.repo)
     good = refs.resolve(repo, args.good, "--good")
     bad = refs.resolve(repo, args.bad, "--bad")
