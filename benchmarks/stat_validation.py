@@ -9,7 +9,8 @@ into a throwaway store, as a user runs them:
   the median interval half-width beside it (80-95 % is calibrated; above 95 % the
   interval is too wide);
 - **A/A run against run**: ``compare`` of each consecutive pair: pairs with any point
-  flagged (``slower``/``faster``), exit codes, and the shift line's mark;
+  flagged (``slower``/``faster``), exit codes, and the shift line's mark where ``compare``
+  reports a shared shift (it reports none while its run-to-run term is out);
 - **power**: per pair, a run with whole extra calls at a random third of the points
   (``GATE_CALLS`` 20: +1 call is +5 %, +2 is +10 %, +5 is +25 %), compared with the A
   run before it: the share of those points marked ``slower``;
