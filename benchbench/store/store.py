@@ -1,10 +1,8 @@
 """The results store: open, migrate, write each point in its own transaction, read back.
 
-Past 450 lines, this file reads best whole: every write the store makes (a point, a bulk
-of points, a bundle merged into a run point by point) shares one retry and one
-transaction wrapper (:meth:`Store.write`), and a reader checking that a retried write is
-never stored twice wants them on one page; the reads are one-line delegations to
-``lookup`` and ``queries``."""
+The rows each write inserts, and a bundle's run merged point by point, are built by
+:mod:`benchbench.store.writes`; the reads are one-line delegations to ``lookup`` and
+``queries``."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -23,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from benchbench.core.errors import StoreError, StoreUnavailable
 from benchbench.core.values import Result
 from benchbench.machine.environment import Environment
-from benchbench.store import lookup, queries
+from benchbench.store import lookup, queries, writes
 from benchbench.store import schema as t
 from benchbench.store.failures import describe, server_gone
 from benchbench.store.rows import (
@@ -32,7 +30,6 @@ from benchbench.store.rows import (
     insert_ignore,
     measurement_row_for,
     now,
-    summaries,
 )
 
 if TYPE_CHECKING:
@@ -180,7 +177,7 @@ class Store:
 
         def write(conn: Connection) -> None:
             conn.execute(self._insert_ignore(t.benchmark), [benchmark_row])
-            _delete_measurements(
+            writes.delete_measurements(
                 conn,
                 (t.measurement.c.run_id == run_id)
                 & (t.measurement.c.benchmark_id == benchmark_row["id"]),
@@ -201,7 +198,7 @@ class Store:
         and statistics computed in bulk: 100,000 points in seconds instead of minutes.
         A point already stored for the run is replaced. Returns the number written.
         """
-        benchmarks, measurements, telemetry = _bulk_rows(run_id, results, now())
+        benchmarks, measurements, telemetry = writes.bulk_rows(run_id, results, now())
         if len({m["benchmark_id"] for m in measurements}) != len(measurements):
             raise StoreError(f"run {run_id}: write_results got the same point twice")
 
@@ -210,18 +207,18 @@ class Store:
             for start in range(0, len(ids), chunk):
                 part = ids[start : start + chunk]
                 bulk_insert(conn, t.benchmark, [benchmarks[i] for i in part], ignore=True)
-                _delete_measurements(
+                writes.delete_measurements(
                     conn,
                     (t.measurement.c.run_id == run_id) & t.measurement.c.benchmark_id.in_(part),
                 )
             for start in range(0, len(measurements), chunk):
                 bulk_insert(conn, t.measurement, measurements[start : start + chunk])
-            _insert_telemetry(conn, run_id, telemetry)
+            writes.insert_telemetry(conn, run_id, telemetry)
 
         self.write(write)
         return len(measurements)
 
-    def import_runs(self, runs: Sequence[RunRecord]) -> dict[str, list[str]]:
+    def import_runs(self, runs: Sequence[writes.RunRecord]) -> dict[str, list[str]]:
         """Write every run's points the store lacks, with its environment, in one
         transaction: all of them or, on any error, none.
 
@@ -240,7 +237,7 @@ class Store:
             for key in report:  # a retried transaction starts the report again
                 report[key].clear()
             for record in runs:
-                report[_import_run(conn, record)].append(record.run["id"])
+                report[writes.import_run(conn, record)].append(record.run["id"])
 
         self.write(write)
         return report
@@ -385,113 +382,6 @@ class Store:
     def counts(self) -> dict[str, int]:
         """Row count of every table (used to prove a rejected write changed nothing)."""
         return queries.counts(self.engine)
-
-
-class RunRecord(Protocol):
-    """A whole run to import (a validated bundle is one): the ``run`` row, its
-    environment, its results and, per result, when it was first stored."""
-
-    @property
-    def run(self) -> Mapping[str, Any]: ...
-
-    @property
-    def environment(self) -> Environment: ...
-
-    @property
-    def results(self) -> Sequence[Result]: ...
-
-    @property
-    def created_at(self) -> Sequence[dt.datetime]: ...
-
-
-#: A run's statuses in the order a run reaches them: a merge keeps the later one.
-_STATUS_ORDER = ("running", "interrupted", "finished")
-
-
-def _import_run(conn: Connection, record: RunRecord) -> str:
-    """Write ``record``'s run, or the points its stored run lacks: ``imported``,
-    ``merged`` or ``skipped``."""
-    run_id = record.run["id"]
-    stored = conn.execute(
-        sa.select(t.run.c.environment_id, t.run.c.status).where(t.run.c.id == run_id)
-    ).first()
-    env = record.environment
-    if stored is not None and stored.environment_id != env.id:
-        raise StoreError(
-            f"run {run_id}: the store holds it measured in environment "
-            f"{stored.environment_id}, the bundle in {env.id}; a run's points are never "
-            "merged across machines: import the bundle into another store"
-        )
-    conn.execute(
-        insert_ignore(t.environment, conn.dialect.name),
-        [{"id": env.id, "machine": env.machine, "fields": env.fields,
-          "info": env.info, "created_at": record.run["started_at"]}],
-    )  # fmt: skip
-    if stored is None:
-        conn.execute(t.run.insert(), [dict(record.run)])
-    have = {
-        b for (b,) in conn.execute(
-            sa.select(t.measurement.c.benchmark_id).where(t.measurement.c.run_id == run_id)
-        )
-    }  # fmt: skip
-    new = [i for i, r in enumerate(record.results) if benchmark_row_for(r)["id"] not in have]
-    benchmarks, measurements, telemetry = _bulk_rows(
-        run_id, [record.results[i] for i in new], [record.created_at[i] for i in new]
-    )
-    bulk_insert(conn, t.benchmark, list(benchmarks.values()), ignore=True)
-    bulk_insert(conn, t.measurement, measurements)
-    _insert_telemetry(conn, run_id, telemetry)
-    if stored is None:
-        return "imported"
-    later = _STATUS_ORDER.index(record.run["status"]) > _STATUS_ORDER.index(stored.status)
-    if later:
-        conn.execute(
-            t.run.update().where(t.run.c.id == run_id),
-            [{"status": record.run["status"], "finished_at": record.run["finished_at"]}],
-        )
-    return "merged" if new or later else "skipped"
-
-
-def _bulk_rows(
-    run_id: str, results: Sequence[Result], created_at: dt.datetime | Sequence[dt.datetime]
-) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Benchmark rows by id, measurement rows, and telemetry documents by benchmark id.
-
-    ``created_at`` is one time for every row or one per result.
-    """
-    stamps = [created_at] * len(results) if isinstance(created_at, dt.datetime) else created_at
-    benchmarks: dict[str, dict[str, Any]] = {}
-    measurements: list[dict[str, Any]] = []
-    telemetry: dict[str, dict[str, Any]] = {}
-    for result, summary, stamp in zip(results, summaries(results), stamps, strict=True):
-        b_row = benchmark_row_for(result)
-        benchmarks[b_row["id"]] = b_row
-        measurements.append(measurement_row_for(run_id, b_row["id"], result, summary, stamp))
-        if result.telemetry is not None:
-            telemetry[b_row["id"]] = dict(result.telemetry)
-    return benchmarks, measurements, telemetry
-
-
-def _insert_telemetry(conn: Connection, run_id: str, telemetry: Mapping[str, Any]) -> None:
-    """Telemetry rows for the run's stored measurements, from documents by benchmark id."""
-    if not telemetry:
-        return
-    stored = conn.execute(
-        sa.select(t.measurement.c.id, t.measurement.c.benchmark_id).where(
-            t.measurement.c.run_id == run_id
-        )
-    )
-    rows = [{"measurement_id": m_id, "data": telemetry[b_id]}
-            for m_id, b_id in stored if b_id in telemetry]  # fmt: skip
-    if rows:
-        conn.execute(t.telemetry.insert(), rows)
-
-
-def _delete_measurements(conn: Connection, where: sa.ColumnElement[bool]) -> None:
-    """Delete measurements (a point measured again) and the telemetry that refers to them."""
-    ids = sa.select(t.measurement.c.id).where(where).scalar_subquery()
-    conn.execute(t.telemetry.delete().where(t.telemetry.c.measurement_id.in_(ids)))
-    conn.execute(t.measurement.delete().where(where))
 
 
 __all__ = [

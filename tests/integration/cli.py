@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -38,3 +39,13 @@ def benchbench(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Comple
 def json_of(done: subprocess.CompletedProcess[str]) -> Any:
     assert done.stdout.strip(), f"no stdout; stderr was:\n{done.stderr}"
     return json.loads(done.stdout)
+
+
+def walk_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """``(path, parser)`` of ``parser`` and every subcommand's below it: ``()`` for the top,
+    ``("run",)``, ``("dashboard", "build")``."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from walk_parsers(sub, (*path, name))

@@ -8,20 +8,13 @@ import re
 import pytest
 
 from benchbench.cli import COMMANDS, GROUPS, build_parser, main
+from tests.integration.cli import walk_parsers
 
 MARKUP = re.compile(r"``|:(?:func|class|mod|meth|data|attr|exc|obj):`")
 
 
-def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _walk(sub, (*path, name))
-
-
 def test_every_help_is_free_of_sphinx_markup():
-    walked = list(_walk(build_parser()))
+    walked = list(walk_parsers(build_parser()))
     assert len(walked) > len(COMMANDS)  # the top, every command, dashboard's build and serve
     for path, parser in walked:
         text = parser.format_help()
@@ -67,7 +60,7 @@ def test_every_command_s_help_is_a_synopsis_a_paragraph_and_its_options(name, mo
     """At 100 columns, at most 25 lines of prose around the options (pip's and pytest's
     shape); the rest of a command's text is on the generated reference page."""
     monkeypatch.setenv("COLUMNS", "100")
-    parser = dict(_walk(build_parser()))[(name,)]
+    parser = dict(walk_parsers(build_parser()))[(name,)]
     prose = _prose_lines(parser)
     assert prose, f"benchbench {name} --help says nothing of what it does"
     assert len(prose) <= 25, f"benchbench {name} --help: {len(prose)} lines of prose\n" + "\n".join(

@@ -22,24 +22,16 @@ from benchbench.cli import run as run_cli
 from benchbench.cli import time as time_cli
 from benchbench.core import facts
 from tests.docblocks import doc_pages
-from tests.integration.cli import SUITES
+from tests.integration.cli import SUITES, walk_parsers
 from tests.statedefaults import stated_by_hand
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _walk(sub, (*path, name))
-
-
 def _help_texts() -> list[tuple[str, str]]:
     """Every description, epilog and option help as written (before it is filled in)."""
     texts = []
-    for path, parser in _walk(build_parser()):
+    for path, parser in walk_parsers(build_parser()):
         where = "benchbench " + " ".join(path)
         texts += [(where, parser.description or ""), (where, parser.epilog or "")]
         texts += [(f"{where} {'/'.join(a.option_strings)}", a.help or "") for a in parser._actions]
@@ -63,7 +55,7 @@ def test_no_help_text_types_a_default() -> None:
 def test_every_page_and_help_names_known_defaults() -> None:
     for page in doc_pages():
         facts.fill(page.read_text())  # raises KeyError naming an unknown one
-    for path, parser in _walk(build_parser()):
+    for path, parser in walk_parsers(build_parser()):
         assert "{{" not in parser.format_help(), f"benchbench {' '.join(path)} --help"
 
 
