@@ -65,6 +65,7 @@ def _postgres() -> None:
         _needs(exc.reason)
 
 
+@pytest.mark.slow
 def test_two_local_nights_shard_merge_compare_and_build_the_dashboard(tmp_path):
     _postgres()
     environ = {
@@ -160,6 +161,7 @@ def _merge(tmp_path, name: str, tonight, bundles) -> subprocess.CompletedProcess
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_seven_nights_of_counts_raise_one_alert_and_gate_the_night_it_appears(tmp_path):
     tonight = dt.date(2026, 11, 27)
     nights = [tonight - dt.timedelta(days=6 - i) for i in range(7)]

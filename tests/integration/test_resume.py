@@ -107,6 +107,7 @@ def test_random_sigkills_then_resume_store_every_point_exactly_once(tmp_path):
     assert kills >= 2, f"only {kills} kill(s) landed before the run finished"
 
 
+@pytest.mark.slow
 def test_a_run_in_rounds_killed_midway_resumes_every_point_with_all_its_processes(tmp_path):
     rng = random.Random(7)
     expected = _labels(tmp_path)
@@ -208,6 +209,7 @@ def _half_done(db: Path, run_id: str) -> None:
         conn.execute(t.run.update().where(t.run.c.id == run_id).values(status="interrupted"))
 
 
+@pytest.mark.slow
 def test_a_resume_on_another_machine_is_refused_and_with_force_lands_under_its_own(tmp_path):
     db = tmp_path / "store.db"
     suite = tmp_path / "grid.py"
