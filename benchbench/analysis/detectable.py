@@ -326,8 +326,9 @@ class Detectable:
         """Points that could see a change as small as the minimum effect."""
         return sum(e <= self.min_effect for e in self.known)
 
-    def sentence(self) -> str | None:
-        """The comparison's line about what it could have seen (None: nothing tested)."""
+    def sentence(self, paired: bool = False) -> str | None:
+        """The comparison's line about what it could have seen (None: nothing tested);
+        ``paired``: an ``ab`` comparison, whose remedy is more rounds, not ``ab``."""
         if self.smallest is None or self.median is None:
             return None
         how = (
@@ -338,8 +339,9 @@ class Detectable:
             return (
                 f"this comparison could not have seen a change below "
                 f"{format_effect(self.smallest)} ({how}; median {format_effect(self.median)}); "
-                "use `ab` or `--metric instructions`"
-            )
+                + ("more `--rounds` or `--metric instructions`" if paired
+                   else "use `ab` or `--metric instructions`")
+            )  # fmt: skip
         return (
             f"smallest detectable change: median {format_effect(self.median)} over "
             f"{len(self.known)} points, {self.below_min_effect} could see the "

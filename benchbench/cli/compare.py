@@ -358,5 +358,5 @@ def _print(
         f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
         f"alpha {result.alpha})"
     )
-    if (line := result.detectable.sentence()) is not None:
+    if (line := result.detectable.sentence(result.paired)) is not None:
         err.print(line, style="yellow" if result.detectable.blind else None)

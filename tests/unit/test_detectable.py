@@ -138,6 +138,9 @@ def test_a_comparison_that_could_not_see_the_minimum_effect_says_so():
     line = blind.sentence() or ""
     assert "could not have seen a change below 18 %" in line
     assert "use `ab` or `--metric instructions`" in line
+    # ab is already paired: its remedy is more rounds.
+    paired = blind.sentence(paired=True) or ""
+    assert "more `--rounds` or `--metric instructions`" in paired and "use `ab`" not in paired
     seeing = detectable.detectable([0.03, 0.25], min_effect=0.05)
     assert not seeing.blind and seeing.below_min_effect == 1
     assert "could not" not in (seeing.sentence() or "")
