@@ -39,9 +39,11 @@ def _point(workload, variant, **changes):
 @pytest.mark.parametrize("cache", ["warm", "cold", "rotate"])
 def test_cache_modes_are_recorded_and_cold_takes_one_call_per_sample(cache):
     workload = _workload()
-    # cold mode writes over 2x the LLC (~70 MiB here) before every sample, and rotate
-    # cycles copies spanning as much: their cap leaves room for min_samples under load.
-    policy = replace(FAST, max_time_s=2.0) if cache in ("cold", "rotate") else FAST
+    # The cap leaves room for min_samples on a stalled machine: cold mode writes over 2x
+    # the LLC before every sample, rotate cycles copies spanning as much, and in CI a
+    # warm point under a 0.1 s cap stopped at 2 samples of 0.7 s each. The stopping
+    # rule's caps are tested on a fake clock (tests/unit/test_engine.py).
+    policy = replace(FAST, max_time_s=2.0)
     result = measure_point(workload, _point(workload, "torch.sqrt"), Options(policy, cache=cache))
     assert result.status == "ok", result.reason
     assert result.cache_mode == cache
