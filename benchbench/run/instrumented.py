@@ -1,10 +1,14 @@
 """The instrumented worker: one process under callgrind that counts every point's
 instructions (``run --metric instructions``).
 
-Importing torch under callgrind takes ~60 s here (1.2 s natively), so the run pays it
-once: one worker, started with ``valgrind --tool=callgrind --collect-atstart=no``,
-answers every point's ``metric: instructions`` request in turn (collection is switched
-on only around the counted calls: :mod:`benchbench.measure.instructions`). Its
+Importing torch under callgrind's instrumentation takes 137 s on a 2-core AVX2 EPYC (2.7 s
+natively), so the run pays the import once, and without the instrumentation: one worker,
+started with ``valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no``
+(31 s for the import), switches instrumentation on before its first count
+(``callgrind_control -i on``; where valgrind's package lacks that script, the worker is
+instrumented from its start) and answers every point's ``metric: instructions`` request
+in turn (collection is switched on only around the counted calls:
+:mod:`benchbench.measure.instructions`). Its
 environment makes counts reproducible: a fixed hash seed (``PYTHONHASHSEED=0``: dict
 and set order, so the same code paths, in every process) and one thread
 (``OMP_NUM_THREADS=1``; the request says ``threads: 1`` as well).
@@ -25,7 +29,7 @@ from typing import Any
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Result
 from benchbench.machine.allocator import worker_environment
-from benchbench.measure.instructions import OUT_FILE_VARIABLE
+from benchbench.measure.instructions import CONTROL_VARIABLE, OUT_FILE_VARIABLE
 from benchbench.run.workers import Spawner
 
 #: The metrics ``run --metric`` takes.
@@ -34,14 +38,14 @@ METRICS = ("time", "instructions")
 #: elementwise ops and the torch import): an instruction request's timeout is the
 #: run's times this.
 SLOWDOWN = 50.0
-#: Seconds the instrumented worker may take to import torch (~60 s here, idle).
+#: Seconds the instrumented worker may take to import torch (31 s idle on a 2-core EPYC,
+#: 137 s where callgrind instruments from the start).
 START_TIMEOUT_S = 900.0
 
 VALGRIND_OPTIONS = (
     "--tool=callgrind",
     "--quiet",  # its banner and summary would fill the run's stderr
     "--collect-atstart=no",  # counted only between the toggles
-    "--instr-atstart=yes",
     "--dump-line=no",  # a dump holds totals per function only: small and quick to write
     "--dump-instr=no",
     "--combine-dumps=no",
@@ -89,10 +93,14 @@ class InstrumentedLauncher(Spawner):
                 "OMP_WAIT_POLICY": "PASSIVE",
             }
         )
+        control = shutil.which("callgrind_control")
+        if control is not None:
+            env[CONTROL_VARIABLE] = control
+        instr = "--instr-atstart=no" if control is not None else "--instr-atstart=yes"
         super().__init__(
             memory_limit_bytes,
             env,
-            prefix=(program, *VALGRIND_OPTIONS, f"--callgrind-out-file={out_file}"),
+            prefix=(program, *VALGRIND_OPTIONS, instr, f"--callgrind-out-file={out_file}"),
             start_timeout_s=START_TIMEOUT_S,
         )
 

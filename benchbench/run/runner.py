@@ -295,7 +295,7 @@ def run(
     signal handler) ends the run after the current sample, status ``interrupted``.
     """
     # Started first: the zygote imports torch while the suites load here (and so does the
-    # instrumented worker, under callgrind: ~60 s).
+    # instrumented worker, under callgrind: ~30 s).
     counting = "instructions" in config.metrics
     counter = (
         WorkerPool(InstrumentedLauncher(config.memory_limit_bytes, config.allocator), fresh=False)

@@ -320,7 +320,7 @@ class Spawner:
 
     ``prefix`` runs the interpreter under another program (``valgrind``: see
     :mod:`benchbench.run.instrumented`); ``start_timeout_s`` bounds the wait for its
-    ``hello`` (torch's import: ~3 s, ~60 s under callgrind).
+    ``hello`` (torch's import: ~3 s, ~30 s under callgrind).
     """
 
     def __init__(

@@ -220,6 +220,40 @@ def test_a_worker_not_under_callgrind_says_how_to_count(monkeypatch):
         Callgrind.from_environment()
 
 
+def _control(tmp_path, body: str) -> str:
+    """A stand-in for ``callgrind_control``: a script that records its arguments."""
+    script = tmp_path / "callgrind_control"
+    script.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/args\n{body}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_instrumentation_is_switched_on_once_per_process(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.setattr(instructions, "_instrumented", False)
+    monkeypatch.setenv(instructions.OUT_FILE_VARIABLE, str(tmp_path / "cg.%p"))
+    control = _control(tmp_path, "echo 'sending command instrumentation on'; echo '  OK.'")
+    monkeypatch.setenv(instructions.CONTROL_VARIABLE, control)
+    Callgrind.from_environment()
+    assert (tmp_path / "args").read_text().split() == ["-i", "on", str(os.getpid())]
+    (tmp_path / "args").unlink()
+    Callgrind.from_environment()
+    assert not (tmp_path / "args").exists()  # once per process
+
+
+def test_instrumentation_that_does_not_switch_on_is_a_count_error_with_its_output(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(instructions, "_instrumented", False)
+    monkeypatch.setenv(instructions.OUT_FILE_VARIABLE, str(tmp_path / "cg.%p"))
+    control = _control(tmp_path, "echo 'Error: no process with pid 1'; exit 1")
+    monkeypatch.setenv(instructions.CONTROL_VARIABLE, control)
+    with pytest.raises(CountError, match=r"exit 1\): Error: no process with pid 1"):
+        Callgrind.from_environment()
+    assert not instructions._instrumented
+
+
 def test_read_total_takes_the_totals_or_summary_line():
     assert read_total("events: Ir\ntotals: 42\n") == 42
     assert read_total("events: Ir\nsummary: 7\n") == 7
