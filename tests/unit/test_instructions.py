@@ -223,7 +223,7 @@ def test_a_worker_not_under_callgrind_says_how_to_count(monkeypatch):
 def _control(tmp_path, body: str) -> str:
     """A stand-in for ``callgrind_control``: a script that records its arguments."""
     script = tmp_path / "callgrind_control"
-    script.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/args\n{body}\n")
+    script.write_text(f'#!/bin/sh\necho "$@" > {tmp_path}/args\n{body}\n')
     script.chmod(0o755)
     return str(script)
 
