@@ -3,6 +3,8 @@ verdict on counts, the merge into a timed result, and ``--metric`` parsing."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from benchbench.analysis.compare import UNTIMED, compare_point, compare_rows
@@ -229,8 +231,6 @@ def _control(tmp_path, body: str) -> str:
 
 
 def test_instrumentation_is_switched_on_once_per_process(tmp_path, monkeypatch):
-    import os
-
     monkeypatch.setattr(instructions, "_instrumented", False)
     monkeypatch.setenv(instructions.OUT_FILE_VARIABLE, str(tmp_path / "cg.%p"))
     control = _control(tmp_path, "echo 'sending command instrumentation on'; echo '  OK.'")
