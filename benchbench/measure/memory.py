@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.autograd.profiler import profile
 
 from benchbench.measure.inplace import fresh as _fresh
 from benchbench.measure.trace import quiet_native_output
@@ -46,14 +46,16 @@ def cpu_peak_memory(fn: Callable[..., Any], args: tuple[Any, ...]) -> int | None
     # Allocations are attributed to the op that made them (self memory), frees are
     # "[memory]" events with negative sizes; their running sum in time order peaks
     # at the call's high-water mark. The profiler's native start/stop lines are
-    # silenced; its first use in a process costs ~2 s, later ones ~6 ms.
+    # silenced. The autograd profiler (Kineto, as ``torch.profiler`` uses) costs ~8 ms a
+    # call; ``torch.profiler.profile`` would import ``torch._inductor`` on its first use
+    # (~2.3 s a process: ``prepare_trace`` asks ``hasattr(torch, "_inductor")``).
     with (
         quiet_native_output(),
-        profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof,
+        profile(use_cpu=True, use_kineto=True, profile_memory=True) as prof,
     ):
         out = fn(*args)
         del out
-    events = [e for e in prof.events() if e.self_cpu_memory_usage]
+    events = [e for e in prof.function_events if e.self_cpu_memory_usage]
     events.sort(key=lambda e: e.time_range.start)
     running = peak = 0
     for event in events:

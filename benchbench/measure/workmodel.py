@@ -119,9 +119,13 @@ def derive(
         if mode == "fwd":
             args = fresh(inputs) if variant.inplace else tuple(inputs)
             held: list[Any] = []
-            counted = count_flops(lambda: held.append(variant.fn(*args)))
+            if flops:
+                counted = count_flops(lambda: held.append(variant.fn(*args)))
+            else:  # bytes alone: no dispatch mode (its first use imports torch._dynamo)
+                counted = None
+                held.append(variant.fn(*args))
             moved = float(storage_bytes(args, held)) if bytes else None
-            return Derived(counted if flops else None, moved, variant.name)
+            return Derived(counted, moved, variant.name)
         positions = backward.grad_positions(inputs)
         slot = backward.first_backward(
             variant.name, variant.fn, inputs, positions, point.input_seed()

@@ -48,7 +48,7 @@ from benchbench.run.lockstep import measure_pair, pair_failed
 from benchbench.run.rounds import Rounds, merge, round_request, target_of
 from benchbench.run.rounds import order as rounds_order
 from benchbench.run.runner import RunConfig, job_for, plan
-from benchbench.run.workers import StopRequest, WorkerFailure, Zygote
+from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
 from benchbench.store import Store
 from benchbench.store.store import now
 from benchbench.suite.load import file_hash, load_suite
@@ -317,7 +317,7 @@ def _pair(
     order = [0, 1]
     rng.shuffle(order)
     try:
-        workers = {side: pools[side].worker() for side in order}
+        workers = {side: pools[side].worker(warm_ups(request)) for side in order}
         found = measure_pair([workers[0], workers[1]], request, limit_s, rng, stop)
     except WorkerFailure as failure:
         if stop.requested:

@@ -11,7 +11,7 @@ the thread-count warning (threads beyond the cores other processes left idle).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from benchbench.core.values import Result
@@ -22,7 +22,7 @@ from benchbench.machine.telemetry import (
     thread_warnings,
     warnings,
 )
-from benchbench.run.workers import StopRequest
+from benchbench.run.workers import StopRequest, warm_ups
 
 #: Seconds between the sampler's cheap readings (CPU clocks ~80 µs, NVML): < 0.1 % of a core.
 INTERVAL_S = 0.1
@@ -38,7 +38,7 @@ class _Process(Protocol):
 class Pool(Protocol):
     """What :func:`observed_request` needs of a :class:`~benchbench.run.jobs.WorkerPool`."""
 
-    def worker(self) -> _Process: ...
+    def worker(self, warm: Sequence[str] = ()) -> _Process: ...
 
     def request(
         self,
@@ -81,7 +81,7 @@ def observed_request(
     telemetry document and the warnings it implies; other answers come back unchanged.
     A worker failure propagates as from ``pool.request`` (its points have no telemetry).
     """
-    worker = pool.worker()  # started first, so that its pid is known to the sampler
+    worker = pool.worker(warm_ups(payload))  # first, so that its pid is known to the sampler
     with sampler(worker.pid) as running:
         message = pool.request(payload, events, timeout_s, stop)
     if running.telemetry is not None:

@@ -3,12 +3,20 @@ every request by default, and given back when the run ends."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 from benchbench.core.errors import MeasurementError
-from benchbench.run.workers import ForkUnsafe, Spawner, StopRequest, Worker, WorkerFailure, Zygote
+from benchbench.run.workers import (
+    ForkUnsafe,
+    Spawner,
+    StopRequest,
+    Worker,
+    WorkerFailure,
+    Zygote,
+    warm_ups,
+)
 
 
 class WorkerPool:
@@ -54,7 +62,7 @@ class WorkerPool:
         :class:`WorkerFailure` when the worker dies, hangs or breaks the protocol (it
         is discarded); :class:`MeasurementError` when no worker can be started.
         """
-        worker = self.worker()
+        worker = self.worker(warm_ups(payload))
         try:
             answer = worker.request(payload, events, timeout_s, stop)
         except WorkerFailure:
@@ -78,24 +86,26 @@ class WorkerPool:
     def _used_up(self) -> bool:
         return self._per_worker is not None and self._served >= self._per_worker
 
-    def worker(self) -> Worker:
+    def worker(self, warm: Sequence[str] = ()) -> Worker:
         """The current worker, started now if there is none or it is spent (it has served
-        its requests: one in a fresh pool) (MeasurementError if it cannot start)."""
+        its requests: one in a fresh pool) (MeasurementError if it cannot start). A new
+        worker's zygote first pays the first uses in ``warm`` (:func:`warm_ups` of the
+        request it will answer)."""
         if self._worker is not None and self._spent:
             self._worker.close()
             self._worker = None
         self._spent = False
         if self._worker is None:
             try:
-                self._worker = self._start()
+                self._worker = self._start(warm)
             except WorkerFailure as failure:
                 raise MeasurementError(f"the worker process did not start: {failure}") from None
             self._served = 0
         return self._worker
 
-    def _start(self) -> Worker:
+    def _start(self, warm: Sequence[str]) -> Worker:
         try:
-            return self._launcher.worker()
+            return self._launcher.worker(warm)
         except ForkUnsafe as refusal:
             spawner = getattr(self._launcher, "spawner", None)  # a Zygote has one
             if spawner is None:
@@ -104,7 +114,7 @@ class WorkerPool:
             self._launcher.close()
             self._launcher = spawner()
             self._fell_back = True
-            return self._launcher.worker()
+            return self._launcher.worker(warm)
 
     def renew(self) -> bool:
         """Start a fresh zygote for the workers to come (True when it did).

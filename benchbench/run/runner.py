@@ -353,6 +353,8 @@ def job_for(
         "outputs": config.outputs,
         "threads": config.threads,
         "profile_dir": profile_dir,
+        # a checked process counts the FLOPs: its zygote warms the dispatch mode first
+        "derives_flops": workload.derive and workload.flops is None,
     }
     timeout_s = None
     if workload.variant(point.variant).compile:

@@ -10,12 +10,15 @@ workers inherit the affinity; a pinned worker's default torch thread count is th
 number of those cores (a request's ``threads`` still overrides it). The worker runs no
 thread of ours: the runner samples the machine's telemetry from its own process.
 
-Importing torch costs ~3 s here (8 s on a loaded machine), the first use of
-``torch.profiler`` (peak memory of a point) another ~2-5 s, and the first dispatch
-mode (``FlopCounterMode``, a derived work model: it imports ``torch._dynamo`` and
-sympy, 822 modules) another ~2-7 s. The zygote pays all three once; a worker
-forked from it answers in ~30 ms, so a crash, a hang or an out-of-memory kill
-costs the run one point, not a torch import. The zygote runs no parallel torch op
+Importing torch costs ~3 s here (8 s on a loaded machine); the zygote pays it once,
+and a worker forked from it answers in ~30 ms, so a crash, a hang or an out-of-memory
+kill costs the run one point, not a torch import. Two first uses cost another ~2-7 s
+each (both import ``torch._dynamo``, ``torch._inductor`` and sympy, ~820 modules): the
+first dispatch mode (``FlopCounterMode``: a derived FLOP count) and the first
+``torch.profiler`` session (``run --profile``'s trace). The zygote pays them once, and
+only for a run that needs them: a ``fork`` request names them (:data:`WARM_UPS`), the
+runner asking for what the worker's request will use (peak memory needs neither: it
+uses the autograd profiler directly, ~8 ms). The zygote runs no parallel torch op
 (its warm-up tensors have 16 elements, far below the intra-op grain of 32768),
 because OpenMP thread pools do not survive ``fork`` (the reason PyTorch's own
 DataLoader forks only before the first parallel op).
@@ -60,12 +63,15 @@ exits without answering when the signal came between requests.
 
 The zygote speaks a second, smaller protocol on a SEQPACKET socket (one JSON message
 per packet): ``{"event": "ready", "pid"}`` once torch is imported, then ``{"op":
-"fork"}`` with the worker's request and event pipes attached as file descriptors,
-answered ``{"pid"}``, and ``{"op": "wait", "pid", "timeout_s"}``, answered
-``{"code"}`` (the exit code; negative: the signal that killed it). A ``fork`` is
-answered ``{"refused": reason}`` instead when CUDA is initialised in the zygote
-(:func:`fork_refusal`) or a test child forked at the zygote's start could not use CUDA
-(:func:`fork_proof`); the runner then starts fresh interpreters.
+"fork", "warm"}`` with the worker's request and event pipes attached as file
+descriptors, answered ``{"pid", "warmed"}`` (``warm``, optional: the first uses of
+:data:`WARM_UPS` to pay in the zygote before it forks, each once per zygote;
+``warmed``: those it has paid so far), and
+``{"op": "wait", "pid", "timeout_s"}``, answered ``{"code"}`` (the exit code;
+negative: the signal that killed it). A ``fork`` is answered ``{"refused": reason}``
+instead when CUDA is initialised in the zygote (:func:`fork_refusal`) or a test child
+forked at the zygote's start could not use CUDA (:func:`fork_proof`); the runner then
+starts fresh interpreters.
 """
 
 from __future__ import annotations
@@ -304,9 +310,15 @@ def _become_worker(
     serve(channel, os.fdopen(requests_fd, "r"), memory_limit)
 
 
-def _warm_up_zygote(cuda_present: bool) -> None:
-    """Import what every worker needs and pay the first use of the profiler and of a
-    dispatch mode, once.
+#: First uses a ``fork`` request may ask the zygote to pay before it forks (once per
+#: zygote): ``flops``, the first dispatch mode (a derived FLOP count); ``profiler``, the
+#: first ``torch.profiler`` session (``run --profile``).
+WARM_UPS = ("flops", "profiler")
+
+
+def _warm_up(name: str, cuda_present: bool) -> None:
+    """Pay the first use of :data:`WARM_UPS` ``name`` here, on 16-element tensors (no
+    intra-op thread pool is started).
 
     With a CUDA device present the profiler is left cold: its first use starts the CUDA
     driver (Kineto loads CUPTI) without ``torch.cuda.is_initialized()`` saying so, and
@@ -314,28 +326,19 @@ def _warm_up_zygote(cuda_present: bool) -> None:
     error" (seen on an H100 with torch 2.11). A worker that profiles pays it instead.
     """
     import torch
-    from torch.profiler import ProfilerActivity, profile
-    from torch.utils.flop_counter import FlopCounterMode
 
-    import benchbench.measure.point  # noqa: F401  (imports numpy, the engine, devices)
+    if name == "flops":
+        from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False):
-        torch.ones(16).sqrt()  # 16 elements: no intra-op thread pool is started
-    if cuda_present:
-        return
-    # The profiler's native start/stop lines go to fds 1 and 2: silenced here.
-    saved = [os.dup(1), os.dup(2)]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True):
+        with FlopCounterMode(display=False):
             torch.ones(16).sqrt()
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, devnull):
-            os.close(fd)
+    elif name == "profiler" and not cuda_present:
+        from torch.profiler import ProfilerActivity, profile
+
+        from benchbench.measure.trace import quiet_native_output
+
+        with quiet_native_output(), profile(activities=[ProfilerActivity.CPU]):
+            torch.ones(16).sqrt()
 
 
 def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ()) -> None:
@@ -349,7 +352,8 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     import torch
 
-    _warm_up_zygote(cuda_present(torch))
+    has_cuda = cuda_present(torch)
+    warmed: set[str] = set()
     _freeze_imports()
     refused_at_start = fork_proof(torch)
     try:
@@ -367,6 +371,12 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
                 os.close(fd)
             sock.send(json.dumps({"refused": refusal}).encode())
         elif request["op"] == "fork":
+            cold = [name for name in request.get("warm", ()) if name not in warmed]
+            for name in cold:
+                _warm_up(name, has_cuda)
+                warmed.add(name)
+            if cold:
+                _freeze_imports()
             pid = os.fork()
             if pid == 0:
                 code = 0
@@ -380,7 +390,7 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
                     os._exit(code)
             for fd in fds:
                 os.close(fd)
-            sock.send(json.dumps({"pid": pid}).encode())
+            sock.send(json.dumps({"pid": pid, "warmed": sorted(warmed)}).encode())
         elif request["op"] == "wait":
             code = reap(int(request["pid"]), float(request.get("timeout_s", 10.0)))
             sock.send(json.dumps({"code": code}).encode())

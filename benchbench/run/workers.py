@@ -24,7 +24,20 @@ from typing import IO, Any
 from benchbench.core.errors import MeasurementError
 from benchbench.machine.allocator import worker_environment
 from benchbench.machine.cpus import format_cpus
-from benchbench.run.worker import NVML_CHECK
+from benchbench.run.worker import NVML_CHECK, WARM_UPS
+
+
+def warm_ups(request: dict[str, Any]) -> tuple[str, ...]:
+    """The first uses (:data:`~benchbench.run.worker.WARM_UPS`) the worker answering
+    ``request`` will make: ``flops`` for a checked point whose FLOPs are derived
+    (``"derives_flops"``), ``profiler`` for a traced one (``profile_dir``). A zygote
+    pays them once, before it forks that worker; later rounds (unchecked, untraced)
+    ask for none."""
+    wanted = {
+        "flops": bool(request.get("derives_flops")) and bool(request.get("check", True)),
+        "profiler": bool(request.get("profile_dir")),
+    }
+    return tuple(name for name in WARM_UPS if wanted[name])
 
 
 class WorkerFailure(Exception):
@@ -241,6 +254,8 @@ class Zygote:
         self._sock = ours
         self._start_timeout_s = start_timeout_s
         self._ready = False
+        #: The first uses (:func:`warm_ups`) the zygote has paid, as of its last fork.
+        self.warmed: tuple[str, ...] = ()
 
     def _wait_ready(self) -> None:
         """Wait for the zygote's ``ready`` (it imports torch meanwhile: ~3-15 s)."""
@@ -272,14 +287,16 @@ class Zygote:
         answer: dict[str, Any] = json.loads(reply)
         return answer
 
-    def worker(self) -> Worker:
-        """A fresh worker forked from the zygote (~30 ms), after its ``hello``."""
+    def worker(self, warm: Sequence[str] = ()) -> Worker:
+        """A fresh worker forked from the zygote (~30 ms), after its ``hello``; the
+        zygote first pays the first uses in ``warm`` it has not paid yet (:func:`warm_ups`)."""
         if not self._ready:
             self._wait_ready()
         requests_r, requests_w = os.pipe()
         events_r, events_w = os.pipe()
+        fork: dict[str, Any] = {"op": "fork", "warm": list(warm)} if warm else {"op": "fork"}
         try:
-            answer = self._call({"op": "fork"}, (requests_r, events_w))
+            answer = self._call(fork, (requests_r, events_w))
         finally:
             os.close(requests_r)
             os.close(events_w)
@@ -288,6 +305,7 @@ class Zygote:
             os.close(events_r)
             raise ForkUnsafe(str(answer["refused"]))
         pid = int(answer["pid"])
+        self.warmed = tuple(answer.get("warmed", ()))
         handle = Worker(
             pid,
             os.fdopen(requests_w, "w"),
@@ -339,7 +357,10 @@ class Spawner:
         self.start_timeout_s = start_timeout_s
         self.python = python or sys.executable
 
-    def worker(self) -> Worker:
+    def worker(self, warm: Sequence[str] = ()) -> Worker:
+        """A fresh interpreter's worker, after its ``hello`` (``warm`` is for a zygote:
+        a fresh interpreter pays a first use where it makes it)."""
+        del warm
         events_r, events_w = os.pipe()
         proc = subprocess.Popen(
             [

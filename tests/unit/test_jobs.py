@@ -42,7 +42,7 @@ class ScriptedPool:
         self.by_size = by_size or {}
         self.requests: list[dict[str, Any]] = []
 
-    def worker(self):
+    def worker(self, warm=()):
         return FakeWorker(_ok)  # its pid is None: no process to read CPU time from
 
     def renew(self) -> bool:
@@ -225,7 +225,7 @@ class FakeLauncher:
         self.started: list[FakeWorker] = []
         self.closed = False
 
-    def worker(self) -> FakeWorker:
+    def worker(self, warm=()) -> FakeWorker:
         if not self.answers:
             raise WorkerFailure("the worker zygote exited with code 1")
         self.started.append(FakeWorker(self.answers.pop(0)))
@@ -307,7 +307,7 @@ class RefusingZygote(FakeLauncher):
         super().__init__()
         self.spawned = spawned
 
-    def worker(self) -> FakeWorker:
+    def worker(self, warm=()) -> FakeWorker:
         raise ForkUnsafe("CUDA was initialised in the worker zygote")
 
     def spawner(self) -> FakeLauncher:
@@ -357,7 +357,7 @@ def test_every_round_after_the_first_starts_from_a_fresh_zygote():
 
 def test_a_launcher_that_cannot_fall_back_turns_the_refusal_into_an_error():
     class Refusing(FakeLauncher):
-        def worker(self) -> FakeWorker:
+        def worker(self, warm=()) -> FakeWorker:
             raise ForkUnsafe("CUDA was initialised")
 
     with WorkerPool(Refusing()) as pool, pytest.raises(MeasurementError, match="initialised"):

@@ -110,7 +110,7 @@ def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
         def __init__(self, side: int) -> None:
             self.side, self.closed = side, False
 
-        def worker(self) -> FakeSide:
+        def worker(self, warm=()) -> FakeSide:
             fake = FakeSide("base" if self.side == 0 else "head", 2, [])
             SIDES.append(fake)
             return fake

@@ -30,7 +30,7 @@ class FakePool:
         self.answer = answer
         self.calls: list[str] = []
 
-    def worker(self) -> FakeWorker:
+    def worker(self, warm=()) -> FakeWorker:
         self.calls.append("worker")
         return FakeWorker()
 

@@ -146,7 +146,7 @@ class Pool:
         self.seen: dict[int, int] = {}
         self.sizes: list[int] = []
 
-    def worker(self):
+    def worker(self, warm=()):
         class W:
             pid = None
 

@@ -122,7 +122,7 @@ class RoundPool:
         self.seen: dict[int, int] = {}
         self.renewals = 0  # a fresh zygote (address layout) asked for
 
-    def worker(self):
+    def worker(self, warm=()):
         return self  # no process: no pid for the runner's telemetry to read
 
     pid = None

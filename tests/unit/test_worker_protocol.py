@@ -281,3 +281,31 @@ def test_fork_proof_forks_a_test_child_only_where_cuda_is_visible_and_reads_its_
     assert refusal is not None and "(exit code 1)" in refusal
     assert "fresh interpreters" in refusal
     assert len(forks) == 2
+
+
+# -- the zygote's warm-ups ---------------------------------------------------------
+
+
+def test_a_request_asks_for_the_first_uses_its_worker_will_make():
+    from benchbench.run.workers import warm_ups
+
+    measure = {"op": "measure", "derives_flops": True, "profile_dir": None}
+    assert warm_ups(measure) == ("flops",)
+    # a later round's process is unchecked: it derives nothing, its zygote warms nothing
+    assert warm_ups({**measure, "check": False}) == ()
+    assert warm_ups({**measure, "derives_flops": False}) == ()
+    assert warm_ups({**measure, "profile_dir": "/tmp/p"}) == ("flops", "profiler")
+    assert warm_ups({"op": "environment", "threads": 1}) == ()
+
+
+def test_a_real_zygote_pays_a_first_use_only_when_a_fork_asks_and_only_once():
+    from benchbench.run.workers import Zygote
+
+    zygote = Zygote()
+    try:
+        for warm, warmed in [((), ()), (("flops",), ("flops",)), ((), ("flops",))]:
+            worker = zygote.worker(warm)
+            worker.close()
+            assert zygote.warmed == warmed
+    finally:
+        zygote.close()

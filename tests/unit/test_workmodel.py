@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -186,3 +188,40 @@ def test_tables_without_params_or_derived_figures_are_as_before():
     grid = results_grid([_row()])
     assert "params" not in [c.name for c in grid.columns]
     assert DERIVED_NOTE not in grid.notes
+
+
+def test_cpu_peak_memory_is_the_calls_high_water_mark_and_imports_no_compiler():
+    # In a fresh interpreter: torch.profiler's first session would import torch._inductor
+    # and torch._dynamo (~2 s a process); the autograd profiler it uses does not.
+    script = (
+        "import sys, torch\n"
+        "from benchbench.measure.memory import cpu_peak_memory\n"
+        "x = torch.ones(1000)\n"
+        "print(cpu_peak_memory(lambda a: None, (x,)), cpu_peak_memory(torch.sqrt, (x,)),\n"
+        "      cpu_peak_memory(lambda a: a.sqrt().sqrt(), (x,)),\n"
+        "      sorted(m for m in ('torch._dynamo', 'torch._inductor') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    # nothing; one float32 output; the second output allocated while the first is alive
+    assert done.stdout.split("\n")[-2] == "0 4000 8000 []"
+
+
+def test_a_point_asks_its_zygote_for_the_flop_counter_only_when_it_derives_flops(tmp_path):
+    from benchbench.run.runner import RunConfig, job_for
+
+    suite = Suite("s")
+    common = {"setup": lambda ctx: ctx.uniform(0.5, 1.5), "sizes": [8]}
+    sqrt = [Variant("sqrt", torch.sqrt)]
+    derives = {
+        "undeclared": suite.workload("a", variants=sqrt, **common),
+        "declared": suite.workload("b", variants=sqrt, flops=lambda p: p.numel, **common),
+        "off": suite.workload("c", variants=sqrt, derive=False, **common),
+    }
+    config = RunConfig(suites=(tmp_path,))
+    asked = {
+        name: job_for(config, tmp_path, w, w.points()[0], None).request["derives_flops"]
+        for name, w in derives.items()
+    }
+    assert asked == {"undeclared": True, "declared": False, "off": False}
