@@ -185,6 +185,9 @@ class _Step:
         self.log: Any = None
         self.stopped: int | None = None
         self.sides: dict[str, ReadySide | str] = {}
+        #: Interpreters whose torch and benchbench imports were checked (once a bisect:
+        #: each check imports torch, ~3-4 s, and the good side is in every step).
+        self.checked: set[str] = set()
 
     def __call__(self, sha: str, look: int) -> Look:
         from benchbench.analysis.bisect import SKIP, Look
@@ -228,7 +231,7 @@ class _Step:
     def _measure(self, side: ReadySide, look: int, started: float) -> Look:
         from benchbench.analysis import compare as analysis
         from benchbench.analysis.bisect import Look, look_alpha, point_evidence, step_outcome
-        from benchbench.run.ab import run_ab
+        from benchbench.run.ab import check_side, run_ab
         from benchbench.run.ref_sides import record
 
         commit = side.built.commit
@@ -236,6 +239,10 @@ class _Step:
             self.good.side("base", f"bisect-good:{self.good.built.commit.short}"),
             side.side("head", f"bisect:{commit.short}#{look}"),
         )
+        for checking in sides:
+            if checking.python not in self.checked:
+                check_side(checking)
+                self.checked.add(checking.python)
         stop = _stop_request()
         with flags.progress_bar(flags.stderr()) as progress, flags.stop_on_signals(stop):
             summary = run_ab(
@@ -244,6 +251,7 @@ class _Step:
                 self.store,
                 flags.progress_events(progress, "step"),
                 stop,
+                checked=True,
             )
         if summary.status == "interrupted":
             self.stopped = int(stop.signum or 2)
