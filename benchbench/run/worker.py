@@ -76,6 +76,7 @@ starts fresh interpreters.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import json
@@ -324,6 +325,8 @@ def _warm_up(name: str, cuda_present: bool) -> None:
     driver (Kineto loads CUPTI) without ``torch.cuda.is_initialized()`` saying so, and
     a child forked after that fails every CUDA call with "CUDA error: initialization
     error" (seen on an H100 with torch 2.11). A worker that profiles pays it instead.
+    With one present the dispatch mode is warmed at the zygote's start, before
+    :func:`fork_proof`, as before it was warmed on demand (see :func:`zygote`).
     """
     import torch
 
@@ -354,6 +357,11 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
 
     has_cuda = cuda_present(torch)
     warmed: set[str] = set()
+    if has_cuda:
+        # Paid before fork_proof forks its test child, as on the H100 where the GPU paths
+        # were validated: a first use that started the CUDA driver unseen is caught there.
+        _warm_up("flops", has_cuda)
+        warmed.add("flops")
     _freeze_imports()
     refused_at_start = fork_proof(torch)
     try:
@@ -371,9 +379,16 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
                 os.close(fd)
             sock.send(json.dumps({"refused": refusal}).encode())
         elif request["op"] == "fork":
-            cold = [name for name in request.get("warm", ()) if name not in warmed]
+            cold = [
+                name
+                for name in request.get("warm", ())
+                if name not in warmed and not (name == "profiler" and has_cuda)
+            ]
             for name in cold:
-                _warm_up(name, has_cuda)
+                # A first use that fails here fails again in the worker, which reports it
+                # with its point (a work model not derived, a trace not taken).
+                with contextlib.suppress(Exception):
+                    _warm_up(name, has_cuda)
                 warmed.add(name)
             if cold:
                 _freeze_imports()
