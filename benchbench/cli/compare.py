@@ -56,7 +56,7 @@ from benchbench.cli import flags
 from benchbench.core.defaults import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT, POWER
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_time
-from benchbench.views.tables import Column, Grid
+from benchbench.views.tables import Column, Grid, wrap_note
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -354,9 +354,12 @@ def _print(
     if result.counted:
         marks = ", ".join(f"{n} {m}" for m, n in result.instruction_counts().items())
         counts += f"; instructions: {marks} (min effect {result.instructions_min_effect:.1%})"
-    err.print(
+    verdict = (
         f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
         f"alpha {result.alpha})"
     )
+    for text in wrap_note(verdict):
+        err.print(text)
     if (line := result.detectable.sentence(result.paired)) is not None:
-        err.print(line, style="yellow" if result.detectable.blind else None)
+        for text in wrap_note(line):  # within the width of the notes under a table
+            err.print(text, style="yellow" if result.detectable.blind else None)

@@ -317,16 +317,11 @@ def _become_worker(
 WARM_UPS = ("flops", "profiler")
 
 
-def _warm_up(name: str, cuda_present: bool) -> None:
+def _warm_up(name: str) -> None:
     """Pay the first use of :data:`WARM_UPS` ``name`` here, on 16-element tensors (no
     intra-op thread pool is started).
 
-    With a CUDA device present the profiler is left cold: its first use starts the CUDA
-    driver (Kineto loads CUPTI) without ``torch.cuda.is_initialized()`` saying so, and
-    a child forked after that fails every CUDA call with "CUDA error: initialization
-    error" (seen on an H100 with torch 2.11). A worker that profiles pays it instead.
-    With one present the dispatch mode is warmed at the zygote's start, before
-    :func:`fork_proof`, as before it was warmed on demand (see :func:`zygote`).
+    Which first uses a zygote pays, and when, is :func:`zygote`'s to decide.
     """
     import torch
 
@@ -335,7 +330,7 @@ def _warm_up(name: str, cuda_present: bool) -> None:
 
         with FlopCounterMode(display=False):
             torch.ones(16).sqrt()
-    elif name == "profiler" and not cuda_present:
+    elif name == "profiler":
         from torch.profiler import ProfilerActivity, profile
 
         from benchbench.measure.trace import quiet_native_output
@@ -355,12 +350,16 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     import torch
 
+    # With a CUDA device present the profiler is left cold: its first use starts the CUDA
+    # driver (Kineto loads CUPTI) without ``torch.cuda.is_initialized()`` saying so, and
+    # a child forked after that fails every CUDA call with "CUDA error: initialization
+    # error" (seen on an H100 with torch 2.11); a worker that profiles pays it instead.
     has_cuda = cuda_present(torch)
     warmed: set[str] = set()
     if has_cuda:
         # Paid before fork_proof forks its test child, as on the H100 where the GPU paths
         # were validated: a first use that started the CUDA driver unseen is caught there.
-        _warm_up("flops", has_cuda)
+        _warm_up("flops")
         warmed.add("flops")
     _freeze_imports()
     refused_at_start = fork_proof(torch)
@@ -388,7 +387,7 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
                 # A first use that fails here fails again in the worker, which reports it
                 # with its point (a work model not derived, a trace not taken).
                 with contextlib.suppress(Exception):
-                    _warm_up(name, has_cuda)
+                    _warm_up(name)
                 warmed.add(name)
             if cold:
                 _freeze_imports()

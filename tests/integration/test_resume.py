@@ -39,15 +39,15 @@ def _stored(db: Path) -> tuple[str | None, int]:
     would take a core from the run it waits for."""
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            first = conn.execute("SELECT id FROM run ORDER BY started_at DESC LIMIT 1").fetchone()
-            if first is None:
+            latest = conn.execute("SELECT id FROM run ORDER BY started_at DESC LIMIT 1").fetchone()
+            if latest is None:
                 return None, 0
             (count,) = conn.execute(
-                "SELECT count(*) FROM measurement WHERE run_id = ?", first
+                "SELECT count(*) FROM measurement WHERE run_id = ?", latest
             ).fetchone()
     except sqlite3.Error:  # the file is being created
         return None, 0
-    return str(first[0]), int(count)
+    return str(latest[0]), int(count)
 
 
 def _run_and_kill(args: list[str], db: Path, cwd: Path, rng: random.Random) -> int | None:
