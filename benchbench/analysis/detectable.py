@@ -338,7 +338,8 @@ class Detectable:
         if self.blind:
             return (
                 f"this comparison could not have seen a change below "
-                f"{format_effect(self.smallest)} ({how}; median {format_effect(self.median)}); "
+                f"{format_effect(below(self.smallest))} ({how}; median "
+                f"{format_effect(self.median)}); "
                 + ("more `--rounds` or `--metric instructions`" if paired
                    else "use `ab` or `--metric instructions`")
             )  # fmt: skip
@@ -364,15 +365,29 @@ def finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+#: Above this relative change (11 times the time) an MDE is shown as ``> 1000 %``: its
+#: digits would only say how little two or three processes can tell (``2797593 %``).
+LARGEST_SHOWN = 10.0
+
+
+def below(effect: float | None) -> float | None:
+    """``effect`` as the bound of "could not have seen a change below": at most
+    :data:`LARGEST_SHOWN` (an MDE of 28,000 times cannot see a change below 1000 % either)."""
+    return None if effect is None else min(effect, LARGEST_SHOWN)
+
+
 def format_effect(effect: float | None, min_effect: float | None = None) -> str:
     """An MDE as a table cell: ``12 %``, ``< 5 %`` below the minimum effect (the verdict
-    calls nothing smaller a change), ``-`` unknown, ``untestable`` infinite."""
+    calls nothing smaller a change), ``> 1000 %`` above :data:`LARGEST_SHOWN`, ``-``
+    unknown, ``untestable`` infinite."""
     if effect is None or math.isnan(effect):
         return "-"
     if math.isinf(effect):
         return "untestable"
     if min_effect is not None and effect <= min_effect:
         return f"< {100 * min_effect:.0f} %"
+    if effect > LARGEST_SHOWN:
+        return f"> {100 * LARGEST_SHOWN:.0f} %"
     return f"{100 * effect:.1f} %" if effect < 0.1 else f"{100 * effect:.0f} %"
 
 

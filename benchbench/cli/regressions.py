@@ -182,12 +182,13 @@ def _steps(reports: list[SeriesReport]) -> dict[tuple[str, str], float]:
 
 
 def _step_line(seen: Detectable) -> str:
-    from benchbench.analysis.detectable import format_effect
+    from benchbench.analysis.detectable import below, format_effect
 
     how = f"power {100 * seen.power:.0f} %, the detector's p < 0.001, at the newest 3 runs"
     if seen.blind:
         return (
-            f"no series could have shown a step below {format_effect(seen.smallest)} ({how}; "
+            "no series could have shown a step below "
+            f"{format_effect(below(seen.smallest))} ({how}; "
             f"median {format_effect(seen.median)}); more runs per series, or `--metric "
             "instructions`"
         )

@@ -148,6 +148,10 @@ def test_a_comparison_that_could_not_see_the_minimum_effect_says_so():
     assert detectable.format_effect(0.03, 0.05) == "< 5 %"
     assert detectable.format_effect(0.183) == "18 %"
     assert detectable.format_effect(0.072) == "7.2 %"
+    # Two processes a side can leave an MDE of thousands of times: bounded, never 7 digits.
+    assert detectable.format_effect(9.5) == "950 %"
+    assert detectable.format_effect(17.93) == detectable.format_effect(27975.93) == "> 1000 %"
+    assert detectable.format_effect(detectable.below(27975.93)) == "1000 %"
 
 
 def test_compare_carries_the_mde_per_point_and_for_the_run_in_json():

@@ -126,7 +126,8 @@
     }
     return q;
   }
-  const effect = (e, m) => (e === null ? "–" : e <= m ? "< " + (100 * m).toFixed(0) + " %" : e < 0.1 ? (100 * e).toFixed(1) + " %" : (100 * e).toFixed(0) + " %");
+  // As benchbench.analysis.detectable.format_effect: above 10 (1000 %) the digits say nothing.
+  const effect = (e, m) => (e === null ? "–" : e <= m ? "< " + (100 * m).toFixed(0) + " %" : e > 10 ? "> 1000 %" : e < 0.1 ? (100 * e).toFixed(1) + " %" : (100 * e).toFixed(0) + " %");
 
   function runPicker(name, current, st) {
     const ix = BB.index();
@@ -273,7 +274,7 @@
         const median = mdes[Math.floor((mdes.length - 1) / 2)] / 2 + mdes[Math.ceil((mdes.length - 1) / 2)] / 2;
         const how = " (power " + (100 * ix.verdict.mde.power).toFixed(0) + " %, alpha " + String(+ix.verdict.mde.alpha_point.toPrecision(2)) + " a point: a change at every point)";
         summary.push(el("p", { class: "detectable" + (mdes[0] > m ? " blind" : "") }, mdes[0] > m
-          ? "this comparison could not have seen a change below " + effect(mdes[0]) + how + "; median " + effect(median) + "; use `ab` or `--metric instructions`"
+          ? "this comparison could not have seen a change below " + effect(Math.min(mdes[0], 10)) + how + "; median " + effect(median) + "; use `ab` or `--metric instructions`"
           : "smallest detectable change: median " + effect(median) + " over " + mdes.length + " points, " + mdes.filter((e) => e <= m).length +
             " could see the " + (100 * m).toFixed(0) + " % minimum effect" + how));
       }
