@@ -102,13 +102,15 @@ def run(args: argparse.Namespace) -> int:
         points, shard_doc, note = _shard(args, points)
         shard_doc = {k: v for k, v in shard_doc.items() if k != "benchmark_ids"}
     if args.format == "json":
-        listed = [{**p.to_dict(), "label": p.label, "tags": list(w.tags)} for _, w, p in points]
+        listed = [
+            {**p.point.to_dict(), "label": p.point.label, "tags": list(p.tags)} for p in points
+        ]
         document: dict[str, Any] = {"points": listed}
         if shard_doc is not None:
             document["shard"] = shard_doc
         flags.print_json(document)
     else:
-        rows = [(point.suite, point.label, ",".join(w.tags)) for _, w, point in points]
+        rows = [(p.point.suite, p.point.label, ",".join(p.tags)) for p in points]
         flags.print_tables(args, [Grid.of(("suite", "point", "tags"), rows)])
     err = flags.stderr()
     if note:

@@ -301,8 +301,8 @@ def _locked_clocks(args: argparse.Namespace, config: runner.RunConfig, err: Any)
 
 
 def run(args: argparse.Namespace) -> int:
-    # The runner imports torch (~1.2 s) and the views scipy: here, not at the top, so
-    # that `benchbench --help` and `run --help` answer at once.
+    # The runner and the views import scipy and SQLAlchemy (never torch: the suites load
+    # in a worker): here, not at the top, so that `run --help` answers at once.
     from benchbench.interchange.spool import SpoolingStore, spooled
     from benchbench.run import runner
     from benchbench.run.deadline import DEADLINE_SIGNAL, deadline
@@ -319,28 +319,32 @@ def run(args: argparse.Namespace) -> int:
         config = run_input.resumed_config(args, store)
     else:
         config = _fresh_config(args)
-        if not runner.plan(config):  # loads the suites (cached for the run itself)
-            raise UsageError(runner.NO_POINTS)
-        store = flags.store_from(args)
-    if args.profile:
-        config = dataclasses.replace(
-            config, profile_dir=profile_dir_for(store.url, store.engine.url.database)
-        )
-    _check_room(store)  # a read-only or full folder: refused before anything is measured
-    err = flags.stderr()
-    # A server's store that goes away mid-run: the points go to a spool meanwhile.
-    store = spooled(store, lambda line: err.print(f"[yellow]{line}[/yellow]"))
-    stop = runner.StopRequest()
-    with (
-        _locked_clocks(args, config, err),
-        flags.progress_bar(err) as progress,
-        flags.stop_on_signals(stop),
-        deadline(stop_in_s, stop),
-    ):
-        started = time.monotonic()
-        on_event = flags.progress_events(progress, "measuring")
+    # The workers start here; the first lists the suites' points (the suites import torch,
+    # this process never does).
+    with runner.Session(config) as session:
+        if not args.resume:
+            if not session.plan.points:
+                raise UsageError(runner.NO_POINTS)
+            store = flags.store_from(args)
+        if args.profile:
+            config = session.config = dataclasses.replace(
+                config, profile_dir=profile_dir_for(store.url, store.engine.url.database)
+            )
+        _check_room(store)  # a read-only or full folder: refused before anything is measured
+        err = flags.stderr()
+        # A server's store that goes away mid-run: the points go to a spool meanwhile.
+        store = spooled(store, lambda line: err.print(f"[yellow]{line}[/yellow]"))
+        stop = runner.StopRequest()
+        with (
+            _locked_clocks(args, config, err),
+            flags.progress_bar(err) as progress,
+            flags.stop_on_signals(stop),
+            deadline(stop_in_s, stop),
+        ):
+            started = time.monotonic()
+            on_event = flags.progress_events(progress, "measuring")
 
-        summary = runner.run(config, store, on_event, stop)
+            summary = session.run(store, on_event, stop)
     if isinstance(store, SpoolingStore) and store.stranded is not None:
         raise StoreError(store.stranded_line())
     run_row = store.resolve_run(summary.run_id)

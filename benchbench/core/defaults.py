@@ -112,3 +112,15 @@ INSTRUCTIONS_MIN_EFFECT = 0.02
 
 #: The dtypes ``benchbench accuracy`` plots unless ``--dtype`` says otherwise.
 ACCURACY_DTYPES = ("float16", "bfloat16", "float32")
+
+# Environment variables the instrumented launcher (``run.instrumented``, in the runner,
+# which never imports torch) sets for the worker's ``measure.instructions``: named here,
+# in the leaf both import.
+#: Where callgrind writes its dumps (``--callgrind-out-file``, without the ``.N``
+#: callgrind appends to each dump).
+OUT_FILE_VARIABLE = "BENCHBENCH_CALLGRIND_OUT"
+#: Set when callgrind starts with its instrumentation off (``--instr-atstart=no``): the
+#: ``callgrind_control`` program that switches it on before the first count. Python and
+#: torch then import at valgrind's bare speed (31 s against 137 s for ``import torch`` on
+#: a 2-core AVX2 EPYC).
+CONTROL_VARIABLE = "BENCHBENCH_CALLGRIND_CONTROL"

@@ -53,19 +53,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchbench.core.defaults import CONTROL_VARIABLE, OUT_FILE_VARIABLE
 from benchbench.core.values import Point, Result
 from benchbench.measure.loops import make_loop
 from benchbench.measure.pipeline import sync
 from benchbench.measure.policy import Subject, gc_disabled
 
-#: Environment variable the instrumented launcher sets: where callgrind writes its dumps
-#: (``--callgrind-out-file``, without the ``.N`` callgrind appends to each dump).
-OUT_FILE_VARIABLE = "BENCHBENCH_CALLGRIND_OUT"
-#: Environment variable the launcher sets when callgrind starts with its instrumentation
-#: off (``--instr-atstart=no``): the ``callgrind_control`` program that switches it on
-#: before the first count. Python and torch then import at valgrind's bare speed (31 s
-#: against 137 s for ``import torch`` on a 2-core AVX2 EPYC).
-CONTROL_VARIABLE = "BENCHBENCH_CALLGRIND_CONTROL"
 #: Seconds ``callgrind_control -i on`` may take (1.4 s measured).
 CONTROL_TIMEOUT_S = 120.0
 #: Calls before any count.

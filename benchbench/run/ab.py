@@ -47,11 +47,10 @@ from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
 from benchbench.run.rounds import Rounds, merge, round_request, target_of
 from benchbench.run.rounds import order as rounds_order
-from benchbench.run.runner import RunConfig, job_for, plan
+from benchbench.run.runner import RunConfig, job_for, plan, suites_of
 from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
 from benchbench.store import Store
 from benchbench.store.store import now
-from benchbench.suite.load import file_hash, load_suite
 
 #: Rounds of ``ab`` by default (its reasons: core.defaults).
 DEFAULT_AB_ROUNDS = AB_ROUNDS
@@ -178,8 +177,8 @@ def run_ab(
         raise UsageError(
             "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing"
         )
-    jobs = [job_for(config, path, workload, point, None) for path, workload, point in planned]
-    ids = [point.benchmark_id(workload.version) for _path, workload, point in planned]
+    jobs = [job_for(config, p, None) for p in planned]
+    ids = [p.benchmark_id for p in planned]
     env = side_environment(config.allocator)
 
     def zygote(side: Side) -> WorkerPool:
@@ -340,9 +339,7 @@ def _environment(pool: WorkerPool, threads: int | None) -> Environment:
 def _ab_row(
     summary: AbSummary, k: int, side: Side, config: RunConfig, env: Environment
 ) -> dict[str, Any]:
-    suites = [
-        {"name": load_suite(p).name, "path": str(p), "hash": file_hash(p)} for p in config.suites
-    ]
+    suites = suites_of(config.suites)
     return run_row(
         summary.run_ids[k],
         env,

@@ -26,10 +26,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchbench.core.defaults import CONTROL_VARIABLE, OUT_FILE_VARIABLE
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Result
 from benchbench.machine.allocator import worker_environment
-from benchbench.measure.instructions import CONTROL_VARIABLE, OUT_FILE_VARIABLE
 from benchbench.run.workers import Spawner
 
 #: The metrics ``run --metric`` takes.

@@ -1,6 +1,8 @@
 """``benchbench run``: plans the points of suites, one job per point, and measures them.
 
-Planning is here (suites, selection, ``--shard``, ``--resume``); measuring is the
+Planning is here (suites, selection, ``--shard``, ``--resume``), by what the run's first
+worker lists (:class:`Session`: the suites import torch, and the runner never does);
+measuring is the
 one runner loop, :func:`benchbench.run.jobs.measure_jobs`: workers forked from a
 zygote that imported torch once (:mod:`benchbench.run.worker`), a crash, hang or
 out-of-memory kill recorded as that point's error, each point written to the store
@@ -12,7 +14,6 @@ handlers) stopping the run after the current sample, marked ``interrupted``.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import uuid
 from collections.abc import Sequence
@@ -20,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbench.core import defaults
-from benchbench.core.errors import UsageError
+from benchbench.core import defaults, errors
+from benchbench.core.errors import BenchbenchError, MeasurementError, SuiteError, UsageError
 from benchbench.core.values import CACHE_MODES, OUTPUT_MODES, Point
 from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import check_cpus
@@ -129,21 +130,147 @@ class RunConfig:
             object.__setattr__(self, "cpus", check_cpus(self.cpus))
 
 
-def plan(config: RunConfig) -> list[tuple[Path, Workload, Point]]:
-    """Load the suites and list the points the run would measure."""
-    out: list[tuple[Path, Workload, Point]] = []
+@dataclass(frozen=True)
+class Planned:
+    """One point a run measures, as the process that loaded its suite described it.
+
+    Plain values only (no suite object, no torch), so that a worker can plan and the
+    runner, which never imports torch, can schedule, shard and resume by them.
+    """
+
+    path: Path  # the suite file
+    workload: str
+    version: int  # the workload's code version
+    point: Point
+    tags: tuple[str, ...] = ()
+    #: The work model's FLOPs are counted under a dispatch mode (round 1 warms it).
+    derives_flops: bool = False
+    compile: bool = False  # a ``torch.compile`` variant: the compile timeout applies
+
+    @property
+    def benchmark_id(self) -> str:
+        return self.point.benchmark_id(self.version)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "workload": self.workload,
+            "version": self.version,
+            "point": self.point.to_dict(),
+            "tags": list(self.tags),
+            "derives_flops": self.derives_flops,
+            "compile": self.compile,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Planned:
+        return cls(
+            path=Path(data["path"]),
+            workload=data["workload"],
+            version=int(data["version"]),
+            point=Point.from_dict(data["point"]),
+            tags=tuple(data.get("tags") or ()),
+            derives_flops=bool(data.get("derives_flops")),
+            compile=bool(data.get("compile")),
+        )
+
+    @classmethod
+    def of(cls, path: Path, workload: Workload, point: Point) -> Planned:
+        return cls(
+            path=path,
+            workload=workload.name,
+            version=workload.version,
+            point=point,
+            tags=tuple(workload.tags),
+            derives_flops=workload.derive and workload.flops is None,
+            compile=bool(workload.variant(point.variant).compile),
+        )
+
+
+def plan(config: RunConfig) -> list[Planned]:
+    """Load the suites in this process and list the points the run would measure.
+
+    Suites import torch: ``benchbench run`` plans in its first worker instead
+    (:func:`plan_in`), so that the runner never imports it.
+    """
+    out: list[Planned] = []
     for path in config.suites:
         suite = load_suite(path)
         for workload, point in select_points([suite], config.selection):
             if config.policy.cuda_graph and point.device.startswith("cuda"):
                 # Graph replays exclude launch overhead: their own history, not eager's.
                 point = dataclasses.replace(point, params=(*point.params, ("cuda_graph", True)))
-            out.append((path, workload, point))
+            out.append(Planned.of(path, workload, point))
     return out
 
 
-def _benchmark_id(planned: tuple[Path, Workload, Point]) -> str:
-    return planned[2].benchmark_id(planned[1].version)
+def suites_of(paths: Sequence[Path]) -> list[dict[str, str]]:
+    """The run row's ``suites``: each file's suite name, path and content hash."""
+    return [{"name": load_suite(p).name, "path": str(p), "hash": file_hash(p)} for p in paths]
+
+
+#: Seconds a worker may take to load the suites and list their points.
+PLAN_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a worker's ``plan`` answer holds: the points, and the run row's ``suites``."""
+
+    points: list[Planned]
+    suites: list[dict[str, str]]
+
+
+def plan_request(config: RunConfig) -> dict[str, Any]:
+    """The worker request that plans ``config`` (answered by :func:`answer_plan`)."""
+    return {
+        "op": "plan",
+        "suites": [str(p) for p in config.suites],
+        "selection": dataclasses.asdict(config.selection),
+        "cuda_graph": config.policy.cuda_graph,
+    }
+
+
+def answer_plan(request: dict[str, Any]) -> dict[str, Any]:
+    """A worker's ``plan`` event: the points, or the error that loading the suites or
+    selecting their points raised (its class name and message, raised again by
+    :func:`plan_in` in the runner)."""
+    try:
+        given: dict[str, Any] = request["selection"]
+        selection = Selection(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}  # type: ignore[arg-type]
+        )
+        config = RunConfig(
+            suites=tuple(Path(p) for p in request["suites"]),
+            selection=selection,
+            policy=Policy(cuda_graph=bool(request.get("cuda_graph"))),
+        )
+        return {
+            "event": "plan",
+            "points": [p.to_dict() for p in plan(config)],
+            "suites": suites_of(config.suites),
+        }
+    except Exception as exc:  # the suite's own error: raised again, as is, by the runner
+        return {"event": "plan", "error": str(exc), "error_type": type(exc).__name__}
+
+
+def plan_in(pool: WorkerPool, config: RunConfig) -> Plan:
+    """:func:`plan`, done by ``pool``'s next worker: the suites import torch there.
+
+    An error in a suite is raised here as the worker raised it (a :class:`SuiteError`
+    naming the file and line, a :class:`UsageError` for a bad filter); one that is not
+    benchbench's own becomes a :class:`SuiteError` with its class name.
+    """
+    try:
+        answer = pool.request(plan_request(config), ("plan",), PLAN_TIMEOUT_S)
+    except WorkerFailure as failure:
+        raise MeasurementError(f"the worker that loads the suites failed: {failure}") from None
+    if "error" in answer:
+        kind = getattr(errors, str(answer.get("error_type")), None)
+        if isinstance(kind, type) and issubclass(kind, BenchbenchError):
+            raise kind(answer["error"])
+        raise SuiteError(f"{answer.get('error_type')}: {answer['error']}")
+    return Plan([Planned.from_dict(p) for p in answer["points"]], answer["suites"])
 
 
 def resume_config(
@@ -208,23 +335,27 @@ def resume_config(
 
 
 def _plan_run(
-    config: RunConfig, store: Store, env: Environment | None = None
-) -> tuple[str, str, list[tuple[Path, Workload, Point]], dict[str, Any] | None]:
+    config: RunConfig,
+    store: Store,
+    env: Environment | None = None,
+    points: list[Planned] | None = None,
+) -> tuple[str, str, list[Planned], dict[str, Any] | None]:
     """Run id, group id, the points to measure and the shard document.
 
     ``env``: where a resumed run goes on, whose points the run must not mix with its
     own unless ``config.force``; then they go to a new run of its group (its id is
-    returned, with the shard document to store in it).
+    returned, with the shard document to store in it). ``points``: the plan, when a
+    worker made it (None: planned here).
     """
-    points = plan(config)
+    points = plan(config) if points is None else points
     if config.resume:
         row = store.resolve_run(config.resume)
         shard_doc = (row.get("config") or {}).get("shard")
         if shard_doc is not None:
             mine = set(shard_doc["benchmark_ids"])
-            points = [p for p in points if _benchmark_id(p) in mine]
+            points = [p for p in points if p.benchmark_id in mine]
         done = resume.done_ids(store, row)
-        rest = [p for p in points if _benchmark_id(p) not in done]
+        rest = [p for p in points if p.benchmark_id not in done]
         if not _moved(config, store, row, env):
             return row["id"], row["group_id"], rest, None
         return str(uuid.uuid4()), row["group_id"], rest, shard_doc
@@ -250,12 +381,12 @@ def _moved(config: RunConfig, store: Store, row: dict[str, Any], env: Environmen
 
 
 def shard_points(
-    points: Sequence[tuple[Path, Workload, Point]],
+    points: Sequence[Planned],
     shard: sharding.Shard,
     shard_by: str,
     store: Store | None,
     group_id: str,
-) -> tuple[list[tuple[Path, Workload, Point]], dict[str, Any]]:
+) -> tuple[list[Planned], dict[str, Any]]:
     """The planned points shard ``shard`` measures, and the shard document stored with it.
 
     ``shard_by="cost"`` balances by the expected durations ``store`` holds for group
@@ -263,7 +394,7 @@ def shard_points(
     without history, every point costs the same (``balanced_by: "count"``).
     ``benchbench list --shard`` calls this too, so its preview is the run's choice.
     """
-    ids = [_benchmark_id(p) for p in points]
+    ids = [p.benchmark_id for p in points]
     basis: list[str] = []
     costs: dict[str, float] = {}
     if shard_by == "cost" and store is not None:
@@ -281,6 +412,97 @@ def shard_points(
     return [points[k] for k in mine_at], shard_doc
 
 
+class Session:
+    """The workers of one ``benchbench run``, and the plan its first worker makes.
+
+    Constructing it starts the zygote (and the instrumented worker, under callgrind: ~30
+    s), whose torch import overlaps the caller's own work; :attr:`plan` is the first
+    request a worker answers, so the suites, which import torch, load there and never
+    in the runner (the CLI reads it before it opens the store: a run that selects
+    nothing creates none). Use as a context manager: leaving it ends the workers.
+    """
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self._notify: ProgressFn = lambda _event, _data: None
+        counting = "instructions" in config.metrics
+        self.counter = (
+            WorkerPool(
+                InstrumentedLauncher(config.memory_limit_bytes, config.allocator), fresh=False
+            )
+            if counting
+            else None
+        )
+
+        def workers() -> Zygote | Spawner:
+            return launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
+
+        try:
+            self.pool = WorkerPool(
+                workers(),
+                on_note=lambda text: self._notify("note", {"message": text}),
+                relaunch=workers,
+            )
+        except BaseException:
+            if self.counter is not None:
+                self.counter.close()
+            raise
+        self._plan: Plan | None = None
+
+    @property
+    def plan(self) -> Plan:
+        """The suites' points under the run's selection, listed by a worker (once)."""
+        if self._plan is None:
+            self._plan = plan_in(self.pool, self.config)
+        return self._plan
+
+    def run(
+        self,
+        store: Store,
+        progress: ProgressFn | None = None,
+        stop: StopRequest | None = None,
+    ) -> RunSummary:
+        """:func:`run` with these workers."""
+        config = self.config
+        self._notify = progress or (lambda _event, _data: None)
+        env = environment_of(self.pool, config.threads)
+        run_id, group_id, points, shard_doc = _plan_run(config, store, env, self.plan.points)
+        profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
+        jobs = [job_for(config, planned, profile_dir) for planned in points]
+        continues = config.resume if config.resume and run_id != config.resume else None
+        suites = self.plan.suites
+
+        def new_row(env: Environment) -> dict[str, Any]:
+            return _run_row(run_id, group_id, config, env, shard_doc, suites, continues)
+
+        fresh = config.resume is None or continues is not None
+        return measure_jobs(
+            jobs,
+            self.pool,
+            RunRecord(run_id, store, new_row if fresh else None, env),
+            timeout_s=config.timeout_s,
+            threads=config.threads,
+            stop=stop,
+            progress=progress,
+            rounds=config.rounds,
+            counter=self.counter,
+            timed="time" in config.metrics,
+        )
+
+    def close(self) -> None:
+        try:
+            self.pool.close()
+        finally:
+            if self.counter is not None:
+                self.counter.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
 def run(
     config: RunConfig,
     store: Store,
@@ -293,60 +515,19 @@ def run(
     label) before each point, ``result`` (result) after it, and ``note`` (message) when
     the workers change how they start (fresh interpreters). ``stop`` (set by a
     signal handler) ends the run after the current sample, status ``interrupted``.
+    The suites load in the first worker (:class:`Session`).
     """
-    # Started first: the zygote imports torch while the suites load here (and so does the
-    # instrumented worker, under callgrind: ~30 s).
-    counting = "instructions" in config.metrics
-    counter = (
-        WorkerPool(InstrumentedLauncher(config.memory_limit_bytes, config.allocator), fresh=False)
-        if counting
-        else None
-    )
-
-    def workers() -> Zygote | Spawner:
-        return launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
-
-    notify = progress or (lambda _event, _data: None)
-    with (
-        WorkerPool(
-            workers(), on_note=lambda text: notify("note", {"message": text}), relaunch=workers
-        ) as pool,
-        counter or contextlib.nullcontext(),
-    ):
-        env = environment_of(pool, config.threads)
-        run_id, group_id, points, shard_doc = _plan_run(config, store, env)
-        profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None
-        jobs = [
-            job_for(config, path, workload, point, profile_dir) for path, workload, point in points
-        ]
-        continues = config.resume if config.resume and run_id != config.resume else None
-
-        def new_row(env: Environment) -> dict[str, Any]:
-            return _run_row(run_id, group_id, config, env, shard_doc, continues)
-
-        fresh = config.resume is None or continues is not None
-        return measure_jobs(
-            jobs,
-            pool,
-            RunRecord(run_id, store, new_row if fresh else None, env),
-            timeout_s=config.timeout_s,
-            threads=config.threads,
-            stop=stop,
-            progress=progress,
-            rounds=config.rounds,
-            counter=counter,
-            timed="time" in config.metrics,
-        )
+    with Session(config) as session:
+        return session.run(store, progress, stop)
 
 
-def job_for(
-    config: RunConfig, path: Path, workload: Workload, point: Point, profile_dir: str | None
-) -> Job:
-    """The job that measures ``point`` of ``workload`` (from suite file ``path``)."""
+def job_for(config: RunConfig, planned: Planned, profile_dir: str | None) -> Job:
+    """The job that measures ``planned``'s point."""
+    point = planned.point
     request = {
         "op": "measure",
-        "suite_path": str(path),
-        "workload": workload.name,
+        "suite_path": str(planned.path),
+        "workload": planned.workload,
         "point": point.to_dict(),
         "policy": dataclasses.asdict(config.policy),
         "cache": config.cache,
@@ -354,12 +535,12 @@ def job_for(
         "threads": config.threads,
         "profile_dir": profile_dir,
         # a checked process counts the FLOPs: its zygote warms the dispatch mode first
-        "derives_flops": workload.derive and workload.flops is None,
+        "derives_flops": planned.derives_flops,
     }
     timeout_s = None
-    if workload.variant(point.variant).compile:
+    if planned.compile:
         timeout_s = config.compile_timeout_s or max(config.timeout_s, COMPILE_TIMEOUT_S)
-    return Job(request, (point,), point.label, code_version=workload.version, timeout_s=timeout_s)
+    return Job(request, (point,), point.label, code_version=planned.version, timeout_s=timeout_s)
 
 
 def _run_row(
@@ -368,14 +549,12 @@ def _run_row(
     config: RunConfig,
     env: Environment,
     shard_doc: dict[str, Any] | None,
+    suites: list[dict[str, str]],
     continues: str | None = None,
 ) -> dict[str, Any]:
-    """The row of run ``run_id``; ``continues``: the run whose rest it measures
-    (``--resume RUN --force`` on another machine or code)."""
-    suites = []
-    for path in config.suites:
-        suite = load_suite(path)
-        suites.append({"name": suite.name, "path": str(path), "hash": file_hash(path)})
+    """The row of run ``run_id``; ``suites``: :func:`suites_of` its suite files;
+    ``continues``: the run whose rest it measures (``--resume RUN --force`` on another
+    machine or code)."""
     return run_row(
         run_id,
         env,

@@ -22,6 +22,10 @@ def env() -> dict[str, str]:
     # three fresh processes a point would triple their time.
     out["BENCHBENCH_ROUNDS"] = "1"
     out["COLUMNS"] = "200"
+    # Python caches bytecode by default; a machine that turns it off makes every CLI
+    # process and zygote compile benchbench's modules again (~0.2 s each, hundreds of
+    # processes a suite), which a user's machine does not.
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
     return out
 
 

@@ -96,3 +96,23 @@ def test_claims_import_no_torch(small_store) -> None:
     # The claims are read from suites/claims/, not from the suite files (which import torch).
     loaded = _probe([["claims", "base", "--store", str(small_store)]], heavy=("torch",))
     assert loaded[f"claims base --store {small_store}"] == {"code": 0, "heavy": []}
+
+
+def test_run_loads_its_suites_in_a_worker_and_imports_no_torch(tmp_path) -> None:
+    # The runner plans by what its first worker lists: the suites (and torch, ~3 s a
+    # process) load in the zygote's workers only.
+    tiny = str(ROOT / "tests" / "integration" / "suites" / "tiny.py")
+    argv = ["run", tiny, "--filter", "sum", "--rounds", "1", "--budget", "0.01"]
+    argv += ["--store", str(tmp_path / "s.db")]
+    loaded = _probe([argv], heavy=("torch",))
+    assert loaded[" ".join(argv)] == {"code": 0, "heavy": []}
+    runs = open_store(str(tmp_path / "s.db"), create=False).runs()
+    assert [r["suites"][0]["name"] for r in runs] == ["tiny"]
+
+
+def test_time_imports_no_torch_in_the_runner(tmp_path) -> None:
+    # Its statements are compiled and run in the workers.
+    argv = ["time", "torch.sqrt(x)", "--setup", "x = torch.rand(64)", "--rounds", "1"]
+    argv += ["--budget", "0.01", "--store", str(tmp_path / "t.db")]
+    loaded = _probe([argv], heavy=("torch",))
+    assert loaded[" ".join(argv)] == {"code": 0, "heavy": []}

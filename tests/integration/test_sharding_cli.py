@@ -159,7 +159,8 @@ def _store_history(store, run_id: str, durations: dict[str, float]) -> None:
             "environment_id": None,
         }
     )
-    for _path, workload, point in runner.plan(config):
+    for planned in runner.plan(config):
+        point = planned.point
         store.write_result(
             run_id,
             Result(
@@ -167,7 +168,7 @@ def _store_history(store, run_id: str, durations: dict[str, float]) -> None:
                 status="ok",
                 samples_s=(1e-3,) * 10,
                 duration_s=durations.get(point.label, 0.1),
-                code_version=workload.version,
+                code_version=planned.version,
             ),
         )
 
@@ -188,7 +189,7 @@ def test_shards_balance_by_stored_durations_and_agree_within_a_group(tmp_path, b
         run_id, group_id, points, doc = runner._plan_run(config, store)
         assert group_id == sharding.group_id_for("g") and doc is not None
         assert doc["balanced_by"] == "cost"
-        plans.append([p[2].label for p in points])
+        plans.append([p.point.label for p in points])
         # The first shard's run records where its costs came from; the second reuses it.
         store.create_run(
             {

@@ -317,7 +317,7 @@ def test_compile_points_get_the_compile_timeout_unless_one_is_given(tmp_path: Pa
     )
 
     def job(config: runner.RunConfig, w) -> float | None:
-        return runner.job_for(config, tmp_path, w, w.points()[0], None).timeout_s
+        return runner.job_for(config, runner.Planned.of(tmp_path, w, w.points()[0]), None).timeout_s
 
     default = runner.RunConfig(suites=())
     assert job(default, workload) == runner.COMPILE_TIMEOUT_S == 300.0

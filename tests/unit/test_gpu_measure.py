@@ -321,8 +321,9 @@ def test_run_cuda_graph_gives_cuda_points_their_own_history() -> None:
     eager = plan(RunConfig(suites=tiny, selection=devices))
     graph = plan(RunConfig(suites=tiny, selection=devices, policy=Policy(cuda_graph=True)))
     assert len(eager) == len(graph) > 0
-    for (_, workload, before), (_, _, after) in zip(eager, graph, strict=True):
-        same = before.benchmark_id(workload.version) == after.benchmark_id(workload.version)
+    for planned_before, planned_after in zip(eager, graph, strict=True):
+        before, after = planned_before.point, planned_after.point
+        same = planned_before.benchmark_id == planned_after.benchmark_id
         if before.device == "cpu":
             assert after == before and same
         else:

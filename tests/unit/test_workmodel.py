@@ -209,7 +209,7 @@ def test_cpu_peak_memory_is_the_calls_high_water_mark_and_imports_no_compiler():
 
 
 def test_a_point_asks_its_zygote_for_the_flop_counter_only_when_it_derives_flops(tmp_path):
-    from benchbench.run.runner import RunConfig, job_for
+    from benchbench.run.runner import Planned, RunConfig, job_for
 
     suite = Suite("s")
     common = {"setup": lambda ctx: ctx.uniform(0.5, 1.5), "sizes": [8]}
@@ -221,7 +221,7 @@ def test_a_point_asks_its_zygote_for_the_flop_counter_only_when_it_derives_flops
     }
     config = RunConfig(suites=(tmp_path,))
     asked = {
-        name: job_for(config, tmp_path, w, w.points()[0], None).request["derives_flops"]
+        name: job_for(config, Planned.of(tmp_path, w, w.points()[0]), None).request["derives_flops"]
         for name, w in derives.items()
     }
     assert asked == {"undeclared": True, "declared": False, "off": False}
