@@ -29,12 +29,14 @@ TINY = ROOT / "tests" / "integration" / "suites" / "tiny.py"
 
 _WRAP = """
 import json, resource, sys
+import benchbench
 from benchbench.cli import main
 code = main(sys.argv[1:])
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"code": code, "runner_s": me.ru_utime + me.ru_stime,
                   "workers_s": kids.ru_utime + kids.ru_stime,
-                  "torch": "torch" in sys.modules}), file=sys.__stderr__)
+                  "torch": "torch" in sys.modules, "from": benchbench.__file__}),
+      file=sys.__stderr__)
 """
 
 
@@ -45,12 +47,16 @@ def one(checkout: Path, rounds: int, folder: Path) -> dict[str, float]:
     argv = ["run", str(TINY), "--budget", "0.01", "--store", str(store), "--json"]
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", _WRAP, *argv], env=environ, capture_output=True, text=True
+        [sys.executable, "-c", _WRAP, *argv],
+        cwd=folder,  # not a checkout: `python -c` puts the current folder first on sys.path
+        env=environ,
+        capture_output=True,
+        text=True,
     )
     wall = time.monotonic() - started
     last = done.stderr.strip().splitlines()[-1]
     measured = json.loads(last)
-    if measured["code"] != 0:
+    if measured["code"] != 0 or not measured.pop("from").startswith(str(checkout)):
         raise SystemExit(f"{checkout}: exit {measured['code']}\n{done.stderr[-2000:]}")
     return {**measured, "wall_s": wall}
 
