@@ -45,9 +45,10 @@ from benchbench.machine.allocator import worker_environment
 from benchbench.machine.environment import Environment
 from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
+from benchbench.run.planning import suites_of
 from benchbench.run.rounds import Rounds, merge, round_request, target_of
 from benchbench.run.rounds import order as rounds_order
-from benchbench.run.runner import RunConfig, job_for, plan, suites_of
+from benchbench.run.runner import RunConfig, job_for, plan
 from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
 from benchbench.store import Store
 from benchbench.store.store import now

@@ -32,9 +32,11 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from benchbench.core.errors import BenchbenchError, MeasurementError
+from benchbench.core import errors
+from benchbench.core.errors import BenchbenchError, MeasurementError, SuiteError
 from benchbench.core.values import Point, Result
 from benchbench.machine.environment import Environment
 from benchbench.run.allocate import (
@@ -46,6 +48,7 @@ from benchbench.run.allocate import (
 )
 from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
 from benchbench.run.observed import observed_request
+from benchbench.run.planning import Plan, Planned, plan_request
 from benchbench.run.pool import WorkerPool
 from benchbench.run.processes import (
     Budget,
@@ -62,6 +65,7 @@ from benchbench.run.rounds import order as rounds_order
 from benchbench.run.workers import StopRequest, WorkerFailure
 from benchbench.store import Store
 from benchbench.store.store import now
+from benchbench.suite.load import Selection
 
 #: ``run_row`` and ``RunRecord`` live in :mod:`benchbench.run.record`; their callers import
 #: them from here, with the loop.
@@ -402,6 +406,33 @@ def environment_of(pool: WorkerPool, threads: int | None) -> Environment:
     except WorkerFailure as failure:
         raise MeasurementError(f"the first worker failed before measuring: {failure}") from None
     return Environment(fields=message["fields"], info=message["info"])
+
+
+#: Seconds a worker may take to load the suites and list their points.
+PLAN_TIMEOUT_S = 300.0
+
+
+def plan_in(
+    pool: WorkerPool, suites: Sequence[Path], selection: Selection, cuda_graph: bool = False
+) -> Plan:
+    """:func:`plan`, done by ``pool``'s next worker: the suites import torch there.
+
+    An error in a suite is raised here as the worker raised it (a :class:`SuiteError`
+    naming the file and line, a :class:`UsageError` for a bad filter); one that is not
+    benchbench's own becomes a :class:`SuiteError` with its class name.
+    """
+    try:
+        answer = pool.request(
+            plan_request(suites, selection, cuda_graph), ("plan",), PLAN_TIMEOUT_S
+        )
+    except WorkerFailure as failure:
+        raise MeasurementError(f"the worker that loads the suites failed: {failure}") from None
+    if "error" in answer:
+        kind = getattr(errors, str(answer.get("error_type")), None)
+        if isinstance(kind, type) and issubclass(kind, BenchbenchError):
+            raise kind(answer["error"])
+        raise SuiteError(f"{answer.get('error_type')}: {answer['error']}")
+    return Plan([Planned.from_dict(p) for p in answer["points"]], answer["suites"])
 
 
 def _open_run(store: Store, record: RunRecord, env: Environment) -> None:

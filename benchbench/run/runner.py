@@ -1,14 +1,13 @@
 """``benchbench run``: plans the points of suites, one job per point, and measures them.
 
 Planning is here (suites, selection, ``--shard``, ``--resume``), by what the run's first
-worker lists (:class:`Session`: the suites import torch, and the runner never does);
-measuring is the
-one runner loop, :func:`benchbench.run.jobs.measure_jobs`: workers forked from a
-zygote that imported torch once (:mod:`benchbench.run.worker`), a crash, hang or
-out-of-memory kill recorded as that point's error, each point written to the store
-in its own transaction as soon as it is done (a killed run keeps everything it
-finished and ``resume`` completes it), and a
-:class:`~benchbench.run.workers.StopRequest` (set by the CLI's SIGINT/SIGTERM
+worker lists (:class:`Session`; :mod:`benchbench.run.planning`: the suites import torch,
+the runner never does); measuring is the one runner loop,
+:func:`benchbench.run.jobs.measure_jobs`: workers forked from a zygote that imported
+torch once (:mod:`benchbench.run.worker`), a crash, hang or out-of-memory kill recorded
+as that point's error, each point written to the store in its own transaction as soon
+as it is done (a killed run keeps everything it finished and ``resume`` completes it),
+and a :class:`~benchbench.run.workers.StopRequest` (set by the CLI's SIGINT/SIGTERM
 handlers) stopping the run after the current sample, marked ``interrupted``.
 """
 
@@ -21,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchbench.core import defaults, errors
-from benchbench.core.errors import BenchbenchError, MeasurementError, SuiteError, UsageError
-from benchbench.core.values import CACHE_MODES, OUTPUT_MODES, Point
+from benchbench.core import defaults
+from benchbench.core.errors import UsageError
+from benchbench.core.values import CACHE_MODES, OUTPUT_MODES
 from benchbench.machine.allocator import ALLOCATORS
 from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
-from benchbench.run import resume, sharding
+from benchbench.run import planning, resume, sharding
 from benchbench.run.instrumented import InstrumentedLauncher, parse_metrics
 from benchbench.run.jobs import (
     Job,
@@ -40,21 +39,15 @@ from benchbench.run.jobs import (
     measure_jobs,
     run_row,
 )
+from benchbench.run.jobs import plan_in as jobs_plan_in
+from benchbench.run.planning import Plan, Planned
 from benchbench.run.rounds import Rounds
 from benchbench.run.workers import Spawner, StopRequest, WorkerFailure, Zygote, launcher
 from benchbench.store import Store
-from benchbench.suite.declare import Workload
-from benchbench.suite.load import Selection, file_hash, load_suite, select_points
+from benchbench.suite.load import Selection
 
-__all__ = [
-    "RunConfig",
-    "RunSummary",
-    "StopRequest",
-    "WorkerFailure",
-    "plan",
-    "resume_config",
-    "run",
-]
+__all__ = ["Planned", "RunConfig", "RunSummary", "Session", "StopRequest", "WorkerFailure"]
+__all__ += ["plan", "resume_config", "run"]
 
 # The kinds of run and a compile variant's timeout are defined once, in the leaf, where
 # ``--help`` quotes them without importing the runner.
@@ -130,147 +123,15 @@ class RunConfig:
             object.__setattr__(self, "cpus", check_cpus(self.cpus))
 
 
-@dataclass(frozen=True)
-class Planned:
-    """One point a run measures, as the process that loaded its suite described it.
-
-    Plain values only (no suite object, no torch), so that a worker can plan and the
-    runner, which never imports torch, can schedule, shard and resume by them.
-    """
-
-    path: Path  # the suite file
-    workload: str
-    version: int  # the workload's code version
-    point: Point
-    tags: tuple[str, ...] = ()
-    #: The work model's FLOPs are counted under a dispatch mode (round 1 warms it).
-    derives_flops: bool = False
-    compile: bool = False  # a ``torch.compile`` variant: the compile timeout applies
-
-    @property
-    def benchmark_id(self) -> str:
-        return self.point.benchmark_id(self.version)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "workload": self.workload,
-            "version": self.version,
-            "point": self.point.to_dict(),
-            "tags": list(self.tags),
-            "derives_flops": self.derives_flops,
-            "compile": self.compile,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Planned:
-        return cls(
-            path=Path(data["path"]),
-            workload=data["workload"],
-            version=int(data["version"]),
-            point=Point.from_dict(data["point"]),
-            tags=tuple(data.get("tags") or ()),
-            derives_flops=bool(data.get("derives_flops")),
-            compile=bool(data.get("compile")),
-        )
-
-    @classmethod
-    def of(cls, path: Path, workload: Workload, point: Point) -> Planned:
-        return cls(
-            path=path,
-            workload=workload.name,
-            version=workload.version,
-            point=point,
-            tags=tuple(workload.tags),
-            derives_flops=workload.derive and workload.flops is None,
-            compile=bool(workload.variant(point.variant).compile),
-        )
-
-
 def plan(config: RunConfig) -> list[Planned]:
-    """Load the suites in this process and list the points the run would measure.
-
-    Suites import torch: ``benchbench run`` plans in its first worker instead
-    (:func:`plan_in`), so that the runner never imports it.
-    """
-    out: list[Planned] = []
-    for path in config.suites:
-        suite = load_suite(path)
-        for workload, point in select_points([suite], config.selection):
-            if config.policy.cuda_graph and point.device.startswith("cuda"):
-                # Graph replays exclude launch overhead: their own history, not eager's.
-                point = dataclasses.replace(point, params=(*point.params, ("cuda_graph", True)))
-            out.append(Planned.of(path, workload, point))
-    return out
-
-
-def suites_of(paths: Sequence[Path]) -> list[dict[str, str]]:
-    """The run row's ``suites``: each file's suite name, path and content hash."""
-    return [{"name": load_suite(p).name, "path": str(p), "hash": file_hash(p)} for p in paths]
-
-
-#: Seconds a worker may take to load the suites and list their points.
-PLAN_TIMEOUT_S = 300.0
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What a worker's ``plan`` answer holds: the points, and the run row's ``suites``."""
-
-    points: list[Planned]
-    suites: list[dict[str, str]]
-
-
-def plan_request(config: RunConfig) -> dict[str, Any]:
-    """The worker request that plans ``config`` (answered by :func:`answer_plan`)."""
-    return {
-        "op": "plan",
-        "suites": [str(p) for p in config.suites],
-        "selection": dataclasses.asdict(config.selection),
-        "cuda_graph": config.policy.cuda_graph,
-    }
-
-
-def answer_plan(request: dict[str, Any]) -> dict[str, Any]:
-    """A worker's ``plan`` event: the points, or the error that loading the suites or
-    selecting their points raised (its class name and message, raised again by
-    :func:`plan_in` in the runner)."""
-    try:
-        given: dict[str, Any] = request["selection"]
-        selection = Selection(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}  # type: ignore[arg-type]
-        )
-        config = RunConfig(
-            suites=tuple(Path(p) for p in request["suites"]),
-            selection=selection,
-            policy=Policy(cuda_graph=bool(request.get("cuda_graph"))),
-        )
-        return {
-            "event": "plan",
-            "points": [p.to_dict() for p in plan(config)],
-            "suites": suites_of(config.suites),
-        }
-    except Exception as exc:  # the suite's own error: raised again, as is, by the runner
-        return {"event": "plan", "error": str(exc), "error_type": type(exc).__name__}
+    """Load ``config``'s suites in this process and list the points the run would measure
+    (``benchbench run`` asks its first worker instead: :attr:`Session.plan`)."""
+    return planning.plan(config.suites, config.selection, config.policy.cuda_graph)
 
 
 def plan_in(pool: WorkerPool, config: RunConfig) -> Plan:
-    """:func:`plan`, done by ``pool``'s next worker: the suites import torch there.
-
-    An error in a suite is raised here as the worker raised it (a :class:`SuiteError`
-    naming the file and line, a :class:`UsageError` for a bad filter); one that is not
-    benchbench's own becomes a :class:`SuiteError` with its class name.
-    """
-    try:
-        answer = pool.request(plan_request(config), ("plan",), PLAN_TIMEOUT_S)
-    except WorkerFailure as failure:
-        raise MeasurementError(f"the worker that loads the suites failed: {failure}") from None
-    if "error" in answer:
-        kind = getattr(errors, str(answer.get("error_type")), None)
-        if isinstance(kind, type) and issubclass(kind, BenchbenchError):
-            raise kind(answer["error"])
-        raise SuiteError(f"{answer.get('error_type')}: {answer['error']}")
-    return Plan([Planned.from_dict(p) for p in answer["points"]], answer["suites"])
+    """:func:`plan`, done by ``pool``'s next worker (:func:`benchbench.run.jobs.plan_in`)."""
+    return jobs_plan_in(pool, config.suites, config.selection, config.policy.cuda_graph)
 
 
 def resume_config(

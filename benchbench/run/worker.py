@@ -46,7 +46,7 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
 - ``{"op": "plan", "suites", "selection", "cuda_graph"}`` → ``{"event": "plan",
   "points", "suites"}`` (the points to measure and the suites' names and hashes:
-  :func:`benchbench.run.runner.answer_plan`), or ``{"event": "plan", "error",
+  :func:`benchbench.run.planning.answer_plan`), or ``{"event": "plan", "error",
   "error_type"}`` when a suite cannot load
 - ``{"op": "points", "suites", "selection"}`` → ``{"event": "points", "ids"}`` (the
   benchmark ids the suites give here, or a string saying why they cannot load)
@@ -181,7 +181,7 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
             if stop_requested() or retire:
                 return
         elif op == "plan":  # `benchbench run`: the runner never loads a suite (torch)
-            from benchbench.run.runner import answer_plan
+            from benchbench.run.planning import answer_plan
 
             _send(channel, answer_plan(request))
         elif op == "points":  # `benchbench ab`: the point ids this side's suites give

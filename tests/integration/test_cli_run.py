@@ -412,7 +412,7 @@ def test_lock_clocks_locks_the_gpu_cuda_sees_by_uuid_and_refuses_an_unknown_one(
     monkeypatch.setattr("benchbench.machine.nvml.visible_cuda_uuids", lambda: {0: "cccc"})
     # The run itself stops before measuring (no CUDA here): a refused device is enough.
     monkeypatch.setattr(
-        "benchbench.run.runner.run",
+        "benchbench.run.runner.Session.run",
         lambda *a, **k: (_ for _ in ()).throw(FakeNvmlError("stop here")),
     )
     store = str(tmp_path / "s.db")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from benchbench.core.errors import SuiteError, UsageError
-from benchbench.run import runner
+from benchbench.run import planning, runner
 from benchbench.suite.load import Selection
 
 TINY = Path(__file__).parents[1] / "integration" / "suites" / "tiny.py"
@@ -30,9 +30,9 @@ class _OnePool:
 
 def test_a_workers_plan_is_the_in_process_plan_and_names_the_suites() -> None:
     config = runner.RunConfig(suites=(TINY,), selection=Selection(pattern="sqrt"))
-    pool = _OnePool(runner.answer_plan)
+    pool = _OnePool(planning.answer_plan)
     got = runner.plan_in(pool, config)  # type: ignore[arg-type]
-    assert pool.requests == [runner.plan_request(config)]
+    assert pool.requests == [planning.plan_request(config.suites, config.selection)]
     assert got.points == runner.plan(config) and len(got.points) == 3
     assert [s["name"] for s in got.suites] == ["tiny"] and got.suites[0]["hash"]
     assert {p.derives_flops for p in got.points} == {False}  # tiny declares its FLOPs
@@ -43,7 +43,7 @@ def test_a_suites_error_in_the_worker_is_raised_in_the_runner_as_it_was(tmp_path
     broken.write_text("import torch\nx = (\n")
     config = runner.RunConfig(suites=(broken,))
     with pytest.raises(SuiteError, match=r"broken.py', line 2: syntax error"):
-        runner.plan_in(_OnePool(runner.answer_plan), config)  # type: ignore[arg-type]
+        runner.plan_in(_OnePool(planning.answer_plan), config)  # type: ignore[arg-type]
     usage = _OnePool(
         lambda _r: {"event": "plan", "error": "bad --dtype", "error_type": "UsageError"}
     )
