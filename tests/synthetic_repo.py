@@ -48,6 +48,9 @@ suite.workload(
     variants=[Variant("tinywork.work", work)],
     sizes={sizes},
     budget_s=0.05,
+    # No work model: the calls are the subject, and each side's first round then skips
+    # the first dispatch mode (torch._dynamo's import, ~2.4 s a zygote).
+    derive=False,
 )
 """
 

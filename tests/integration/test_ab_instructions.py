@@ -34,6 +34,7 @@ suite.workload(
     variants=[Variant("torch.exp", repeated)],
     sizes=[4096],
     budget_s=0.05,
+    derive=False,  # no work model: its zygotes skip the first dispatch mode (~2.4 s each)
 )
 """
 

@@ -1,5 +1,6 @@
-# 40 cheap points for the kill-and-resume test. No torch import here: the CLI
-# process loads this file, and skipping torch there saves seconds per start.
+# 40 cheap points for the kill-and-resume, sharding and store-fault tests. No work model
+# (derive=False): what these tests check is which points are stored, and deriving FLOPs
+# costs each run's zygote the first dispatch mode (torch._dynamo's import, ~2.4 s).
 from benchbench import Suite, Variant
 
 suite = Suite("grid")
@@ -10,4 +11,5 @@ for name, fn in (("sqrt", lambda x: x.sqrt()), ("rsqrt", lambda x: x.rsqrt())):
         variants=[Variant(name, fn)],
         sizes=[64 * (i + 1) for i in range(20)],
         budget_s=0.02,
+        derive=False,
     )
