@@ -2,9 +2,9 @@
 
 Suites are Python files that import torch, and ``benchbench run``'s runner never does:
 its first worker loads them (:func:`answer_plan`, the worker's ``plan`` request) and
-answers :class:`Planned` points, which the runner schedules, shards and resumes by
-(:func:`benchbench.run.jobs.plan_in`). ``benchbench list`` and ``ab`` plan in their own process
-(:func:`plan`).
+answers :class:`Planned` points (:func:`benchbench.run.jobs.plan_in`), which the runner
+schedules, shards (:func:`shard_points`) and resumes by. ``benchbench list`` and ``ab``
+plan in their own process (:func:`plan`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from benchbench.core.values import Point
+from benchbench.run import sharding
+from benchbench.store import Store
 from benchbench.suite.declare import Workload
 from benchbench.suite.load import Selection, file_hash, load_suite, select_points
 
@@ -139,3 +141,35 @@ def answer_plan(request: dict[str, Any]) -> dict[str, Any]:
         }
     except Exception as exc:  # the suite's own error: raised again, as is, by the runner
         return {"event": "plan", "error": str(exc), "error_type": type(exc).__name__}
+
+
+def shard_points(
+    points: Sequence[Planned],
+    shard: sharding.Shard,
+    shard_by: str,
+    store: Store | None,
+    group_id: str,
+) -> tuple[list[Planned], dict[str, Any]]:
+    """The planned points shard ``shard`` measures, and the shard document stored with it.
+
+    ``shard_by="cost"`` balances by the expected durations ``store`` holds for group
+    ``group_id`` (:func:`benchbench.run.sharding.cost_runs`); without a store, or
+    without history, every point costs the same (``balanced_by: "count"``).
+    ``benchbench list --shard`` calls this too, so its preview is the run's choice.
+    """
+    ids = [p.benchmark_id for p in points]
+    basis: list[str] = []
+    costs: dict[str, float] = {}
+    if shard_by == "cost" and store is not None:
+        basis = sharding.cost_runs(store, group_id)
+        costs = sharding.expected_costs(store, basis)
+    mine_at = sharding.assign(ids, shard.count, costs)[shard.index - 1]
+    shard_doc = {
+        "index": shard.index,
+        "count": shard.count,
+        "by": shard_by,
+        "cost_runs": basis,
+        "balanced_by": "cost" if costs else "count",
+        "benchmark_ids": [ids[k] for k in mine_at],
+    }
+    return [points[k] for k in mine_at], shard_doc

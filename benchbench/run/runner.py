@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,14 +39,14 @@ from benchbench.run.jobs import (
     run_row,
 )
 from benchbench.run.jobs import plan_in as jobs_plan_in
-from benchbench.run.planning import Plan, Planned
+from benchbench.run.planning import Plan, Planned, shard_points
 from benchbench.run.rounds import Rounds
 from benchbench.run.workers import Spawner, StopRequest, WorkerFailure, Zygote, launcher
 from benchbench.store import Store
 from benchbench.suite.load import Selection
 
 __all__ = ["Planned", "RunConfig", "RunSummary", "Session", "StopRequest", "WorkerFailure"]
-__all__ += ["plan", "resume_config", "run"]
+__all__ += ["plan", "resume_config", "run", "shard_points"]
 
 # The kinds of run and a compile variant's timeout are defined once, in the leaf, where
 # ``--help`` quotes them without importing the runner.
@@ -241,38 +240,6 @@ def _moved(config: RunConfig, store: Store, row: dict[str, Any], env: Environmen
     return bool(changed)
 
 
-def shard_points(
-    points: Sequence[Planned],
-    shard: sharding.Shard,
-    shard_by: str,
-    store: Store | None,
-    group_id: str,
-) -> tuple[list[Planned], dict[str, Any]]:
-    """The planned points shard ``shard`` measures, and the shard document stored with it.
-
-    ``shard_by="cost"`` balances by the expected durations ``store`` holds for group
-    ``group_id`` (:func:`benchbench.run.sharding.cost_runs`); without a store, or
-    without history, every point costs the same (``balanced_by: "count"``).
-    ``benchbench list --shard`` calls this too, so its preview is the run's choice.
-    """
-    ids = [p.benchmark_id for p in points]
-    basis: list[str] = []
-    costs: dict[str, float] = {}
-    if shard_by == "cost" and store is not None:
-        basis = sharding.cost_runs(store, group_id)
-        costs = sharding.expected_costs(store, basis)
-    mine_at = sharding.assign(ids, shard.count, costs)[shard.index - 1]
-    shard_doc = {
-        "index": shard.index,
-        "count": shard.count,
-        "by": shard_by,
-        "cost_runs": basis,
-        "balanced_by": "cost" if costs else "count",
-        "benchmark_ids": [ids[k] for k in mine_at],
-    }
-    return [points[k] for k in mine_at], shard_doc
-
-
 class Session:
     """The workers of one ``benchbench run``, and the plan its first worker makes.
 
@@ -285,7 +252,10 @@ class Session:
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self._notify: ProgressFn = lambda _event, _data: None
+        self._notify: ProgressFn | None = None
+        #: Notes given before :meth:`run` has a progress callback (the plan's worker may
+        #: be the one that falls back to fresh interpreters): told when it has one.
+        self._held: list[str] = []
         counting = "instructions" in config.metrics
         self.counter = (
             WorkerPool(
@@ -301,7 +271,7 @@ class Session:
         try:
             self.pool = WorkerPool(
                 workers(),
-                on_note=lambda text: self._notify("note", {"message": text}),
+                on_note=self._note,
                 relaunch=workers,
             )
         except BaseException:
@@ -309,6 +279,12 @@ class Session:
                 self.counter.close()
             raise
         self._plan: Plan | None = None
+
+    def _note(self, text: str) -> None:
+        if self._notify is None:
+            self._held.append(text)
+        else:
+            self._notify("note", {"message": text})
 
     @property
     def plan(self) -> Plan:
@@ -326,6 +302,9 @@ class Session:
         """:func:`run` with these workers."""
         config = self.config
         self._notify = progress or (lambda _event, _data: None)
+        for text in self._held:
+            self._notify("note", {"message": text})
+        self._held.clear()
         env = environment_of(self.pool, config.threads)
         run_id, group_id, points, shard_doc = _plan_run(config, store, env, self.plan.points)
         profile_dir = str(config.profile_dir / run_id) if config.profile_dir else None

@@ -63,3 +63,36 @@ def test_a_zygote_whose_test_child_cannot_use_cuda_refuses_to_fork_and_the_pool_
     )
     assert notes[0].endswith("the workers start as fresh interpreters from now on")
     assert zygote.proc.poll() is not None
+
+
+def test_a_fallback_while_the_suites_load_is_told_when_the_run_starts(tmp_path, monkeypatch):
+    # The plan's worker is the first a run asks for: its fallback note waits for the run's
+    # progress callback instead of being lost.
+    from benchbench.measure.policy import Policy
+    from benchbench.run import runner
+    from benchbench.run.rounds import Rounds
+    from benchbench.store import open_store
+    from benchbench.suite.load import Selection
+
+    (tmp_path / "sitecustomize.py").write_text(CUDA_INITIALISED)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(ROOT)]))
+    tiny = ROOT / "tests" / "integration" / "suites" / "tiny.py"
+    config = runner.RunConfig(
+        suites=(tiny,),
+        selection=Selection(pattern="sum"),
+        policy=Policy(max_time_s=0.01),
+        rounds=Rounds(count=1, max_count=1),
+    )
+    events: list[tuple[str, dict]] = []
+    with runner.Session(config) as session:
+        assert [p.point.label for p in session.plan.points] == [
+            "sum:torch.sum[float32, cpu](n=1024)"
+        ]
+        summary = session.run(
+            open_store(str(tmp_path / "s.db"), create=True), lambda e, d: events.append((e, d))
+        )
+    assert summary.count("ok") == 1
+    notes = [data["message"] for event, data in events if event == "note"]
+    assert len(notes) == 1 and notes[0].endswith(
+        "the workers start as fresh interpreters from now on"
+    )
