@@ -415,7 +415,8 @@ PLAN_TIMEOUT_S = 300.0
 def plan_in(
     pool: WorkerPool, suites: Sequence[Path], selection: Selection, cuda_graph: bool = False
 ) -> Plan:
-    """:func:`plan`, done by ``pool``'s next worker: the suites import torch there.
+    """:func:`benchbench.run.planning.plan`, done by ``pool``'s next worker: the suites
+    import torch there.
 
     An error in a suite is raised here as the worker raised it (a :class:`SuiteError`
     naming the file and line, a :class:`UsageError` for a bad filter); one that is not
