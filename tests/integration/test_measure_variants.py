@@ -18,8 +18,8 @@ from benchbench.measure.variants import Candidate, measure_variants, time_reques
 from benchbench.run.statements import TimeConfig
 
 # Short everything: these tests check what is reported, never how fast anything is. The
-# cap yields to min_samples until it is overrun tenfold: at 0.01 s, one descheduling of
-# 0.1 s on a busy CI machine left a point with one sample; 0.05 s leaves half a second.
+# cap yields to min_samples; short calls wait out a stalled machine up to a hundredfold
+# cap (a stall of 0.6 s once left compare_variants' reference one sample, and no ratio).
 FAST = Policy(
     max_time_s=0.05,
     min_time_s=0.0,

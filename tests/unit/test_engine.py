@@ -207,3 +207,36 @@ def test_one_preempted_block_does_not_fool_calibration():
     calls, note = calibrate(Subject("op", loop), CpuTimer(vm.clock), Policy(), overhead_s=0.0)
     assert note is None
     assert calls * 20e-6 >= 1e-3  # 50+ calls per sample, not the 1 the slow block suggested
+
+
+def test_a_stalled_first_sample_of_short_calls_does_not_end_sampling():
+    vm = VirtualMachine(cost_ns=2_000)  # 2 µs calls: hundreds to a sample
+    blocks: list[int] = []
+
+    def loop(n: int) -> None:
+        # Calibration confirms its count with two blocks in a row; the next block of
+        # that count is the first sample: it is descheduled for 0.6 s.
+        if blocks[-2:] == [n, n] and blocks.count(n) == 2:
+            vm.now_ns += 600_000_000
+        blocks.append(n)
+        vm.loop(n)
+
+    policy = Policy(max_time_s=0.05, target_rel_ci=1e-6)
+    (result,) = measure([Subject("op", loop)], CpuTimer(vm.clock), policy, vm.clock)
+    assert result.calls_per_sample > 1 and result.samples_s[0] > 0.5
+    assert result.stats.n == policy.min_samples  # not the one sample the stall left
+
+
+def test_a_machine_that_keeps_stalling_still_ends_sampling():
+    vm = VirtualMachine(cost_ns=2_000)
+
+    def loop(n: int) -> None:
+        vm.now_ns += 2_000_000_000 if n > 1 else 0  # every block of 2+ calls: 2 s more
+        vm.loop(n)
+
+    policy = Policy(max_time_s=0.05, target_rel_ci=1e-6)
+    (result,) = measure([Subject("op", loop)], CpuTimer(vm.clock), policy, vm.clock)
+    assert result.calls_per_sample > 1
+    # A hundredfold cap is 5 s: three blocks of 2 s, not the ten samples asked for.
+    assert result.stats.n == 3
+    assert "time cap" in result.stop_reason
