@@ -286,9 +286,8 @@ def measure(
     Stops when every subject has at least ``min_samples`` samples, ``min_time_s``
     has passed and every median's relative CI half-width is <= ``target_rel_ci``
     (``converged``); or at ``max_time_s`` once ``min_samples`` are in, or at
-    ``max_samples`` (not converged). Before ``min_samples``, only calls that fill a
-    sample alone (calibrated to one call) stop at ten times ``max_time_s``; shorter
-    calls wait out a stalled machine up to a hundred times ``max_time_s``.
+    ``max_samples`` (not converged). Short of ``min_samples``, calls that fill a sample
+    alone stop at 10x ``max_time_s``; shorter calls wait out a stall up to 100x.
 
     ``should_stop`` is the cooperative cancellation hook: it is asked between
     warm-up chunks and after every batch of samples, and when it returns True the
@@ -312,8 +311,7 @@ def measure(
     overhead = own_overhead() if own_overhead is not None else timer_overhead_s(clock)
     warmups = [warm_up(s, timer, policy, clock, should_stop) for s in subjects]
     calibrated = [calibrate(s, timer, policy, overhead) for s in subjects]
-    # One call already fills a sample: the calls are long, not the machine stalled.
-    long_calls = any(calls == 1 for calls, _ in calibrated)
+    long_calls = any(calls == 1 for calls, _ in calibrated)  # not a stalled machine
     samples: list[list[float]] = [[] for _ in subjects]
     host: list[list[float]] = [[] for _ in subjects]
     faulted, discarded = [0] * len(subjects), [0] * len(subjects)
@@ -361,14 +359,9 @@ def measure(
             if precise:
                 converged, reason = True, f"CI within {policy.target_rel_ci:.1%} of the median"
                 break
-        # The cap yields to min_samples unless calls of a sample's length or more overrun
-        # it tenfold; short calls wait out a descheduling (a stall must not leave a
-        # subject one sample), up to a hundredfold on a machine that keeps stalling.
-        if elapsed_s >= policy.max_time_s and (
-            n >= policy.min_samples
-            or (long_calls and elapsed_s >= 10 * policy.max_time_s)
-            or elapsed_s >= 100 * policy.max_time_s
-        ):
+        # The cap yields to min_samples (see the docstring for how far).
+        overrun = elapsed_s / policy.max_time_s
+        if overrun >= 1 and (n >= policy.min_samples or overrun >= (10 if long_calls else 100)):
             reason = f"time cap of {policy.max_time_s:g} s reached"
             break
         if n >= policy.max_samples:

@@ -1,11 +1,13 @@
 """benchbench.bench measures like `benchbench time`: torch.sqrt at 2^20 elements, in fresh
 processes, the same point as `time` measures, at the same scale.
 
-Whether the two intervals overlap is the machine's to say (runs drift apart by more than
-their intervals on a busy 2-core VM), so the test asserts the same measurement (three
-fresh processes, the point's size) and the same scale: medians within 3x of
-each other, which a unit or calls-per-sample error (1,000x, 1e6x) breaks and noise does
-not."""
+Whether the two intervals overlap, or even the medians lie within 3x, is the machine's
+to say: on a busy 2-core VM one of three processes ran ~30x slow and left `bench`'s
+median 3.4x `time`'s. So the test asserts the same measurement (three fresh processes,
+the point's size) and the same scale read where noise has the least say: the first
+quartile of each side's calls, within 10x, which a unit error (1,000x, 1e6x) breaks and
+a neighbour, which only ever slows calls down, would have to slow most of a side's
+processes tenfold to break."""
 
 from __future__ import annotations
 
@@ -42,4 +44,4 @@ def test_bench_of_sqrt_agrees_with_time(tmp_path):
     (row,) = json_of(done)["results"]
     assert measured.isolation == FRESH_PROCESSES and measured.processes == 3
     assert row["size"] == 2**20 and row["status"] == "ok"
-    assert 1 / 3 < measured.median_s / row["median_s"] < 3, (measured, row)
+    assert 1 / 10 < measured.stats.q1_s / row["q1_s"] < 10, (measured, row)
