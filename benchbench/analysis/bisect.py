@@ -5,8 +5,9 @@ The oracle judges one commit against the known-good commit and answers in one of
 outcomes (Chromium's Pinpoint judges its steps in the first three):
 
 - ``different``: the points got slower there (the verdict's ``slower`` at some point);
-- ``same``: no point slower, and every point's minimum detectable effect at most the
-  minimum effect: a change as large as that would have been found at the stated power;
+- ``same``: no point slower, and every point's interval below one plus the minimum
+  effect: a slowdown as large as that is ruled out (an equivalence test at the look's
+  alpha);
 - ``unknown``: neither (too noisy to tell): the commit is measured again, at most
   ``max_looks - 1`` more times (twice by default);
 - ``skip``: the commit cannot be measured (it fails to build, a point fails there), as
@@ -203,15 +204,18 @@ def replaying(recorded: Iterable[Look], oracle: Oracle) -> Oracle:
 def step_outcome(points: Sequence[compare.PointComparison], min_effect: float) -> str:
     """A step's outcome from its comparison against the good commit (the points that
     decide: the ones compared). ``different``: a point ``slower``; ``skip``: a point failing
-    or missing there; ``same``: every point's MDE at most ``min_effect`` (a change that
-    large would have been found at the comparison's power); else ``unknown``."""
+    or missing there; ``same``: every point's interval below ``1 + min_effect`` (a slowdown
+    that large is ruled out at the look's alpha, an equivalence test); else ``unknown``.
+
+    Not the MDE: the verdict's MDE is the change it marks ``slower`` at its power, which
+    lies above ``min_effect`` whenever there is noise, so no look would ever be ``same``."""
     if not points:
         return SKIP
     if any(p.mark == compare.SLOWER for p in points):
         return DIFFERENT
     if any(p.mark in (compare.FAILING, compare.GONE, compare.NEW) for p in points):
         return SKIP
-    if all(p.mde is not None and p.mde <= min_effect for p in points):
+    if all(p.ratio_ci_high is not None and p.ratio_ci_high < 1 + min_effect for p in points):
         return SAME
     return UNKNOWN
 

@@ -2,7 +2,7 @@
 
 Each step builds a commit's side as `ab --base-ref` does (cached by commit, torch shared)
 and judges it against the good commit with ab's paired verdict: different (a point
-slower), same (no point slower, every point's MDE at most --min-effect) or unknown, then
+slower), same (no point slower, every interval below 1 + --min-effect) or unknown, then
 measured again at most twice, each look at --alpha / 3. The bad end is measured first;
 commits that fail to build are skipped, as `git bisect skip`. Every look goes to --log;
 --resume continues it. Method and recipe: docs/compare.md, "Which commit did it".

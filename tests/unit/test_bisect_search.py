@@ -21,7 +21,9 @@ from benchbench.analysis.bisect import (
     judge,
     look_alpha,
     replaying,
+    step_outcome,
 )
+from benchbench.analysis.compare import PointComparison
 
 
 def _commits(n: int) -> list[str]:
@@ -166,3 +168,20 @@ def test_looks_round_trip_through_their_dict_and_costs_add_up():
     found = bisect(commits, scripted(commits, "c02"))
     assert found.seconds == pytest.approx(float(found.steps))
     assert found.deciding("c02") is not None and found.deciding("c02").outcome == DIFFERENT
+
+
+def _point(mark: str, ci_high: float | None, mde: float = 0.7) -> PointComparison:
+    return PointComparison(
+        "id", "exp[n=4096]", "s", "exp", mark, "ok", "ok", ratio=1.0, ratio_ci_high=ci_high, mde=mde
+    )
+
+
+def test_a_step_is_same_when_every_interval_rules_out_the_minimum_effect():
+    # The verdict's MDE (0.97 here, as a real look at --min-effect 0.9 gave) lies above
+    # the minimum effect whenever there is noise: it cannot decide `same`; the interval can.
+    assert step_outcome([_point("not significant", 1.2, mde=0.97)], 0.9) == SAME
+    assert step_outcome([_point("not significant", 1.2), _point("same", 1.95)], 0.9) == UNKNOWN
+    assert step_outcome([_point("not significant", None)], 0.9) == UNKNOWN
+    assert step_outcome([_point("slower", 6.0), _point("failing", None)], 0.9) == DIFFERENT
+    assert step_outcome([_point("failing", None), _point("same", 1.1)], 0.9) == SKIP
+    assert step_outcome([], 0.9) == SKIP
