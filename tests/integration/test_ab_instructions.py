@@ -59,6 +59,8 @@ def test_an_extra_call_is_an_instruction_regression(tmp_path, monkeypatch):
         store,
         "--metric",
         "time,instructions",
+        "--rounds",
+        "1",  # the counts are what is judged; one timed process shows the merge
         "--label",
         "a",
         "--json",
