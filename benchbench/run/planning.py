@@ -127,10 +127,7 @@ def answer_plan(request: dict[str, Any]) -> dict[str, Any]:
     selecting their points raised (its class name and message, raised again by
     :func:`benchbench.run.jobs.plan_in` in the runner)."""
     try:
-        given: dict[str, Any] = request["selection"]
-        selection = Selection(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}  # type: ignore[arg-type]
-        )
+        selection = Selection.from_dict(request["selection"])
         suites = [Path(p) for p in request["suites"]]
         return {
             "event": "plan",

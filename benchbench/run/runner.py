@@ -161,13 +161,7 @@ def resume_config(
         raise resume.refusal(row["id"], changed)
     known = {f.name for f in dataclasses.fields(Policy)}
     policy = Policy(**{k: v for k, v in (stored.get("policy") or {}).items() if k in known})
-    selection = Selection(
-        **{  # type: ignore[arg-type]
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in (stored.get("selection") or {}).items()
-            if k in {f.name for f in dataclasses.fields(Selection)}
-        }
-    )
+    selection = Selection.from_dict(stored.get("selection") or {})
     shard = stored.get("shard")
     return RunConfig(
         suites=suites,

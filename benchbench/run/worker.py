@@ -207,13 +207,7 @@ def _point_ids(request: dict[str, Any]) -> list[str] | str:
     from benchbench.suite.load import Selection, load_suite, select_points
 
     try:
-        given = request["selection"]
-        selection = Selection(
-            devices=tuple(given["devices"]) if given.get("devices") else None,
-            dtypes=tuple(given["dtypes"]) if given.get("dtypes") else None,
-            pattern=given.get("pattern"),
-            tags=tuple(given.get("tags") or ()),
-        )
+        selection = Selection.from_dict(request["selection"])
         suites = [load_suite(Path(path)) for path in request["suites"]]
         return [p.benchmark_id(w.version) for w, p in select_points(suites, selection)]
     except Exception as exc:  # the suite's or the selection's error, for the runner to name

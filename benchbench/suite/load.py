@@ -8,10 +8,11 @@ import importlib.util
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from benchbench.core.errors import SuiteError, UsageError
 from benchbench.core.values import Point
@@ -151,6 +152,21 @@ class Selection:
     dtypes: tuple[str, ...] | None = None
     pattern: str | None = None
     tags: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, given: Mapping[str, Any]) -> Selection:
+        """The selection that :func:`dataclasses.asdict` gave, back from JSON (lists for
+        tuples); keys it does not know (written by another version) are left out."""
+
+        def names(value: Any) -> tuple[str, ...] | None:
+            return tuple(value) if isinstance(value, list | tuple) else None
+
+        return cls(
+            devices=names(given.get("devices")),
+            dtypes=names(given.get("dtypes")),
+            pattern=given.get("pattern"),
+            tags=tuple(given.get("tags") or ()),
+        )
 
     def compiled_pattern(self) -> re.Pattern[str] | None:
         if self.pattern is None:

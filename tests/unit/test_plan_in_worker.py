@@ -4,6 +4,8 @@ suite's error raised in the runner as the worker met it."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +55,14 @@ def test_a_suites_error_in_the_worker_is_raised_in_the_runner_as_it_was(tmp_path
     other = _OnePool(lambda _r: {"event": "plan", "error": "boom", "error_type": "KeyError"})
     with pytest.raises(SuiteError, match=r"^KeyError: boom$"):
         runner.plan_in(other, config)  # type: ignore[arg-type]
+
+
+def test_a_selection_comes_back_from_json_as_it_went():
+    for selection in (
+        Selection(),
+        Selection(devices=("cpu", "cuda:1"), dtypes=(), pattern="sqrt", tags=("smoke",)),
+    ):
+        again = Selection.from_dict(json.loads(json.dumps(dataclasses.asdict(selection))))
+        assert again == selection
+    older = {"devices": None, "pattern": "x", "renamed_in_a_later_version": 1}
+    assert Selection.from_dict(older) == Selection(pattern="x")
