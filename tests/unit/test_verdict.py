@@ -334,6 +334,16 @@ def test_adjusted_p_values_are_benjamini_hochberg_in_the_given_order():
     assert adjusted_p([]) == []
 
 
+def test_adjusted_p_values_equal_scipy_s_benjamini_hochberg():
+    from scipy.stats import false_discovery_control
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 10, 53, 200):
+        for p in (rng.uniform(size=n), rng.uniform(size=n) ** 4, np.round(rng.uniform(size=n), 1)):
+            expected = false_discovery_control(p, method="bh")
+            assert adjusted_p(list(p)) == pytest.approx(list(expected), rel=1e-12, abs=1e-15)
+
+
 def test_mark_ratio_is_the_rule_of_mark():
     assert mark_ratio(1.06, True) == SLOWER
     assert mark_ratio(0.95, True) == FASTER
