@@ -25,7 +25,7 @@ need it. No process is started unless what is left covers its sampling cap with
 fixed cost of processes is outside it, and measured: ``extra.processes[k].wall_s``).
 
 This module is pure: :func:`spread_of` reads a merged result, :func:`next_process`
-chooses; :func:`benchbench.run.jobs.measure_jobs` drives the processes.
+chooses; :class:`benchbench.run.visits.Visits` takes the processes.
 """
 
 from __future__ import annotations

@@ -33,42 +33,23 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchbench.core import errors
 from benchbench.core.errors import BenchbenchError, MeasurementError, SuiteError
-from benchbench.core.values import Point, Result
+from benchbench.core.values import Result
 from benchbench.machine.environment import Environment
-from benchbench.run.allocate import (
-    BUDGET_SPENT,
-    FIRST_SHARE,
-    Spread,
-    next_process,
-    why_stopped,
-)
-from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
-from benchbench.run.observed import observed_request
 from benchbench.run.planning import Plan, Planned, plan_request
 from benchbench.run.pool import WorkerPool
-from benchbench.run.processes import (
-    Budget,
-    Retakes,
-    crowded_why,
-    max_time_s,
-    merged,
-    run_target,
-    widest_spread,
-)
 from benchbench.run.record import RunRecord, run_row
-from benchbench.run.rounds import Rounds, process_request, round_request
-from benchbench.run.rounds import order as rounds_order
+from benchbench.run.rounds import Rounds
+from benchbench.run.visits import Job, ProgressFn, Visits
 from benchbench.run.workers import StopRequest, WorkerFailure
 from benchbench.store import Store
 from benchbench.store.store import now
 from benchbench.suite.load import Selection
 
-#: ``run_row`` and ``RunRecord`` live in :mod:`benchbench.run.record`; their callers import
-#: them from here, with the loop.
+#: ``run_row`` and ``RunRecord`` live in :mod:`benchbench.run.record`, ``Job`` in
+#: :mod:`benchbench.run.visits`; their callers import them from here, with the loop.
 __all__ = [
     "Job",
     "ProgressFn",
@@ -79,41 +60,9 @@ __all__ = [
     "run_row",
 ]
 
-ProgressFn = Callable[[str, dict[str, Any]], None]
-
 #: Seconds the first worker may take to describe the environment (it may be the first
 #: process to touch the GPU driver: ~10 s on a cold machine).
 ENVIRONMENT_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class Job:
-    """One worker request and the points its answer covers, in the answer's order.
-
-    ``answer`` is the event carrying the results (``result``: one, ``timed``: a list);
-    a worker failure turns into an error result per point, with ``code_version``.
-    ``timeout_s`` replaces the run's timeout for this job (a compile variant's point).
-    """
-
-    request: dict[str, Any]
-    points: tuple[Point, ...]
-    label: str
-    answer: str = "result"
-    code_version: int = 1
-    timeout_s: float | None = None
-
-    def results(self, message: dict[str, Any]) -> list[Result]:
-        """The results an ``answer`` event carries."""
-        if "result" in message:
-            return [Result.from_dict(message["result"])]
-        return [Result.from_dict(r) for r in message["results"]]
-
-    def failed(self, reason: str) -> list[Result]:
-        """Every point of the job recorded as an error: the worker died or hung on it."""
-        return [
-            Result(point=p, status="error", reason=reason, code_version=self.code_version)
-            for p in self.points
-        ]
 
 
 @dataclass
@@ -158,17 +107,11 @@ def measure_jobs(
     requests planned, run_id), ``point`` (index, label, round) before each request,
     ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
     point is done. Without a store in ``record`` nothing is stored and the environment
-    is not asked for.
-
-    ``counter``: the pool of the instrumented worker (:mod:`benchbench.run.instrumented`),
-    which counts every job's instructions first, in plan order, before any timing (so
-    that callgrind's busy process never runs beside a timed one); each point's counts
-    are then merged into its timed result, or are its result when ``timed`` is False
-    (``--metric instructions``: no time rounds).
+    is not asked for. ``counter``: the instrumented worker's pool, which counts every
+    job's instructions first; with ``timed`` False the counts are the results
+    (:class:`~benchbench.run.visits.Visits` takes the processes).
     """
-    notify = progress or (lambda _e, _d: None)
     stop = stop or StopRequest()
-    plan = rounds or Rounds.fixed(1)
     store = record.store
     summary = RunSummary(run_id=record.run_id, planned=len(jobs))
     opened = False
@@ -177,162 +120,25 @@ def measure_jobs(
             summary.environment = record.environment or environment_of(pool, threads)
             _open_run(store, record, summary.environment)
             opened = True
-        total = len(jobs) * (plan.count if timed else 0) + (len(jobs) if counter else 0)
-        notify("start", {"total": total, "run_id": summary.run_id})
-        taken: list[list[list[Result]]] = [[] for _ in jobs]  # [job][round] -> results
-        finished: dict[int, list[Result]] = {}  # job -> its merged results
-
-        def write(index: int, merged: list[Result]) -> None:
-            if timed and index in counted:
-                merged = [with_counts(r, c) for r, c in zip(merged, counted[index], strict=True)]
-            for result in merged:
-                if store is not None:
-                    store.write_result(record.run_id, result)
-            finished[index] = merged
-            notify("result", {"index": index, "results": merged, "result": merged[0]})
-
-        counted: dict[int, list[Result]] = {}
+        visits = Visits(
+            jobs,
+            pool,
+            store,
+            record.run_id,
+            rounds=rounds,
+            stop=stop,
+            notify=progress or (lambda _e, _d: None),
+            timeout_s=timeout_s,
+            timed=timed,
+            counting=counter is not None,
+            clock=clock,
+        )
+        visits.notify("start", {"total": visits.total, "run_id": summary.run_id})
         if counter is not None:
-            # Counts only (no time rounds): each point is written as soon as it is counted.
-            done = None if timed else write
-            counted = _counts(jobs, counter, timed, timeout_s, stop, notify, total, done)
-        open_jobs = set(range(len(jobs))) if timed and not stop.requested else set()
-        walls: list[list[float]] = [[] for _ in jobs]  # [job][process] -> wall seconds
-        # Two processes or more give a spread to allocate by; one does not.
-        adaptive = rounds is not None and plan.count >= 2 and plan.max_count > plan.count
-        share = FIRST_SHARE if adaptive else 1.0
-        # The run's sampling budget: the allocation's, and the retakes' (processes stop
-        # early when precise, so a run without allocation has some left too).
-        budget = Budget(sum(max_time_s(job.request) for job in jobs))
-
-        def take(index: int, request: dict[str, Any], round_label: int) -> list[Result] | None:
-            job = jobs[index]
-            notify("point", {"index": index, "label": job.label, "round": round_label})
-            started = clock()
-            results = _request(job, pool, request, job.timeout_s or timeout_s, stop)
-            if results is None:
-                return None  # stopped: the point cut short is left for --resume
-            walls[index].append(clock() - started)
-            taken[index].append(results)
-            spreads.pop(index, None)  # judged again when next asked
-            budget.spend(results)
-            notify("advance", {"total": total})
-            return results
-
-        target = run_target(job.request for job in jobs)
-        # Each job's spread, merged once per new process rather than once per choice
-        # (the merge and its statistics cost ~1 ms a job, beside a measuring worker).
-        spreads: dict[int, Spread | None] = {}
-
-        def spread(index: int) -> Spread | None:
-            if index not in spreads:
-                spreads[index] = widest_spread(
-                    jobs[index].request, len(jobs[index].points), taken[index], walls[index]
-                )
-            return spreads[index]
-
-        def settled(index: int) -> bool:
-            """True when a point needs no more processes, whatever the budget: it is
-            written at once, so a killed run keeps it."""
-            return why_stopped(spread(index), target, plan.max_count) != BUDGET_SPENT
-
-        # The first rounds: every point in plan.count fresh processes, shuffled rounds;
-        # a process measures plan.per_process points of its round, never two of a point.
-        # Every process whose threads outnumbered the idle cores is measured again at the
-        # end of its round, once, whatever the budget (Retakes: so two runs of a suite
-        # replace the same kind of process; not with --rounds 1, whose points are
-        # written as measured). No process is ever measured again for its time.
-        sharing = plan.per_process > 1
-        if sharing:
-            pool.share(plan.per_process)
-        retakes = Retakes(len(jobs))
-
-        def retake(index: int, position: int, request: dict[str, Any], why: str) -> None:
-            """Process ``position`` of job ``index`` measured again, the first set aside."""
-            nonlocal total
-            total += 1
-            if take(index, request, position + 1) is None:
-                return
-            results, wall = taken[index].pop(), walls[index].pop()
-            retakes.set_aside(index, position, taken[index][position], why)
-            taken[index][position], walls[index][position] = results, wall
-
-        def ready(index: int) -> bool:
-            """True when a point of the last round can be written: no more processes
-            wanted (or none to allocate)."""
-            return not adaptive or settled(index)
-
-        def finish(index: int, why: str | None = None) -> None:
-            """Job ``index`` merged over its processes and written; ``why``: the reason it
-            got no more processes, for its ``not converged`` warning."""
-            open_jobs.discard(index)
-            job = jobs[index]
-            points = len(job.points)
-            aside = retakes.of(index)
-            write(index, merged(job.request, points, taken[index], walls[index], why, aside))
-
-        for round_index in range(plan.count):
-            if not open_jobs or stop.requested:
-                break
-            # Without ``rounds``: one round in plan order (the callers' own order).
-            visit = (
-                rounds_order(len(jobs), round_index, plan.seed)
-                if rounds is not None
-                else range(len(jobs))
-            )
-            if round_index > 0:
-                pool.renew()  # a fresh layout and a new worker a round (WorkerPool.renew)
-            last = round_index + 1 == plan.count
-            crowded_now: list[tuple[int, dict[str, Any], str]] = []
-            for index in visit:
-                if index not in open_jobs:
-                    continue
-                if stop.requested:
-                    break
-                request = round_request(jobs[index].request, plan.count, round_index, share)
-                results = take(index, request, round_index + 1)
-                if results is None:
-                    break
-                first_failed = round_index == 0 and all(r.status != "ok" for r in results)
-                why = None if first_failed else crowded_why(results)
-                if why is not None and plan.count > 1:
-                    crowded_now.append((index, request, why))
-                elif first_failed or (last and ready(index)):
-                    finish(index)
-            # Later in the round: every crowded process again.
-            for index, request, why in crowded_now:
-                # A stop leaves the crowded process as it is: its point is whole.
-                if not stop.requested:
-                    retake(index, round_index, request, why)
-                if last and ready(index):
-                    finish(index)
-        # Then the budget left, a process at a time, to the points furthest from target.
-        if sharing:
-            pool.share(1)  # the same point may be chosen twice in a row: a fresh process each
-        since_renewal = 0
-        while adaptive and open_jobs and not stop.requested:
-            wide = {i: s for i in open_jobs if (s := spread(i)) is not None}
-            choice = next_process(wide, target, budget.left_s, plan.max_count)
-            if choice is None:
-                break
-            index, cap_s = choice
-            if since_renewal >= len(jobs):  # a round's worth of processes per layout
-                pool.renew()
-                since_renewal = 0
-            since_renewal += 1
-            total += 1
-            request = process_request(jobs[index].request, cap_s, plan.count)
-            if take(index, request, len(walls[index]) + 1) is None:
-                break
-            if settled(index):  # within target now, or at its most processes: written now
-                finish(index)
-        # What is still open is done, or the run stopped: write what is whole.
-        if adaptive or stop.requested:
-            for index in sorted(open_jobs):
-                if len(taken[index]) < plan.count:
-                    continue  # cut short by a stop: --resume measures it
-                finish(index, why_stopped(spread(index), target, plan.max_count))
-        summary.results = [r for index in sorted(finished) for r in finished[index]]
+            visits.count(counter)
+        visits.first_rounds()
+        visits.allocate()
+        summary.results = visits.close()
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
     except BaseException:
@@ -343,58 +149,6 @@ def measure_jobs(
             with contextlib.suppress(BenchbenchError):
                 store.update_run(record.run_id, status=summary.status, finished_at=now())
     return summary
-
-
-def _request(
-    job: Job, pool: WorkerPool, request: dict[str, Any], timeout_s: float, stop: StopRequest
-) -> list[Result] | None:
-    """``request`` (one process of ``job``) in a fresh worker: its results, or None when
-    the run stops."""
-    try:
-        message = observed_request(pool, request, (job.answer, "interrupted"), timeout_s, stop)
-    except WorkerFailure as failure:
-        if stop.requested:
-            return None  # it died of the stop (SIGTERM to the group, a second Ctrl-C)
-        return job.failed(str(failure))
-    if message["event"] == "interrupted":
-        return None
-    return job.results(message)
-
-
-def _counts(
-    jobs: Sequence[Job],
-    counter: WorkerPool,
-    timed: bool,
-    timeout_s: float,
-    stop: StopRequest,
-    notify: ProgressFn,
-    total: int,
-    done: Callable[[int, list[Result]], None] | None = None,
-) -> dict[int, list[Result]]:
-    """Every job's instruction counts from the instrumented worker, in plan order (the
-    jobs a stop left uncounted are absent: ``--resume`` measures them); ``done(index,
-    results)`` is called with each job's counts as they come."""
-    counted: dict[int, list[Result]] = {}
-    for index, job in enumerate(jobs):
-        if stop.requested:
-            break
-        notify("point", {"index": index, "label": job.label, "round": "instructions"})
-        limit_s = (job.timeout_s or timeout_s) * SLOWDOWN
-        request = count_request(job.request, timed)
-        try:
-            message = counter.request(request, (job.answer, "interrupted"), limit_s, stop)
-        except WorkerFailure as failure:
-            if stop.requested:
-                break
-            counted[index] = job.failed(f"instruction count: {failure}")
-        else:
-            if message["event"] == "interrupted":
-                break
-            counted[index] = job.results(message)
-        notify("advance", {"total": total})
-        if done is not None:
-            done(index, counted[index])
-    return counted
 
 
 def environment_of(pool: WorkerPool, threads: int | None) -> Environment:

@@ -1,7 +1,7 @@
 """What the runner does with a point's processes besides taking them: the run's sampling
 budget, the processes retakes replaced, and the merge over the processes taken so far.
 
-:func:`benchbench.run.jobs.measure_jobs` takes the processes (in rounds, then the
+:class:`benchbench.run.visits.Visits` takes the processes (in rounds, then the
 allocation's); this module is pure: a job is its request and how many points its answer
 covers, its processes so far ``taken[process][point]``.
 

@@ -26,7 +26,7 @@ cores (a crowded core); the runner measures it again and the ``retaken`` note na
 it, its samples kept in ``extra.set_aside``.
 
 This module is pure (no processes): the order of the rounds, the per-round request and
-the merge; :func:`benchbench.run.jobs.measure_jobs` drives them.
+the merge; :class:`benchbench.run.visits.Visits` takes the processes.
 """
 
 from __future__ import annotations

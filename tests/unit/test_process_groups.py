@@ -183,7 +183,7 @@ class Pool:
 def _scripted_telemetry(monkeypatch):
     """The pool's telemetry stands: no sampler of the real machine around each request."""
     monkeypatch.setattr(
-        "benchbench.run.jobs.observed_request",
+        "benchbench.run.visits.observed_request",
         lambda pool, payload, events, timeout_s, stop=None: pool.request(
             payload, events, timeout_s, stop
         ),
