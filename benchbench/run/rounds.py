@@ -207,24 +207,14 @@ def merge(
         return first
     kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
     failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
-    total = len(rounds) + len(set_aside)
-    # One line for all of a point's retakes (``process 1-5 of 10``, ``1.8-1.9 cores``).
-    notes = merge_warnings(
-        [
-            f"{RETAKEN}: process {a.process} of {total} ran on a crowded core ({a.why}); "
-            "a fresh process took its place"
-            for a in set_aside
-        ]
-    )
+    notes = _retake_notes(set_aside, len(rounds) + len(set_aside))
     modes_note = groups_note([_median(rounds[k]) for k in kept])
     if modes_note is not None:
         notes.append(modes_note)
     measured = [rounds[k] for k in kept]
     calls = first.calls_per_sample
-    samples: list[float] = []
-    for result in measured:
-        scale = calls / result.calls_per_sample
-        samples.extend(s * scale for s in result.samples_s)
+    # Scaled to the first process's calls per sample (each process calibrates its own).
+    samples = [s * (calls / r.calls_per_sample) for r in measured for s in r.samples_s]
     counts = tuple(len(r.samples_s) for r in measured)
     two_level = target_rel_ci is not None and len(counts) > 1
     # One note per kind (the busiest other process, page faults as a range), before the
@@ -247,29 +237,11 @@ def merge(
         first.extra, warnings, [r.extra for r in measured], stats.median_s
     )
     extra["processes"] = [
-        {
-            "calls_per_sample": r.calls_per_sample,
-            "samples": len(r.samples_s),
-            "median_s": _median(r),
-            "stop_reason": r.stop_reason,
-            **({"wall_s": walls_s[kept[k]]} if kept[k] < len(walls_s) else {}),
-            **({"cost": r.extra["cost"]} if "cost" in r.extra else {}),
-            # A compile variant compiles afresh in every process: each one's compile time.
-            **({"compile_s": r.extra["compile_s"]} if "compile_s" in r.extra else {}),
-        }
+        _process_extra(r, walls_s[kept[k]] if kept[k] < len(walls_s) else None)
         for k, r in enumerate(measured)
     ]
     if set_aside:
-        extra["set_aside"] = [
-            {
-                "process": a.process,
-                "why": a.why,
-                "median_s": _median(a.result) if a.result.samples_s else None,
-                "calls_per_sample": a.result.calls_per_sample,
-                "samples_s": list(a.result.samples_s),
-            }
-            for a in set_aside
-        ]
+        extra["set_aside"] = [_set_aside_extra(a) for a in set_aside]
     errors = [r.max_rel_error for r in measured if r.max_rel_error is not None]
     abs_errors = [r.max_abs_error for r in measured if r.max_abs_error is not None]
     peaks = [r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None]
@@ -286,6 +258,42 @@ def merge(
         peak_memory_bytes=max(peaks) if peaks else None,
         duration_s=_total(r.duration_s for r in [*rounds, *(a.result for a in set_aside)]),
     )
+
+
+def _retake_notes(set_aside: Sequence[SetAside], total: int) -> list[str]:
+    """One line for all of a point's retakes (``process 1-5 of 10``, ``1.8-1.9 cores``)."""
+    return merge_warnings(
+        [
+            f"{RETAKEN}: process {a.process} of {total} ran on a crowded core ({a.why}); "
+            "a fresh process took its place"
+            for a in set_aside
+        ]
+    )
+
+
+def _process_extra(result: Result, wall_s: float | None) -> dict[str, Any]:
+    """What ``extra.processes`` keeps of one process that measured the point."""
+    return {
+        "calls_per_sample": result.calls_per_sample,
+        "samples": len(result.samples_s),
+        "median_s": _median(result),
+        "stop_reason": result.stop_reason,
+        **({"wall_s": wall_s} if wall_s is not None else {}),
+        **({"cost": result.extra["cost"]} if "cost" in result.extra else {}),
+        # A compile variant compiles afresh in every process: each one's compile time.
+        **({"compile_s": result.extra["compile_s"]} if "compile_s" in result.extra else {}),
+    }
+
+
+def _set_aside_extra(aside: SetAside) -> dict[str, Any]:
+    """What ``extra.set_aside`` keeps of a process a retake replaced."""
+    return {
+        "process": aside.process,
+        "why": aside.why,
+        "median_s": _median(aside.result) if aside.result.samples_s else None,
+        "calls_per_sample": aside.result.calls_per_sample,
+        "samples_s": list(aside.result.samples_s),
+    }
 
 
 @dataclass(frozen=True)
