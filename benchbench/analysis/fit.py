@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import least_squares, nnls
 
 from benchbench.core.errors import MeasurementError
 
@@ -116,6 +115,10 @@ def fit_curve(
     fit: fewer than 3 points, a single distinct size, non-positive or non-finite work or
     time, lengths that disagree.
     """
+    # scipy.optimize takes ~0.7 s to import: `show` and `compare` of points without a
+    # size axis never fit, and should not pay it.
+    from scipy.optimize import least_squares, nnls
+
     w, t, wt = _validated(work, time_s, weights)
     sw = np.sqrt(wt)
     # Scale the unknowns to order 1 so the solver's steps are balanced: t0 in units of the

@@ -92,13 +92,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri, stdtr
 
 # The thresholds live in core.defaults, so that `compare --help` quotes them without
 # importing numpy and scipy: a 5 % change of the median, 95 % intervals, a 1 % change of
 # an instruction count.
 from benchbench.core.defaults import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
-from benchbench.core.stats import Stats, log_spread, split_processes, t_quantile
+from benchbench.core.stats import Stats, log_spread, process_medians, t_quantile
 
 FASTER, SLOWER, SAME, NOT_SIGNIFICANT = "faster", "slower", "same", "not significant"
 #: Every mark :func:`mark` gives.
@@ -219,6 +218,8 @@ def estimate(
     # bound exceeds 1 iff fewer than a resampled ratios are <= 1 (and so for the upper).
     k = math.ceil(alpha / 2.0 * resamples)
     low, high = float(ratios[k - 1]), float(ratios[resamples - k])
+    from scipy.special import ndtri  # ~0.3 s to import: `show` never needs it
+
     se_log = math.log(high / low) / (2.0 * float(ndtri(1.0 - alpha / 2.0)))
     if min(base.size, contender.size) < MIN_SAMPLES:
         return Estimate(ratio, low, high, 1.0, paired, alpha, se_log=math.inf)
@@ -247,8 +248,8 @@ def _process_level(
     paired: bool,
     alpha: float,
 ) -> Estimate:
-    base_m = [float(np.median(part)) for part in split_processes(base, base_processes)]
-    con_m = [float(np.median(part)) for part in split_processes(contender, contender_processes)]
+    base_m = process_medians(base, base_processes)
+    con_m = process_medians(contender, contender_processes)
     test, pairs = "Welch t", 0
     if paired and len(base_m) != len(con_m):
         test = f"Welch t (unpaired: {len(base_m)} vs {len(con_m)} processes)"
@@ -274,6 +275,8 @@ def _process_level(
     if se == 0.0:
         p = 1.0 if effect == 0.0 else 0.0
         return Estimate(ratio, ratio, ratio, p, paired, alpha, "process", 0.0, df, test, pairs)
+    from scipy.special import stdtr  # ~0.3 s to import: `show` never needs it
+
     p = float(min(1.0, 2.0 * stdtr(df, -effect / se)))
     half = t_quantile(df, 1.0 - alpha) * se
     low, high = ratio * math.exp(-half), ratio * math.exp(half)

@@ -13,13 +13,15 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchbench.core.values import Point
 from benchbench.run import sharding
-from benchbench.store import Store
 from benchbench.suite.declare import Workload
 from benchbench.suite.load import Selection, file_hash, load_suite, select_points
+
+if TYPE_CHECKING:  # the store is SQLAlchemy (~0.4 s): a worker that plans never opens one
+    from benchbench.store import Store
 
 
 @dataclass(frozen=True)

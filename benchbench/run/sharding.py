@@ -24,11 +24,13 @@ import statistics
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchbench.core.errors import NotFoundError, UsageError
 from benchbench.core.values import suite_order
-from benchbench.store import Store
+
+if TYPE_CHECKING:  # the store is SQLAlchemy (~0.4 s): a worker that plans never opens one
+    from benchbench.store import Store
 
 #: Finished runs whose stored durations give the expected cost of a point.
 COST_HISTORY_RUNS = 5

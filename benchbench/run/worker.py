@@ -239,6 +239,7 @@ def _freeze_imports() -> None:
     zygote it also keeps forked workers from touching (and copying) those pages; a
     forked worker has the imports already and freezes only what the zygote made since.
     """
+    import scipy.special  # noqa: F401  # the stopping rule's intervals: ~0.3 s a worker
     import torch  # noqa: F401
 
     import benchbench.measure.point  # noqa: F401

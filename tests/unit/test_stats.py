@@ -5,7 +5,14 @@ import pytest
 from scipy import stats as scipy_stats
 
 from benchbench.core import columns
-from benchbench.core.stats import Stats, median_ci_ranks, modes, process_interval
+from benchbench.core.stats import (
+    Stats,
+    median_ci_ranks,
+    modes,
+    process_interval,
+    process_medians,
+    split_processes,
+)
 
 
 def test_statistics_of_known_samples():
@@ -145,3 +152,13 @@ def test_two_level_interval_covers_the_true_median_where_one_level_does_not():
         covered["one"] += one.ci_low_s <= 1.0 <= one.ci_high_s
     assert covered["two"] / trials >= 0.90
     assert covered["one"] / trials <= 0.5
+
+
+def test_process_medians_vectorised_or_not_are_each_process_s_median():
+    rng = np.random.default_rng(3)
+    values = rng.lognormal(0.0, 0.3, 40)
+    for counts in ([8] * 5, [5, 10, 7, 18], [40], []):
+        expected = [float(np.median(part)) for part in split_processes(values, counts)]
+        assert process_medians(values, counts) == expected
+    with pytest.raises(ValueError, match="adding up to the 40 samples"):
+        process_medians(values, [8] * 4)

@@ -309,3 +309,33 @@ def test_a_real_zygote_pays_a_first_use_only_when_a_fork_asks_and_only_once():
             assert zygote.warmed == warmed
     finally:
         zygote.close()
+
+
+def test_the_zygote_imports_what_the_engine_needs_so_no_worker_imports_it_again():
+    # A worker forked from the zygote that imports a module itself pays it at every
+    # point: scipy.special, for the stopping rule's intervals, cost ~0.45 s of CPU a
+    # worker when only the commands imported it; the store's SQLAlchemy ~0.4 s in the
+    # worker that plans each run.
+    code = textwrap.dedent(
+        """
+        import sys
+        from benchbench.run.worker import _freeze_imports
+        _freeze_imports()
+        before = set(sys.modules)
+        import torch
+        from benchbench.measure.policy import Policy, Subject, measure
+        from benchbench.measure.timers import CpuTimer
+        x = torch.rand(64)
+        loop = lambda calls: [torch.sqrt(x) for _ in range(calls)]
+        (done,) = measure([Subject("sqrt", loop)], CpuTimer(), Policy(max_time_s=0.05))
+        assert len(done.samples_s) >= 10
+        import benchbench.run.planning  # the first worker plans the run: no store there
+        print(sorted(m for m in set(sys.modules) - before if not m.startswith("benchbench")))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
