@@ -1,5 +1,3 @@
-import sys
+from benchbench.cli import entry
 
-from benchbench.cli import main
-
-sys.exit(main())
+entry()

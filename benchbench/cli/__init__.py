@@ -15,12 +15,15 @@ scipy, matplotlib, pandas and SQLAlchemy come inside ``run()``, when the command
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import os
 import re
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 from benchbench.core import facts
 from benchbench.core.errors import BenchbenchError, UsageError
@@ -224,6 +227,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
+def entry() -> NoReturn:
+    """The ``benchbench`` command (and ``python -m benchbench``): :func:`main`, then the
+    end of the process as the interpreter ends it (other threads joined, ``atexit``
+    handlers run, output flushed) without tearing its modules down, which costs a command
+    that loaded SQLAlchemy, numpy and rich ~0.25 s of CPU (BENCHMARKS.md, "A command's
+    exit"). In-process callers keep calling :func:`main`."""
+    code = main()
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        code = 120  # what the interpreter exits with when its last flush fails
+    os._exit(code)
+
+
 def _store_failure(exc: Exception, store: str | None) -> str | None:
     """The one line of a store's failure (damaged, read-only, full, server gone), or None
     for any other exception; SQLAlchemy is only imported if a command loaded it."""
@@ -236,4 +258,4 @@ def _store_failure(exc: Exception, store: str | None) -> str | None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -7,7 +7,10 @@ checked-in store of the previous version to ``tests/fixtures/``.
 
 from __future__ import annotations
 
+import atexit
+import os
 import sqlite3
+import weakref
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -131,6 +134,20 @@ def _scheme(url: str) -> str:
     return url.split("://", 1)[0].lower() if "://" in url else ""
 
 
+#: The engines this process made, each closed at exit by the process that made it (a
+#: forked child leaves its parent's connections alone): SQLite folds its write-ahead log
+#: back into the store when the last connection closes, and a PostgreSQL server sees a
+#: clean goodbye, even when the CLI ends without tearing its modules down.
+_ENGINES: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
+
+
+@atexit.register
+def _dispose_engines() -> None:
+    for engine, pid in list(_ENGINES.items()):
+        if pid == os.getpid():
+            engine.dispose()
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url``: SQLite in WAL mode with a busy timeout, or PostgreSQL.
 
@@ -151,9 +168,12 @@ def make_engine(url: str) -> Engine:
         engine = sa.create_engine(url, connect_args={"timeout": 30})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         sa.event.listen(engine, "begin", _sqlite_begin)
+        _ENGINES[engine] = os.getpid()
         return engine
     try:
-        return sa.create_engine(url, pool_pre_ping=True, connect_args=_pg_connect_args(url))
+        engine = sa.create_engine(url, pool_pre_ping=True, connect_args=_pg_connect_args(url))
+        _ENGINES[engine] = os.getpid()
+        return engine
     except ImportError as exc:
         # SQLAlchemy imports the driver here: psycopg is a dependency of benchbench,
         # so this is an environment that left it out (or a psycopg2 URL).

@@ -116,3 +116,27 @@ def test_time_imports_no_torch_in_the_runner(tmp_path) -> None:
     argv += ["--budget", "0.01", "--store", str(tmp_path / "t.db")]
     loaded = _probe([argv], heavy=("torch",))
     assert loaded[" ".join(argv)] == {"code": 0, "heavy": []}
+
+
+def test_a_command_ends_without_teardown_and_leaves_the_store_whole(small_store, tmp_path):
+    # `entry` skips the modules' teardown (os._exit) after joining threads and running
+    # the atexit handlers: the store's engine is closed there, so SQLite folds its
+    # write-ahead log back and leaves no -wal or -shm file, and the exit code stays.
+    store = tmp_path / "copy.db"
+    for suffix in ("", "-wal", "-shm"):  # the fixture's own connection keeps its log open
+        source = small_store.with_name(small_store.name + suffix)
+        if source.exists():
+            store.with_name(store.name + suffix).write_bytes(source.read_bytes())
+    read = subprocess.run(
+        [sys.executable, "-m", "benchbench", "runs", "--store", str(store)],
+        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert read.returncode == 0, read.stderr
+    assert "head" in read.stdout and read.stdout.endswith("\n")  # flushed before the exit
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db"]
+    wrong = subprocess.run(
+        [sys.executable, "-m", "benchbench", "show", "nosuchrun", "--store", str(store)],
+        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert wrong.returncode == 1 and "nosuchrun" in wrong.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db"]
