@@ -232,7 +232,8 @@ def entry() -> NoReturn:
     end of the process as the interpreter ends it (other threads joined, ``atexit``
     handlers run, output flushed) without tearing its modules down, which costs a command
     that loaded SQLAlchemy, numpy and rich ~0.25 s of CPU (BENCHMARKS.md, "A command's
-    exit"). In-process callers keep calling :func:`main`."""
+    exit, and imports paid only where used"). In-process callers keep calling
+    :func:`main`."""
     code = main()
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
