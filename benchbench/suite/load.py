@@ -90,6 +90,15 @@ def load_suite(path: Path) -> Suite:
 _executed: dict[Path, ModuleType] = {}
 
 
+def forget_executed() -> None:
+    """Forget every file executed and suite loaded, as a new process starts: the next
+    load reads each file again (a file edited since, a command run again in-process)."""
+    for module in _executed.values():
+        sys.modules.pop(module.__name__, None)
+    _executed.clear()
+    _loaded.clear()
+
+
 def execute_file(path: Path, kind: str = "suite") -> ModuleType:
     """Execute the Python file at ``path`` once per process, as a module of its own
     (named after its path's hash, so no import statement reaches it), and return it.

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchbench.cli import main
 from benchbench.core.units import format_time
-from tests.integration.cli import SUITES, env, json_of
+from tests.integration.cli import SUITES, benchbench, env, json_of
 
 LABELS = SUITES / "labels.py"
 BROKEN = (
@@ -27,17 +25,8 @@ def to_file(*args: str, cwd: Path) -> tuple[int, str, str]:
     unlike the other tests' helper, no `$COLUMNS`."""
     environ = env()
     environ.pop("COLUMNS")
-    with open(cwd / "out.txt", "w") as out, open(cwd / "err.txt", "w") as err:
-        done = subprocess.run(
-            [sys.executable, "-m", "benchbench", *args],
-            cwd=cwd,
-            env=environ,
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            timeout=300,
-        )
-    return done.returncode, (cwd / "out.txt").read_text(), (cwd / "err.txt").read_text()
+    done = benchbench(*args, cwd=cwd, environ=environ)
+    return done.returncode, done.stdout, done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -56,15 +45,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def _doc(folder: Path, *args: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchbench", *args, "--store", "s.db", "--json"],
-        cwd=folder,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return json_of(done)
+    return json_of(benchbench(*args, "--store", "s.db", "--json", cwd=folder))
 
 
 def _names_and_numbers(results: list[dict]) -> list[str]:
@@ -154,15 +135,7 @@ def test_list_and_runs_print_full_labels_in_every_format(two_runs) -> None:
 
 
 def _list_json(folder: Path) -> list[dict]:
-    done = subprocess.run(
-        [sys.executable, "-m", "benchbench", "list", str(LABELS), "--format", "json"],
-        cwd=folder,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return json_of(done)["points"]
+    return json_of(benchbench("list", str(LABELS), "--format", "json", cwd=folder))["points"]
 
 
 def test_doctor_prints_its_checks_as_csv(capsys) -> None:

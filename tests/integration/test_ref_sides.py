@@ -10,29 +10,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cli import ROOT, json_of
+from tests.integration.cli import ROOT, benchbench, json_of
 from tests.integration.cli import env as cli_env
 from tests.synthetic_repo import git, make_repo, write_module, write_suite
 
 pytestmark = pytest.mark.slow
 
 
-def run_cli(*args: str, cwd: Path, cache: Path, extra_env: dict | None = None):
+def run_cli(*args: str, cwd: Path, cache: Path, extra_env: dict | None = None, fresh: bool = False):
     environ = {**cli_env(), "BENCHBENCH_SIDES_CACHE": str(cache), **(extra_env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "benchbench", *args],
-        cwd=cwd,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=1500,  # a step is ~20 s on a quiet 2-core VM, ~5 min beside five busy ones
-    )
+    # a step is ~20 s on a quiet 2-core VM, ~5 min beside five busy ones
+    return benchbench(*args, cwd=cwd, environ=environ, timeout=1500, fresh=fresh)
 
 
 def _entries(cache: Path) -> set[str]:

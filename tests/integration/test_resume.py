@@ -194,14 +194,7 @@ def test_resume_reuses_the_runs_config_and_rejects_conflicting_flags(tmp_path):
 
 
 def _machine(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "benchbench", *args],
-        cwd=cwd,
-        env={**env(), "BENCHBENCH_MACHINE": name},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return benchbench(*args, cwd=cwd, environ={**env(), "BENCHBENCH_MACHINE": name})
 
 
 def _half_done(db: Path, run_id: str) -> None:
