@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import os
@@ -81,6 +82,7 @@ def _main(argv: list[str]) -> int:
     for thread in set(threading.enumerate()) - before:
         if not thread.daemon:
             thread.join()
+    gc.collect()  # a store the command left in a reference cycle gives its connection back
     _dispose_engines()
     return code
 

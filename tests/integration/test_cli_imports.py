@@ -19,7 +19,7 @@ import pytest
 
 from benchbench.cli import COMMANDS
 from benchbench.store import open_store
-from tests.integration.cli import ROOT, env
+from tests.integration.cli import ROOT, benchbench, env
 from tests.storedata import T0, add_run, point, result
 
 HEAVY = ("torch", "matplotlib", "scipy")
@@ -140,3 +140,28 @@ def test_a_command_ends_without_teardown_and_leaves_the_store_whole(small_store,
     )  # fmt: skip
     assert wrong.returncode == 1 and "nosuchrun" in wrong.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db"]
+
+
+def test_the_tests_in_process_command_says_what_a_new_process_says(small_store, tmp_path):
+    # tests/integration/cli.benchbench runs commands in the test's process unless asked
+    # for a new one: both give the same exit code, stdout and stderr, and both end with
+    # the store's log folded back.
+    store = tmp_path / "copy.db"
+    for suffix in ("", "-wal", "-shm"):  # the fixture's own connection keeps its log open
+        source = small_store.with_name(small_store.name + suffix)
+        if source.exists():
+            store.with_name(store.name + suffix).write_bytes(source.read_bytes())
+    argvs = [
+        ("runs", "--store", str(store)),
+        ("compare", "base", "head", "--store", str(store)),
+        ("show", "nosuchrun", "--store", str(store)),
+        ("show", "latest", "--top", "-1", "--store", str(store)),
+        ("run", str(tmp_path / "missing.py"), "--store", str(store)),
+    ]
+    for argv in argvs:
+        fresh = benchbench(*argv, cwd=tmp_path, fresh=True)
+        here = benchbench(*argv, cwd=tmp_path)
+        said = (here.returncode, here.stdout, here.stderr)
+        assert said == (fresh.returncode, fresh.stdout, fresh.stderr), argv
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db"], argv
+    assert {benchbench(*a, cwd=tmp_path).returncode for a in argvs} == {0, 1, 2}

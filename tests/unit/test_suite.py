@@ -1,3 +1,4 @@
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,18 @@ def test_size_helpers():
 
 def test_in_a_checkout_the_builtin_suites_are_the_checkouts_own():
     assert builtin_dir() == Path(__file__).resolve().parents[2] / "suites"
+
+
+def test_a_suite_file_runs_once_until_forgotten_then_its_edit_is_read(tmp_path):
+    from benchbench.suite.load import forget_executed, load_suite
+
+    path = tmp_path / "edited.py"
+    declare = 'from benchbench import Suite\nsuite = Suite("{}")\n'
+    path.write_text(declare.format("before"))
+    first = load_suite(path)
+    path.write_text(declare.format("after"))
+    assert load_suite(path) is first and first.name == "before"  # once per process
+    forget_executed()
+    assert load_suite(path).name == "after"
+    forget_executed()
+    assert not [name for name in sys.modules if name.startswith("benchbench_suite_")]
