@@ -122,8 +122,10 @@ def execute_file(path: Path, kind: str = "suite") -> ModuleType:
     # torch's heap, 0.8 s of a 1.3 s load on a busy machine (0.5 s without them).
     collecting = gc.isenabled()
     gc.disable()
+    executed = False
     try:
         spec.loader.exec_module(module)
+        executed = True
     except (SuiteError, UsageError):
         # a UsageError is the user's to fix as it stands (exit 2): `zoo` without the
         # models extra names the install command
@@ -136,6 +138,8 @@ def execute_file(path: Path, kind: str = "suite") -> ModuleType:
         where = f"{kind} {str(path)!r}, line {_line_in(path, exc)}"
         raise SuiteError(f"{where}: {type(exc).__name__}: {exc}") from None
     finally:
+        if not executed:  # nothing left of a file that failed, as of a failed import
+            sys.modules.pop(module_name, None)
         if collecting:
             gc.enable()
     _executed[path] = module

@@ -136,7 +136,7 @@ def test_in_a_checkout_the_builtin_suites_are_the_checkouts_own():
 
 
 def test_a_suite_file_runs_once_until_forgotten_then_its_edit_is_read(tmp_path):
-    from benchbench.suite.load import forget_executed, load_suite
+    from benchbench.suite.load import execute_file, forget_executed, load_suite
 
     path = tmp_path / "edited.py"
     declare = 'from benchbench import Suite\nsuite = Suite("{}")\n'
@@ -146,5 +146,17 @@ def test_a_suite_file_runs_once_until_forgotten_then_its_edit_is_read(tmp_path):
     assert load_suite(path) is first and first.name == "before"  # once per process
     forget_executed()
     assert load_suite(path).name == "after"
+    module = execute_file(path).__name__
     forget_executed()
-    assert not [name for name in sys.modules if name.startswith("benchbench_suite_")]
+    assert module not in sys.modules
+
+
+def test_a_suite_file_that_fails_leaves_no_module_behind(tmp_path):
+    from benchbench.suite.load import load_suite
+
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ValueError('on purpose')\n")
+    before = set(sys.modules)
+    with pytest.raises(SuiteError, match="on purpose"):
+        load_suite(broken)
+    assert set(sys.modules) == before  # as a failed import leaves none
