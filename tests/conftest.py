@@ -9,6 +9,7 @@ skip the test, except in CI (``CI=true``) where a missing PostgreSQL fails it.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,3 +65,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     of a bisect or a callgrind run starting last and holding one worker for minutes while
     the other waits (27 min against the sum of the tests' time over two workers)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (torch, numpy, SQLAlchemy, the tests' modules) lives until
+    the worker ends: moved out of the collector's reach, so that the full collections the
+    tests set off do not walk it again each time (their share of the unit tests' CPU: 21 %
+    before, BENCHMARKS.md, "The integration tests' commands in their own process")."""
+    gc.collect()
+    gc.freeze()
