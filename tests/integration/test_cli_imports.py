@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -118,15 +119,21 @@ def test_time_imports_no_torch_in_the_runner(tmp_path) -> None:
     assert loaded[" ".join(argv)] == {"code": 0, "heavy": []}
 
 
+def _copy(store: Path, to: Path) -> Path:
+    """``store`` copied to ``to`` with its write-ahead log: the fixture's own connection
+    keeps its log open."""
+    for suffix in ("", "-wal", "-shm"):
+        source = store.with_name(store.name + suffix)
+        if source.exists():
+            to.with_name(to.name + suffix).write_bytes(source.read_bytes())
+    return to
+
+
 def test_a_command_ends_without_teardown_and_leaves_the_store_whole(small_store, tmp_path):
     # `entry` skips the modules' teardown (os._exit) after joining threads and running
     # the atexit handlers: the store's engine is closed there, so SQLite folds its
     # write-ahead log back and leaves no -wal or -shm file, and the exit code stays.
-    store = tmp_path / "copy.db"
-    for suffix in ("", "-wal", "-shm"):  # the fixture's own connection keeps its log open
-        source = small_store.with_name(small_store.name + suffix)
-        if source.exists():
-            store.with_name(store.name + suffix).write_bytes(source.read_bytes())
+    store = _copy(small_store, tmp_path / "copy.db")
     read = subprocess.run(
         [sys.executable, "-m", "benchbench", "runs", "--store", str(store)],
         cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=300,
@@ -146,11 +153,7 @@ def test_the_tests_in_process_command_says_what_a_new_process_says(small_store, 
     # tests/integration/cli.benchbench runs commands in the test's process unless asked
     # for a new one: both give the same exit code, stdout and stderr, and both end with
     # the store's log folded back.
-    store = tmp_path / "copy.db"
-    for suffix in ("", "-wal", "-shm"):  # the fixture's own connection keeps its log open
-        source = small_store.with_name(small_store.name + suffix)
-        if source.exists():
-            store.with_name(store.name + suffix).write_bytes(source.read_bytes())
+    store = _copy(small_store, tmp_path / "copy.db")
     argvs = [
         ("runs", "--store", str(store)),
         ("compare", "base", "head", "--store", str(store)),
