@@ -103,7 +103,7 @@ def shard(night: str, fault: str | None, folder: Path, server: PgServer, url: st
     store = url if fault == "outage" else str(folder / f"shard-{night}.db")
     args = _run_args(night, store)
     if fault in SCHEDULERS:
-        proc = start(args, folder)
+        proc = start(args, folder, extra)  # the machine and the calls of the night
         time.sleep(rng.uniform(0.5, 6.0))
         play(proc, SCHEDULERS[fault], 0.1)
         _finish(night, store, folder, extra)

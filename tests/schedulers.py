@@ -59,13 +59,16 @@ def environ(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
-def start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
-    """``benchbench ARGS`` behind a wrapper shell that execs it, in its own group."""
+def start(
+    args: list[str], cwd: Path, extra: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``benchbench ARGS`` behind a wrapper shell that execs it, in its own group, with
+    :func:`environ` (``extra`` added)."""
     command = shlex.join([sys.executable, "-m", "benchbench", *args])
     return subprocess.Popen(
         ["bash", "-c", f"exec {command}"],
         cwd=cwd,
-        env=environ(),
+        env=environ(extra),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
