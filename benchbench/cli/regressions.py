@@ -215,6 +215,9 @@ def run(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     store = flags.store_from(args)
     reports, new = detect(store, min_effect=args.min_effect, metric=args.metric, jobs=args.jobs)
+    # In the series' order, not the order the engine read them in: the same store content
+    # lists the same way from SQLite and PostgreSQL (the soak compares the two).
+    reports = sorted(reports, key=lambda r: (r.benchmark_id, r.environment_id))
     alerts = [
         alert
         for alert in list_alerts(store, since=since, statuses=None if args.all else ("open",))

@@ -204,7 +204,8 @@ def save_verdicts(
 def list_alerts(
     store: Store, *, since: dt.datetime | None = None, statuses: tuple[str, ...] | None = None
 ) -> list[dict[str, Any]]:
-    """Alerts joined with their benchmark and first bad run, newest first."""
+    """Alerts joined with their benchmark and first bad run, newest first; each one's
+    ``detail`` with its keys in order."""
     a, b, r = t.alert.c, t.benchmark.c, t.run.c
     query = (
         sa.select(
@@ -230,7 +231,10 @@ def list_alerts(
     if statuses:
         query = query.where(a.status.in_(statuses))
     with store.engine.connect() as conn:
-        return [dict(row._mapping) for row in conn.execute(query)]
+        rows = [dict(row._mapping) for row in conn.execute(query)]
+    # PostgreSQL's JSONB keeps an object's keys in its own order (by length), SQLite's JSON
+    # as written: sorted, an alert reads the same from either (`regressions --json`).
+    return [{**row, "detail": dict(sorted((row["detail"] or {}).items()))} for row in rows]
 
 
 def annotate(store: Store, alert_id: int, kind: str, text: str = "") -> None:

@@ -38,6 +38,10 @@ def test_regression_is_found_listed_and_fails_the_job(tmp_path):
     seen = doc["detectable"]
     assert len(seen["series"]) == 2 and seen["power"] == 0.8 and not seen["blind"]
     assert all(0 < s["mde"] < 0.05 for s in seen["series"])
+    # Listed in the series' order and the alert's detail with its keys in order, not as
+    # the engine read them: the same on SQLite and PostgreSQL.
+    ids = [s["benchmark_id"] for s in seen["series"]]
+    assert ids == sorted(ids) and list(alert["detail"]) == sorted(alert["detail"])
     again = json_of(benchbench("regressions", "--store", str(db), "--json", cwd=tmp_path))
     assert again["new_alerts"] == 0 and len(again["alerts"]) == 1
 
