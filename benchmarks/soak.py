@@ -37,6 +37,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -58,6 +59,9 @@ POINTS = 4
 MARKER = ".benchbench-dashboard"
 FAULTS = ("github", "slurm", "kubernetes", "deadline", "outage", "kill-import", "import-outage")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?")
+#: An alert's time on the dashboard (ms since the epoch): when it was raised, a moment
+#: that differs between any two stores, faulted or not, as the masked timestamps do.
+_ALERT_TIME = re.compile(r'("status":"[a-z]+","t":)\d+')
 
 
 def bb(
@@ -173,6 +177,10 @@ def merge(bundle: Path, fault: str | None, folder: Path, server: PgServer, url: 
         raise AssertionError(f"import {bundle.name} failed: {done.stderr[-800:]}")
 
 
+def _masked(text: str) -> str:
+    return _ALERT_TIME.sub(r"\1<time>", _STAMP.sub("<time>", text))
+
+
 def snapshot(store: str, folder: Path, name: str) -> dict[str, Any]:
     """What a fault could break: runs, points with their statistics, alerts, dashboard."""
     engine = sa.create_engine(store)
@@ -187,12 +195,13 @@ def snapshot(store: str, folder: Path, name: str) -> dict[str, Any]:
         )  # fmt: skip
     engine.dispose()
     alerts = bb(["regressions", "--store", store, "--json"], folder)
+    (folder / f"alerts-{name}.json").write_text(alerts.stdout)
     site = folder / f"site-{name}"
     built = bb(["dashboard", "build", "-o", str(site), "--store", store], folder)
     if built.returncode != 0:
         raise AssertionError(f"dashboard build of {name} failed: {built.stderr[-800:]}")
     # The marker file holds a random build id, different in every build by design.
-    files = {str(p.relative_to(site)): _STAMP.sub("<time>", p.read_text(errors="replace"))
+    files = {str(p.relative_to(site)): _masked(p.read_text(errors="replace"))
              for p in sorted(site.rglob("*")) if p.is_file() and p.name != MARKER}  # fmt: skip
     return {
         "runs": runs,
@@ -215,6 +224,7 @@ def main() -> int:
     parser.add_argument("--nights", type=int, default=24, help="nights (default 24)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", type=Path, help="copy the nights' folder here at the end")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     faulted = set(rng.sample(range(args.nights), max(1, args.nights // 3)))
@@ -243,6 +253,8 @@ def main() -> int:
                 lost.append(f"night {night}: {POINTS - stored} point(s)")
             print(f"night {n + 1}/{args.nights}: {fault or 'no fault'}", file=sys.stderr)
         ours, theirs = snapshot(url, folder, "faulted"), snapshot(clean, folder, "clean")
+        if args.keep:
+            shutil.copytree(folder, args.keep)
     differ = [key for key in ours if ours[key] != theirs[key]]
     files = [n for n in ours["dashboard"] if ours["dashboard"][n] != theirs["dashboard"].get(n)]
     report = {
@@ -253,6 +265,9 @@ def main() -> int:
         "points": len(ours["points"]),
         "dashboard files": len(ours["dashboard"]),
         "differs from the fault-free nights in": differ,
+        "alerts that differ": (
+            _first_difference(ours["alerts"], theirs["alerts"]) if "alerts" in differ else ""
+        ),
         "dashboard files that differ": {
             name: _first_difference(ours["dashboard"][name], theirs["dashboard"].get(name, ""))
             for name in files
