@@ -9,9 +9,12 @@ few seeded moments) and ``benchmarks/fault_injection.py --schedulers`` (10 each)
 - Kubernetes' pod deletion: SIGTERM to the container's PID 1, 30 s of grace, SIGKILL.
 
 The run starts through a wrapper shell that ``exec`` s it (``bash -c 'exec benchbench
-run ...'``), as the docs advise. SIGKILL goes to the whole process group, as a scheduler
-kills a job's every process. ``scale`` shortens the grace periods (0.1: 0.75 s, 3 s), so
-that the kill also lands in the run's clean-up.
+run ...'``), as the docs advise, or as a container's first process (``container``):
+``benchbench`` itself as PID 1 of a new PID namespace (``unshare --pid``), or ``tini``
+as PID 1 with benchbench under it, as the docs' Kubernetes recipe runs it. A signal "to
+the runner" goes to that PID 1, as the kubelet signals a container. SIGKILL goes to the
+whole process group, as a scheduler kills a job's every process. ``scale`` shortens the
+grace periods (0.1: 0.75 s, 3 s), so that the kill also lands in the run's clean-up.
 """
 
 from __future__ import annotations
@@ -59,14 +62,29 @@ def environ(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+#: How a container starts its first process: a new PID namespace (``--kill-child``: the
+#: namespace dies with ``unshare``), and, for ``tini``, the init before the command.
+CONTAINERS: dict[str, list[str]] = {
+    "benchbench": ["unshare", "--fork", "--pid", "--mount-proc", "--kill-child"],
+    "tini": ["unshare", "--fork", "--pid", "--mount-proc", "--kill-child", "tini", "--"],
+}
+
+
 def start(
-    args: list[str], cwd: Path, extra: Mapping[str, str] | None = None
+    args: list[str],
+    cwd: Path,
+    extra: Mapping[str, str] | None = None,
+    container: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """``benchbench ARGS`` behind a wrapper shell that execs it, in its own group, with
-    :func:`environ` (``extra`` added)."""
-    command = shlex.join([sys.executable, "-m", "benchbench", *args])
+    """``benchbench ARGS`` behind a wrapper shell that execs it, or as a container's first
+    process (:data:`CONTAINERS`), in its own group, with :func:`environ` (``extra``
+    added)."""
+    argv = [sys.executable, "-m", "benchbench", *args]
+    wrapped = (
+        CONTAINERS[container] + argv if container else ["bash", "-c", f"exec {shlex.join(argv)}"]
+    )
     return subprocess.Popen(
-        ["bash", "-c", f"exec {command}"],
+        wrapped,
         cwd=cwd,
         env=environ(extra),
         stdout=subprocess.DEVNULL,
@@ -75,8 +93,27 @@ def start(
     )
 
 
-def play(proc: subprocess.Popen[bytes], steps: tuple[Step, ...], scale: float) -> int:
-    """Send ``steps`` to ``proc`` (grace periods times ``scale``) until it ends: its code."""
+def pid_1(proc: subprocess.Popen[bytes]) -> int:
+    """The host's pid of the first process in ``proc``'s new PID namespace (``unshare
+    --fork``'s child), once it is there."""
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = children.read_text().split() if children.exists() else []
+        if found:
+            return int(found[0])
+        time.sleep(0.01)
+    raise AssertionError(f"no first process under unshare (pid {proc.pid}) after 30 s")
+
+
+def play(
+    proc: subprocess.Popen[bytes],
+    steps: tuple[Step, ...],
+    scale: float,
+    runner: int | None = None,
+) -> int:
+    """Send ``steps`` to ``proc`` (grace periods times ``scale``) until it ends: its code.
+    A step "to the runner only" goes to ``runner`` when given (a container's PID 1)."""
     for step in steps:
         deadline = time.monotonic() + step.after_s * scale
         while time.monotonic() < deadline and proc.poll() is None:
@@ -86,6 +123,8 @@ def play(proc: subprocess.Popen[bytes], steps: tuple[Step, ...], scale: float) -
         try:
             if step.group:
                 os.killpg(proc.pid, step.signum)
+            elif runner is not None:
+                os.kill(runner, step.signum)
             else:
                 proc.send_signal(step.signum)
         except ProcessLookupError:
@@ -136,18 +175,21 @@ def cut_and_resume(
     run_args: list[str],
     scale: float,
     after_points: int = 0,
+    container: str | None = None,
 ) -> tuple[int, int, int]:
     """A run cut by ``scheduler`` ``moment_s`` after it stored ``after_points`` points (0:
-    after its start), then ``--resume`` to the end.
+    after its start), then ``--resume`` to the end; the run started as ``container``'s
+    first process when given (:func:`start`).
 
     Checks that every point stored before the resume is there after it unchanged, and
     that the run holds every planned point exactly once. Returns (the cut run's exit
     code, points stored when cut, points at the end)."""
-    proc = start(["run", *run_args, "--store", str(db)], cwd)
+    proc = start(["run", *run_args, "--store", str(db)], cwd, container=container)
+    runner = pid_1(proc) if container else None
     while after_points and proc.poll() is None and _count(db) < after_points:
         time.sleep(0.05)
     time.sleep(moment_s)
-    code = play(proc, SCHEDULERS[scheduler], scale)
+    code = play(proc, SCHEDULERS[scheduler], scale, runner)
     before = stored(db)
     ids = run_ids(db)
     again = ["run", "--resume", ids[-1]] if ids else ["run", *run_args]

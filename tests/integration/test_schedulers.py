@@ -1,6 +1,7 @@
 """Jobs cancelled and preempted as GitHub Actions, Slurm and Kubernetes do it, through a
 wrapper shell, at a seeded random moment each: ``--resume`` completes the run with every
-finished point exactly once. And ``run --deadline``, which stops before the scheduler.
+finished point exactly once. A pod deleted while benchbench, or tini above it, is the
+container's PID 1. And ``run --deadline``, which stops before the scheduler.
 
 The longer loop (10 moments per scheduler, real grace periods) is
 ``benchmarks/fault_injection.py --schedulers 10``.
@@ -8,7 +9,9 @@ The longer loop (10 moments per scheduler, real grace periods) is
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -16,7 +19,8 @@ import pytest
 
 from benchbench.store import open_store
 from tests.integration.cli import SUITES, env
-from tests.schedulers import SCHEDULERS, cut_and_resume
+from tests.pgserver import missing_is_failure
+from tests.schedulers import CONTAINERS, SCHEDULERS, cut_and_resume
 
 #: 10 of grid.py's cheap points.
 RUN_ARGS = [
@@ -40,6 +44,34 @@ def test_a_cancelled_job_resumes_with_every_finished_point_once(scheduler, tmp_p
     # signalled before it set its handlers, in start-up, when nothing was measured yet.
     assert code in (0, 130, 143, -9, -2, -15), code
     assert cut <= end == POINTS
+
+
+def _pid_namespaces() -> bool:
+    try:
+        done = subprocess.run([*CONTAINERS["benchbench"], "true"], capture_output=True, timeout=30)
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("init", sorted(CONTAINERS))
+def test_a_deleted_pod_stops_the_run_as_pid_1(init, tmp_path):
+    if not _pid_namespaces():
+        pytest.skip("a new PID namespace (unshare --pid) needs root or user namespaces")
+    if init == "tini" and shutil.which("tini") is None:
+        what = "tini is not installed: apt-get install -y tini (.ci/run does it as root)"
+        if missing_is_failure(os.environ):
+            pytest.fail(f"{what} (required when CI=true)", pytrace=False)
+        pytest.skip(what)
+    # The kubelet's SIGTERM to PID 1 once a point is stored (the run's handlers are set by
+    # then), the real 30 s grace, SIGKILL. A PID 1 gets only the signals it has a handler
+    # for: had benchbench none, or tini not passed it on, the run would finish (0) or be
+    # killed at the end of the grace (-9), not stop on the signal.
+    code, cut, end = cut_and_resume(
+        "kubernetes", 0.0, tmp_path / "store.db", tmp_path, RUN_ARGS, 1.0, 1, init
+    )
+    assert code in (130, 143), code
+    assert 1 <= cut <= end == POINTS
 
 
 def test_a_deadline_stops_the_run_cleanly_for_resume(tmp_path):
