@@ -295,6 +295,7 @@ def main() -> None:
     )
     parser.add_argument("--ab-rounds", type=int, default=20, help="--rounds of every ab run")
     parser.add_argument("--threads", help="--threads of every run: N or all (default 1, the CLI's)")
+    parser.add_argument("--cpus", help="--cpus of every run (e.g. 1: every worker on core 1)")
     parser.add_argument(
         "--filter", help="--filter of every run: fewer points (e.g. 'n=(65536|262144)')"
     )
@@ -311,6 +312,8 @@ def main() -> None:
         RUN_FLAGS.extend(["--threads", str(args.threads)])
     if args.filter is not None:
         RUN_FLAGS.extend(["--filter", args.filter])
+    if args.cpus is not None:
+        RUN_FLAGS.extend(["--cpus", args.cpus])
     work = Path(tempfile.mkdtemp(prefix="gate-bench-"))
     suite = str(work / "gate.py")
     Path(suite).write_text(GATE_SUITE)

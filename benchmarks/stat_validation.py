@@ -16,7 +16,8 @@ into a throwaway store, as a user runs them:
   run before it: the share of those points marked ``slower``;
 - **A/A in ab** (``--ab``): ``benchbench ab`` of one interpreter against itself: pairs
   with any point flagged, and whether the pair count equals the rounds;
-- **bimodal points**: points whose note says their processes fell in two groups.
+- **bimodal points**: points whose note says their processes fell in two groups, and how
+  much a point's processes differ (the median standard deviation of their log medians).
 
 ``--neighbour`` runs gate_bench's noisy neighbour beside everything (a process busy and
 idle in seeded random phases). Usage::
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -112,6 +114,18 @@ def _bimodal(store: str, runs: list[str]) -> tuple[int, int]:
     return sum(notes), len(notes)
 
 
+def _spread(store: str, runs: list[str]) -> float:
+    """The median, over points, of the standard deviation of a point's log process
+    medians: how much its processes differ (the interval's main term)."""
+    sds = [
+        statistics.stdev(math.log(m) for m in r["process_medians_s"])
+        for run in runs
+        for r in _rows(store, run).values()
+        if r["status"] == "ok" and len(r.get("process_medians_s") or []) > 1
+    ]
+    return statistics.median(sds or [0.0])
+
+
 def _ab(suite: str, store: str, pairs: int, rounds: int) -> None:
     flagged = whole = 0
     for k in range(pairs):
@@ -176,7 +190,9 @@ def main() -> None:
             print(f"power at +{100 * effect:g} % (whole calls, a third of the points): "
                   f"{hit} of {changed} points slower ({share:.0f} %)")  # fmt: skip
         bimodal, points = _bimodal(store, runs)
-        print(f"bimodal: {bimodal} of {points} points (all kept)")
+        spread = 100 * _spread(store, runs)
+        print(f"bimodal: {bimodal} of {points} points (all kept); a point's processes differ "
+              f"by {spread:.1f} % (median sd of their log medians)")  # fmt: skip
         if args.ab:
             _ab(suite, store, args.pairs, args.ab_rounds)
         print(f"load after: {os.getloadavg()}")
