@@ -24,7 +24,10 @@ point ``slower`` only when it is significant *and* its ratio is at least ``1 + m
 (``--min-effect``), so the MDE printed is the ``d`` found with probability ``power`` by
 both conditions together (:func:`verdict_effect`: the estimate, normal around
 ``log(1 + d)``, must pass the larger of ``t * se_hat`` and ``log(1 + m)``, averaged
-over the spread of ``se_hat``). It is never below ``m``: a true change of exactly
+over the spread of ``se_hat`` and over the true standard error that the shown ``se``
+leaves uncertain: read from five processes a side, it is itself uncertain, and taken for
+the truth it made a printed figure that a change of its size met at ~70 % of points,
+not 80 %). It is never below ``m``: a true change of exactly
 ``m`` is found about half the time, so it is never printed as ``< 5 %``. It is
 symmetric in log space, as the verdict is: a speedup of ``1 / (1 + d)`` is found as
 often.
@@ -47,9 +50,9 @@ as ``< 5 %``.
 
 **Validated like a classifier** (tests/unit/test_detectable.py: injected per-process
 medians, log-normal spread 2-12 % per point plus one process in ten 17-39 % slow, a
-second run's MDE printed from an A/A comparison of two runs, then a slowdown of 1.5x and
-0.5x that point's figure injected into a third run): see the table in that test's
-module docstring.
+second run's MDE printed from an A/A comparison of two runs, then a slowdown of 1.5x,
+1.0x and 0.5x that point's figure injected into a third run): see the table in that
+test's module docstring; on real runs, ``benchmarks/gate_bench.py --mde``.
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ def detectable_effect(
     return math.expm1(detectable_factor(df, alpha, power) * se_log)
 
 
-#: Quantiles of the variance estimate the verdict's power is averaged over (midpoints of
+#: Quantiles of a variance estimate that the verdict's power is averaged over (midpoints of
 #: equal-probability slices of ``chi2(df) / df``): 64 put the power within ~0.2 % of its
 #: integral.
 VARIANCE_SLICES = 64
@@ -120,28 +123,43 @@ VARIANCE_SLICES = 64
 
 @lru_cache(maxsize=8192)
 def _verdict_factor(df: float, alpha: float, power: float, floor: float) -> float:
-    """``x``: a true ``log ratio`` of ``x * se`` is marked ``slower`` with probability
-    ``power`` by the verdict as it decides, significance (``|t| > t(df, 1 - alpha/2)``)
-    *and* the minimum effect (``log ratio >= floor * se``), :func:`verdict_effect`."""
+    """``x``: a true ``log ratio`` of ``x * se`` (``se`` as the comparison showed it) is
+    marked ``slower`` with probability ``power`` by the verdict as it decides,
+    significance (``|t| > t(df, 1 - alpha/2)``) *and* the minimum effect (``log ratio >=
+    floor * se``), :func:`verdict_effect`.
+
+    Averaged over two uncertainties, each a ``chi2(df) / df`` on ``df`` degrees of
+    freedom: the true standard error given the one shown (``r = sigma / se``: ``se^2``
+    is ``sigma^2 chi2 / df``, so ``r = sqrt(df / chi2)``, the posterior under a flat prior
+    on ``log sigma``), and the one the comparison that meets the change will estimate
+    (``q = se_hat / sigma = sqrt(chi2 / df)``). Its estimate is normal around the truth
+    with sd ``r`` (in units of ``se``) and must pass the larger of ``t * r * q`` and
+    ``floor``. Without the first average the figure assumes the shown ``se`` is the
+    truth, and a change of the printed size is found at ~65 % of points, not 80 %
+    (five processes a side; benchmarks/gate_bench.py --mde, BENCHMARKS.md).
+    """
     import numpy as np
     from scipy.optimize import brentq
     from scipy.special import chdtri, ndtr, stdtrit
 
     if not math.isfinite(df) or df > 1e4:
-        scale = np.ones(1)
+        truth = seen = np.ones(1)
         critical = float(stdtrit(1e6, 1.0 - alpha / 2.0))
     else:
         slices = (np.arange(VARIANCE_SLICES) + 0.5) / VARIANCE_SLICES
-        scale = np.sqrt(chdtri(df, slices) / df)  # the se the test estimates, over the true
+        chi = chdtri(df, slices) / df
+        truth, seen = np.sqrt(1.0 / chi)[:, None], np.sqrt(chi)[None, :]
         critical = float(stdtrit(df, 1.0 - alpha / 2.0))
     # The estimate must pass the larger of the two bars; it is normal around the truth.
-    bar = np.maximum(critical * scale, floor)
+    bar = np.maximum(critical * truth * seen, floor)
 
     def found(x: float) -> float:
-        return float(np.mean(ndtr(x - bar))) - power
+        return float(np.mean(ndtr((x - bar) / truth))) - power
 
-    high = float(bar.max()) + 20.0
-    return float(brentq(found, float(bar.min()) - 20.0, high))
+    low, high = float(bar.min()) - 20.0 * float(truth.max()), float(bar.max()) + 20.0
+    while found(high) < 0:
+        high *= 2.0
+    return float(brentq(found, low, high))
 
 
 def verdict_effect(

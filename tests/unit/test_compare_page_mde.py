@@ -14,7 +14,7 @@ import pytest
 from benchbench.analysis.compare import compare_rows
 from benchbench.analysis.detectable import factor_table, side_variance
 from benchbench.core.stats import Stats
-from tests.unit.test_detectable import _run
+from tests.unit.test_detectable import PROCESSES, _run
 
 COMPARE_JS = Path(__file__).parents[2] / "benchbench" / "dashboard" / "assets" / "compare.js"
 STUB = """
@@ -51,7 +51,8 @@ def test_the_compare_page_prints_the_mde_and_the_marks_compare_prints():
     docs = {}
     for k, rows in enumerate((first, second)):
         sides = [
-            side_variance(np.median(np.reshape(r["samples_s"], (3, -1)), axis=1)) for r in rows
+            side_variance(np.median(np.reshape(r["samples_s"], (PROCESSES, -1)), axis=1))
+            for r in rows
         ]
         docs[f"runs/r{k}"] = {
             "b": list(range(6)), "s": [0] * 6, "reason": {}, "warn": {},

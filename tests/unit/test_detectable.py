@@ -1,6 +1,6 @@
 """The minimum detectable effect (MDE), validated like a classifier on injected timings.
 
-A simulated gate suite of 20 points, 3 processes a run (``run``'s rounds before five), 10
+A simulated gate suite of 20 points, 5 processes a run (``run``'s default rounds), 10
 samples a process; per point a between-process log spread drawn from 2-12 %, one process
 in ten 17-39 % slow throughout (as measured with two threads on the 2-core EPYC),
 samples within a process 1 % apart. As a user would: two runs of identical code are
@@ -9,20 +9,23 @@ point's printed MDE; ``compare`` (the family verdict, alpha 0.05, min effect 5 %
 second run against the third says at how many points it was found. 60 trials of 20
 points, no clock; four seeds (33, 1, 2, 3):
 
-======================  ==================================
-injected slowdown       points marked ``slower``
-======================  ==================================
-1.5x the printed MDE    88.2-89.7 %
-1.0x the printed MDE    63.9-68.9 %
-0.5x the printed MDE    8.7-12.3 %
-none (A/A)              3.3 % of comparisons flag a point
-======================  ==================================
+======================  ==============================  ===============================
+injected slowdown       points marked ``slower``        before the truth's uncertainty
+======================  ==============================  ===============================
+1.5x the printed MDE    97.3-97.9 %                     95.6-96.3 %
+1.0x the printed MDE    85.2-87.4 %                     71.3-74.1 %
+0.5x the printed MDE    16.2-17.8 %                     9.3-11.2 %
+none (A/A)              0-5 % of comparisons flag a     the same
+                        point
+======================  ==============================  ===============================
 
-The median printed MDE was 44 %: three processes a side leave Welch's test ~4 degrees
-of freedom. At exactly the printed figure the share is below the nominal 80 %: the
-figure is read from one A/A pair's variances (4 degrees of freedom, so an estimate that
-is itself uncertain by a factor of ~2) and the wild processes widen the tail; at 1.5x it
-is above 80 % and at 0.5x below 30 %, the issue's criterion.
+The median printed MDE is 29 % (24-26 % before). The right column is the figure that took
+the A/A pair's standard error for the truth: at exactly the printed size it was found at
+71-74 % of points, under the nominal 80 % (and 67 % on real runs, BENCHMARKS.md), because
+a standard error read from five processes a side is itself uncertain. The figure now
+averages the verdict's power over that uncertainty too
+(:func:`benchbench.analysis.detectable._verdict_factor`), and a change of the printed size
+is found at 85-87 %: at or above its power, never below.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import pytest
 
 from benchbench.analysis import compare, detectable
 
-POINTS, PROCESSES, SAMPLES, TRIALS = 20, 3, 10, 60
+POINTS, PROCESSES, SAMPLES, TRIALS = 20, 5, 10, 60
 
 
 def _run(rng: np.random.Generator, spreads: np.ndarray, slowdown: np.ndarray) -> list[dict]:
@@ -90,6 +93,13 @@ def test_a_slowdown_half_again_the_printed_mde_is_found_at_most_points():
     found, alarms, median = _shares(1.5)
     assert found >= 0.80, (found, median)
     assert alarms <= 0.10
+
+
+def test_a_slowdown_of_the_printed_mde_is_found_at_its_power():
+    """Issue 41: a change of the printed size is found at >= 75 % of the points (80 %
+    nominal); and an MDE is printed at every point that has a test."""
+    found, _alarms, median = _shares(1.0)
+    assert found >= 0.75, (found, median)
 
 
 def test_a_slowdown_half_the_printed_mde_is_rarely_found():
@@ -210,19 +220,27 @@ def test_power_outside_0_1_is_a_usage_error_naming_the_flag():
 @pytest.mark.parametrize(("se", "df"), [(0.005, 19.0), (0.02, 4.0), (0.05, 8.0), (0.02, math.inf)])
 def test_the_printed_mde_is_found_at_its_power_by_the_verdict_as_it_decides(se, df):
     """Injected estimates: at the printed MDE the verdict's two conditions together
-    (|t| past its critical value on ``df`` and the ratio at least 1 + m) hold at 80 %."""
+    (|t| past its critical value on ``df`` and the ratio at least 1 + m) hold at 80 %,
+    the true standard error drawn as the shown ``se`` leaves it (``se * sqrt(df /
+    chi2)``); with the shown ``se`` taken for the truth, at least 80 %."""
     from scipy.special import stdtrit
 
     alpha, power, m = 0.04, 0.8, 0.05
     effect = detectable.verdict_effect(se, df, alpha, power, m)
     assert effect >= m
     rng = np.random.default_rng(41)
-    n = 100_000
-    logs = math.log1p(effect) + se * rng.standard_normal(n)
-    seen = se * (np.sqrt(rng.chisquare(df, n) / df) if math.isfinite(df) else np.ones(n))
-    critical = float(stdtrit(df if math.isfinite(df) else 1e9, 1 - alpha / 2))
-    slower = (logs / seen > critical) & (logs >= math.log1p(m))
-    assert slower.mean() == pytest.approx(power, abs=0.01)
+    n = 200_000
+    finite = math.isfinite(df)
+    critical = float(stdtrit(df if finite else 1e9, 1 - alpha / 2))
+
+    def share(truth: np.ndarray) -> float:
+        logs = math.log1p(effect) + truth * rng.standard_normal(n)
+        seen = truth * (np.sqrt(rng.chisquare(df, n) / df) if finite else 1.0)
+        return float(((logs / seen > critical) & (logs >= math.log1p(m))).mean())
+
+    truth = se * (np.sqrt(df / rng.chisquare(df, n)) if finite else np.ones(n))
+    assert share(truth) == pytest.approx(power, abs=0.01)
+    assert share(np.full(n, se)) >= power - 0.005
 
 
 def test_a_change_of_the_minimum_effect_is_never_printed_as_detectable():
