@@ -16,9 +16,10 @@ a neighbour then slows both, and a paired test cancels it. Here:
   a fresh worker on each side (which side first: seeded random) and measures the point on both
   in lockstep (:mod:`benchbench.run.lockstep`), base and head taking turns block by
   block;
-- the sides' results are merged over the rounds both measured (:func:`merge_pair`: a
-  round lost on one side is dropped from both, and every process keeps its round
-  number) and stored as two runs of one group, each naming the other in
+- the sides' results are merged over the rounds both measured
+  (:func:`benchbench.run.merge.merge_pair`: a round lost on one side is dropped from
+  both, and every process keeps its round number) and stored as two runs of one group,
+  each naming the other in
   ``config.ab``; :func:`benchbench.analysis.compare.compare_rows` with ``paired=True``
   judges them on the per-round log ratios of the rounds both kept (a paired t, the pair
   count shown; a point that cannot be paired says which test it fell back to).
@@ -45,8 +46,9 @@ from benchbench.machine.allocator import worker_environment
 from benchbench.machine.environment import Environment
 from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
+from benchbench.run.merge import merge_pair
 from benchbench.run.planning import suites_of
-from benchbench.run.rounds import Rounds, merge, round_request, target_of
+from benchbench.run.rounds import Rounds, round_request, target_of
 from benchbench.run.rounds import order as rounds_order
 from benchbench.run.runner import RunConfig, job_for, plan
 from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
@@ -55,7 +57,6 @@ from benchbench.store.store import now
 
 #: Rounds of ``ab`` by default (its reasons: core.defaults).
 DEFAULT_AB_ROUNDS = AB_ROUNDS
-SIDES = ("base", "head")
 #: Seconds a side's interpreter may take to import torch and benchbench in the check.
 CHECK_TIMEOUT_S = 300.0
 
@@ -255,42 +256,6 @@ def _measure(
                 store.write_result(summary.run_ids[side], result)
                 summary.results[side].append(result)
             notify("result", {"index": index, "results": merged, "result": merged[1]})
-
-
-def merge_pair(
-    base: Sequence[Result], head: Sequence[Result], target_rel_ci: float | None
-) -> list[Result]:
-    """A point's two sides merged over the rounds both measured, round by round: a round
-    that failed on either side is dropped from both (and named on both), so process k
-    of one side always sits beside process k of the other, each process keeping its
-    round number (``extra.processes[k].round``) for the paired test. With no round
-    whole on both sides, each side is its own merge (its failure)."""
-    sides = (list(base), list(head))
-    whole = [
-        k
-        for k in range(len(base))
-        if all(side[k].status == "ok" and side[k].samples_s for side in sides)
-    ]
-    if not whole:
-        return [merge(side, target_rel_ci) for side in sides]
-    lost = [
-        f"round {k + 1} of {len(base)} dropped from both sides: {SIDES[s]} "
-        f"{sides[s][k].status}: {sides[s][k].reason}"
-        for k in range(len(base))
-        if k not in whole
-        for s in (0, 1)
-        if sides[s][k].status != "ok" or not sides[s][k].samples_s
-    ]
-    out = []
-    for side in sides:
-        merged = merge([side[k] for k in whole], target_rel_ci)
-        extra = dict(merged.extra)
-        if "processes" in extra:
-            extra["processes"] = [
-                {**process, "round": whole[j] + 1} for j, process in enumerate(extra["processes"])
-            ]
-        out.append(dataclasses.replace(merged, extra=extra, warnings=(*merged.warnings, *lost)))
-    return out
 
 
 def _lockstep_request(request: dict[str, Any], rounds: int, round_index: int) -> dict[str, Any]:
