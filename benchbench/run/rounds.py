@@ -1,23 +1,29 @@
-"""Rounds: every point measured in several fresh worker processes, spread over the run.
+"""Rounds: the plan of a run's first rounds, one for ``run``, ``time`` and ``ab``.
 
 On a real machine the largest variance of a benchmark is between processes, not
 between the samples of one: a process carries its own heap layout, page mappings and
 clock state, shared by all of its samples. So a run proceeds in **rounds**. Each round
 visits every job once, in a seeded shuffled order (Google Benchmark's random
 interleaving), each job in a fresh worker forked for it that has measured nothing
-else; the point's sampling budget is split across its rounds.
+else, from a zygote of that round (a fresh address layout a round); the point's
+sampling budget is split across its rounds.
 
-This module is pure (no processes): the order of the rounds and the per-round request;
-:class:`benchbench.run.visits.Visits` takes the processes, and
-:mod:`benchbench.run.merge` merges a point's processes into its result.
+:class:`RoundPlan` is that schedule, written once: which round, which job in which
+order, the round's request (:func:`round_request`, doubled for ``ab``'s lockstep by
+:func:`lockstep_request`), and a fresh layout before every round after the first
+(:func:`renew`). Its callers take the visits: :class:`benchbench.run.visits.Visits` one
+process a visit (``run``, ``time``), :mod:`benchbench.run.ab` a pair of workers in
+lockstep; :mod:`benchbench.run.merge` merges a point's processes.
+
+This module starts no process: the pools it renews are its callers'.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 # The rounds per point and the most processes a point may take are defined once, in the
 # leaf, where ``--help`` reads them without importing the runner.
@@ -27,7 +33,11 @@ from benchbench.core.errors import UsageError
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "DEFAULT_ROUNDS",
+    "RoundPlan",
     "Rounds",
+    "Visit",
+    "lockstep_request",
+    "renew",
     "round_request",
 ]
 
@@ -147,3 +157,118 @@ def target_of(request: Mapping[str, Any]) -> float | None:
     if isinstance(policy, Mapping) and policy.get("target_rel_ci") is not None:
         return float(policy["target_rel_ci"])
     return None
+
+
+def lockstep_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """A round's request for ``ab``'s lockstep, its sampling time doubled: each side waits
+    while the other samples, and its clock runs meanwhile."""
+    out = dict(request)
+    if isinstance(out.get("policy"), Mapping):
+        policy = dict(out["policy"])
+        for key in ("max_time_s", "min_time_s"):
+            if policy.get(key) is not None:
+                policy[key] = 2.0 * float(policy[key])
+        out["policy"] = policy
+    return out
+
+
+class Renewable(Protocol):
+    """What :func:`renew` renews: a :class:`~benchbench.run.pool.WorkerPool`."""
+
+    def renew(self) -> bool: ...
+
+
+def renew(pools: Sequence[Renewable], rng: random.Random | None = None) -> None:
+    """A fresh layout for the workers to come: every one of ``pools`` starts a fresh
+    zygote (:meth:`~benchbench.run.pool.WorkerPool.renew`), in ``rng``'s random order
+    when given (``ab``'s sides: which side's zygote starts first is left to chance, as
+    everything side-specific is)."""
+    sides: Sequence[int] = range(len(pools))
+    if rng is not None:
+        sides = rng.sample(sides, len(pools))
+    for side in sides:
+        pools[side].renew()
+
+
+@dataclass(frozen=True)
+class Visit:
+    """Job ``index`` in round ``round_index`` (0-based), with that round's ``request``;
+    ``last``: the plan's last round (the point's processes are all in after it)."""
+
+    index: int
+    round_index: int
+    request: dict[str, Any]
+    last: bool
+
+    @property
+    def round(self) -> int:
+        """The round as progress shows it, from 1."""
+        return self.round_index + 1
+
+
+class RoundPlan:
+    """The first rounds of a run's jobs, given their requests, in one schedule for
+    ``run``, ``time`` and ``ab``.
+
+    ``rounds`` None: one round in the jobs' own order. ``share``: the part of each job's
+    time budget the first rounds spend (the allocation has the rest); ``lockstep``: each
+    request's sampling time doubled (:func:`lockstep_request`). Take the rounds from
+    :meth:`each_round`, which renews the pools before every round after the first, and
+    each round's visits from :meth:`visits`::
+
+        for round_index in plan.each_round(pools, lambda: not stop.requested):
+            for visit in plan.visits(round_index):
+                ...  # one process (or a lockstep pair) of visit.index, visit.request
+    """
+
+    def __init__(
+        self,
+        requests: Sequence[Mapping[str, Any]],
+        rounds: Rounds | None,
+        *,
+        share: float = 1.0,
+        lockstep: bool = False,
+    ) -> None:
+        self.requests = list(requests)
+        self.rounds = rounds or Rounds.fixed(1)
+        self.shuffled = rounds is not None
+        self.share, self.lockstep = share, lockstep
+
+    @property
+    def count(self) -> int:
+        """How many first rounds."""
+        return self.rounds.count
+
+    def order(self, round_index: int) -> list[int]:
+        """The jobs in the order round ``round_index`` visits them (:func:`order`)."""
+        jobs = len(self.requests)
+        return order(jobs, round_index, self.rounds.seed) if self.shuffled else list(range(jobs))
+
+    def request(self, index: int, round_index: int) -> dict[str, Any]:
+        """Job ``index``'s request in round ``round_index``."""
+        out = round_request(self.requests[index], self.count, round_index, self.share)
+        return lockstep_request(out) if self.lockstep else out
+
+    def each_round(
+        self,
+        pools: Sequence[Renewable],
+        keep_on: Callable[[], bool],
+        rng: random.Random | None = None,
+    ) -> Iterator[int]:
+        """Each round's index while ``keep_on()`` (asked before every round), every one of
+        ``pools`` renewed before each round after the first (:func:`renew`, in ``rng``'s
+        order when given)."""
+        for round_index in range(self.count):
+            if not keep_on():
+                return
+            if round_index > 0:
+                renew(pools, rng)
+            yield round_index
+
+    def visits(self, round_index: int, wanted: Container[int] | None = None) -> Iterator[Visit]:
+        """Round ``round_index``'s visits in its order, of the jobs ``wanted`` holds when
+        it is given (asked as each comes: a job written meanwhile is passed over)."""
+        last = round_index + 1 == self.count
+        for index in self.order(round_index):
+            if wanted is None or index in wanted:
+                yield Visit(index, round_index, self.request(index, round_index), last)
