@@ -31,7 +31,7 @@ This module is pure (no processes); the plan of the rounds is
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -77,58 +77,90 @@ def merge(
     if first.status != "ok" or (len(rounds) == 1 and not set_aside):
         return first
     kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
-    failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
-    notes = _retake_notes(set_aside, len(rounds) + len(set_aside))
-    modes_note = groups_note([_median(rounds[k]) for k in kept])
-    if modes_note is not None:
-        notes.append(modes_note)
     measured = [rounds[k] for k in kept]
     calls = first.calls_per_sample
-    # Scaled to the first process's calls per sample (each process calibrates its own).
-    samples = [s * (calls / r.calls_per_sample) for r in measured for s in r.samples_s]
+    samples = _scaled(measured, calls)
     counts = tuple(len(r.samples_s) for r in measured)
-    two_level = target_rel_ci is not None and len(counts) > 1
-    # One note per kind (the busiest other process, page faults as a range), before the
-    # failed processes are named; the processes' own "not converged" give way to one below.
-    warnings = merge_warnings(
-        [w for r in measured for w in r.warnings if not (two_level and w.startswith(NOT_CONVERGED))]
-    )
-    warnings += [f"process {k} of {len(rounds)} failed: {r.reason}" for k, r in failed]
-    warnings += notes
     stats = Stats.from_samples(samples, calls, counts)
+    target = target_rel_ci if len(counts) > 1 else None  # the two-level test's, if any
     converged = all(bool(r.converged) for r in measured)
-    if two_level and target_rel_ci is not None:
-        converged = stats.rel_ci_half_width <= target_rel_ci
-        if not converged:
-            warnings.insert(
-                0, not_converged(stats.rel_ci_half_width, len(counts), target_rel_ci, why)
-            )
-    reasons = list(dict.fromkeys(str(r.stop_reason) for r in measured))
+    if target is not None:  # the two-level interval decides
+        converged = stats.rel_ci_half_width <= target
+    warnings = _warnings(rounds, kept, target is not None, set_aside)
+    if target is not None and not converged:
+        warnings.insert(0, not_converged(stats.rel_ci_half_width, len(counts), target, why))
     extra, warnings = gpu.merge_extra(
         first.extra, warnings, [r.extra for r in measured], stats.median_s
     )
-    extra["processes"] = [
-        _process_extra(r, walls_s[kept[k]] if kept[k] < len(walls_s) else None)
-        for k, r in enumerate(measured)
-    ]
-    if set_aside:
-        extra["set_aside"] = [_set_aside_extra(a) for a in set_aside]
-    errors = [r.max_rel_error for r in measured if r.max_rel_error is not None]
-    abs_errors = [r.max_abs_error for r in measured if r.max_abs_error is not None]
-    peaks = [r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None]
+    extra.update(_processes_extra(rounds, kept, walls_s, set_aside))
+    reasons = "; ".join(dict.fromkeys(str(r.stop_reason) for r in measured))
     return replace(
         first,
         samples_s=tuple(samples),
         process_samples=counts,
         converged=converged,
-        stop_reason=f"{len(counts)} processes: {'; '.join(reasons)}",
+        stop_reason=f"{len(counts)} processes: {reasons}",
         warnings=tuple(warnings),
         extra=extra,
-        max_rel_error=max(errors) if errors else None,
-        max_abs_error=max(abs_errors) if abs_errors else None,
-        peak_memory_bytes=max(peaks) if peaks else None,
+        max_rel_error=_largest(r.max_rel_error for r in measured),
+        max_abs_error=_largest(r.max_abs_error for r in measured),
+        peak_memory_bytes=_largest(r.peak_memory_bytes for r in measured),
         duration_s=_total(r.duration_s for r in [*rounds, *(a.result for a in set_aside)]),
     )
+
+
+def _scaled(measured: Sequence[Result], calls: int) -> list[float]:
+    """Every process's samples scaled to ``calls`` calls per sample (each process
+    calibrates its own), so that per-call statistics are exact."""
+    return [s * (calls / r.calls_per_sample) for r in measured for s in r.samples_s]
+
+
+def _warnings(
+    rounds: Sequence[Result], kept: Sequence[int], two_level: bool, set_aside: Sequence[SetAside]
+) -> list[str]:
+    """A merged point's warnings: its measuring processes' own, each failed process named,
+    the retakes, and the groups its process medians fall in."""
+    measured = [rounds[k] for k in kept]
+    # One note per kind (the busiest other process, page faults as a range), before the
+    # failed processes are named; the processes' own "not converged" give way to one that
+    # the merge writes.
+    warnings = merge_warnings(
+        [w for r in measured for w in r.warnings if not (two_level and w.startswith(NOT_CONVERGED))]
+    )
+    warnings += [
+        f"process {k + 1} of {len(rounds)} failed: {r.reason}"
+        for k, r in enumerate(rounds)
+        if r.status != "ok" or not r.samples_s
+    ]
+    warnings += _retake_notes(set_aside, len(rounds) + len(set_aside))
+    modes_note = groups_note([_median(r) for r in measured])
+    if modes_note is not None:
+        warnings.append(modes_note)
+    return warnings
+
+
+def _processes_extra(
+    rounds: Sequence[Result],
+    kept: Sequence[int],
+    walls_s: Sequence[float],
+    set_aside: Sequence[SetAside],
+) -> dict[str, Any]:
+    """What ``extra`` keeps of a point's processes: each measuring one (``processes``),
+    and those a retake replaced (``set_aside``), if any."""
+    out: dict[str, Any] = {
+        "processes": [
+            _process_extra(rounds[k], walls_s[k] if k < len(walls_s) else None) for k in kept
+        ]
+    }
+    if set_aside:
+        out["set_aside"] = [_set_aside_extra(a) for a in set_aside]
+    return out
+
+
+def _largest(values: Iterable[Any]) -> Any:
+    """The largest of ``values`` that are known (None when none is)."""
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
 
 
 def _retake_notes(set_aside: Sequence[SetAside], total: int) -> list[str]:
