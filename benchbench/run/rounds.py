@@ -9,11 +9,12 @@ else, from a zygote of that round (a fresh address layout a round); the point's
 sampling budget is split across its rounds.
 
 :class:`RoundPlan` is that schedule, written once: which round, which job in which
-order, the round's request (:func:`round_request`, doubled for ``ab``'s lockstep by
-:func:`lockstep_request`), and a fresh layout before every round after the first
-(:func:`renew`). Its callers take the visits: :class:`benchbench.run.visits.Visits` one
-process a visit (``run``, ``time``), :mod:`benchbench.run.ab` a pair of workers in
-lockstep; :mod:`benchbench.run.merge` merges a point's processes.
+order, the round's request (:func:`round_request`; ``ab``'s with its sampling time
+doubled for the lockstep, :func:`lockstep_request`), and a fresh layout before every
+round after the first (:func:`renew`). Its callers take the visits:
+:class:`benchbench.run.visits.Visits` one process a visit (``run``, ``time``),
+:mod:`benchbench.run.ab` a pair of workers in lockstep; :mod:`benchbench.run.merge`
+merges a point's processes.
 
 This module starts no process: the pools it renews are its callers'.
 """

@@ -179,3 +179,26 @@ def test_a_round_visits_the_jobs_still_wanted_in_its_order():
     # Without rounds: one round, in the jobs' own order.
     single = RoundPlan([{"op": "measure"}] * 4, None)
     assert [v.index for v in single.visits(0)] == [0, 1, 2, 3]
+
+
+def test_abs_pools_renew_to_a_fresh_zygote_of_their_sides_interpreter(monkeypatch):
+    started: list[Any] = []
+
+    class FakeZygote:
+        def __init__(
+            self, memory_limit_bytes=0, start_timeout_s=300.0, env=None, cpus=(), python=None
+        ):
+            self.python, self.env, self.closed = python, env, False
+            started.append(self)
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(ab, "Zygote", FakeZygote)
+    sides = (ab.Side("base", "/envs/base/python", "b"), ab.Side("head", "/envs/head/python", "h"))
+    pools = ab._pools(RunConfig(suites=()), sides)
+    assert [z.python for z in started] == ["/envs/base/python", "/envs/head/python"]
+    assert all(pool.renew() for pool in pools)
+    assert [z.python for z in started[2:]] == ["/envs/base/python", "/envs/head/python"]
+    assert [z.closed for z in started] == [True, True, False, False]
+    assert all(z.env["OMP_WAIT_POLICY"] == "PASSIVE" for z in started)
