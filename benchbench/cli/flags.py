@@ -321,7 +321,7 @@ def add_seed(parser: argparse.ArgumentParser) -> None:
 def rounds_from(args: argparse.Namespace) -> Rounds:
     """The :class:`Rounds` of ``--rounds`` / ``--max-rounds``; without ``--rounds``,
     ``$BENCHBENCH_ROUNDS``, then :data:`DEFAULT_ROUNDS`."""
-    from benchbench.run.rounds import Rounds  # numpy and scipy: only for a measuring command
+    from benchbench.run.rounds import Rounds  # the runner: only for a measuring command
 
     count = args.rounds if args.rounds is not None else default_rounds()
     seed = getattr(args, "seed", None) or 0

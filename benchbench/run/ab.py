@@ -10,15 +10,16 @@ a neighbour then slows both, and a paired test cancels it. Here:
   checkouts of the user's library), after checks that name the side at fault: the
   interpreter is missing, is not a Python, lacks torch or benchbench, or loads the suite
   to other point ids (:func:`check_side`, :func:`_check_points`);
-- every round visits every point in a seeded shuffled order, from a fresh zygote per
-  side (every fork of one zygote shares its address layout: one zygote for all rounds
-  would carry one layout bias between the sides through every round); each visit forks
-  a fresh worker on each side (which side first: seeded random) and measures the point on both
-  in lockstep (:mod:`benchbench.run.lockstep`), base and head taking turns block by
-  block;
-- the sides' results are merged over the rounds both measured (:func:`merge_pair`: a
-  round lost on one side is dropped from both, and every process keeps its round
-  number) and stored as two runs of one group, each naming the other in
+- the rounds are ``run``'s (:class:`benchbench.run.rounds.RoundPlan`): every round visits
+  every point in a seeded shuffled order, from a fresh zygote per side (every fork of
+  one zygote shares its address layout: one zygote for all rounds would carry one layout
+  bias between the sides through every round); each visit forks a fresh worker on each
+  side (which side first: seeded random) and measures the point on both in lockstep
+  (:mod:`benchbench.run.lockstep`), base and head taking turns block by block;
+- the sides' results are merged over the rounds both measured
+  (:func:`benchbench.run.merge.merge_pair`: a round lost on one side is dropped from
+  both, and every process keeps its round number) and stored as two runs of one group,
+  each naming the other in
   ``config.ab``; :func:`benchbench.analysis.compare.compare_rows` with ``paired=True``
   judges them on the per-round log ratios of the rounds both kept (a paired t, the pair
   count shown; a point that cannot be paired says which test it fell back to).
@@ -30,10 +31,11 @@ What a lockstep point does not record: peak memory, a trace, and machine telemet
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import subprocess
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +47,9 @@ from benchbench.machine.allocator import worker_environment
 from benchbench.machine.environment import Environment
 from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
+from benchbench.run.merge import merge_pair
 from benchbench.run.planning import suites_of
-from benchbench.run.rounds import Rounds, merge, round_request, target_of
-from benchbench.run.rounds import order as rounds_order
+from benchbench.run.rounds import RoundPlan, target_of
 from benchbench.run.runner import RunConfig, job_for, plan
 from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
 from benchbench.store import Store
@@ -55,7 +57,6 @@ from benchbench.store.store import now
 
 #: Rounds of ``ab`` by default (its reasons: core.defaults).
 DEFAULT_AB_ROUNDS = AB_ROUNDS
-SIDES = ("base", "head")
 #: Seconds a side's interpreter may take to import torch and benchbench in the check.
 CHECK_TIMEOUT_S = 300.0
 
@@ -181,14 +182,7 @@ def run_ab(
         )
     jobs = [job_for(config, p, None) for p in planned]
     ids = [p.benchmark_id for p in planned]
-    env = side_environment(config.allocator)
-
-    def zygote(side: Side) -> WorkerPool:
-        return WorkerPool(
-            Zygote(config.memory_limit_bytes, env=env, cpus=config.cpus, python=side.python)
-        )
-
-    pools = [zygote(s) for s in sides]
+    pools = _pools(config, sides)
     group_id = str(uuid.uuid4())
     summary = AbSummary((str(uuid.uuid4()), str(uuid.uuid4())), group_id)
     opened = False
@@ -199,7 +193,7 @@ def run_ab(
             store.save_environment(environments[k])
             store.create_run(_ab_row(summary, k, side, config, environments[k]))
         opened = True
-        _measure(jobs, pools, config, store, summary, notify, stop, lambda k: zygote(sides[k]))
+        _measure(jobs, pools, config, store, summary, notify, stop)
         summary.status = "interrupted" if stop.requested else "finished"
     except BaseException:
         summary.status = "interrupted"
@@ -213,96 +207,59 @@ def run_ab(
     return summary
 
 
+def _pools(config: RunConfig, sides: Sequence[Side]) -> list[WorkerPool]:
+    """A worker pool per side, its zygote started by the side's interpreter; the pool's
+    ``renew`` starts a fresh zygote the same way (a round's)."""
+    env = side_environment(config.allocator)
+    pools: list[WorkerPool] = []
+    for side in sides:
+        zygote = functools.partial(
+            Zygote, config.memory_limit_bytes, env=env, cpus=config.cpus, python=side.python
+        )
+        pools.append(WorkerPool(zygote(), relaunch=zygote))
+    return pools
+
+
 def _measure(
     jobs: Sequence[Job],
-    pools: list[WorkerPool],
+    pools: Sequence[WorkerPool],
     config: RunConfig,
     store: Store,
     summary: AbSummary,
     notify: ProgressFn,
     stop: StopRequest,
-    fresh_pool: Callable[[int], WorkerPool] | None = None,
 ) -> None:
-    rounds: Rounds = config.rounds
-    rng = random.Random(f"ab:{rounds.seed}")
+    """Every job on both sides in the rounds ``run`` takes too, a lockstep pair a visit;
+    a point's sides merged as a pair and written to the two runs when its last round is in."""
+    schedule = RoundPlan([job.request for job in jobs], config.rounds, lockstep=True)
+    rng = random.Random(f"ab:{config.rounds.seed}")
     taken: list[list[list[Result]]] = [[[] for _ in jobs] for _ in pools]  # [side][job]
-    notify("start", {"total": len(jobs) * rounds.count, "run_id": summary.run_ids[1]})
-    for round_index in range(rounds.count):
-        if round_index > 0 and fresh_pool is not None:
-            # A fresh zygote per side and round: every fork of a zygote shares its address
-            # layout, so one zygote for all rounds would carry one layout bias between the
-            # sides through every round, which a test paired by round cannot see.
-            for side in rng.sample(range(len(pools)), len(pools)):
-                pools[side].close()
-                pools[side] = fresh_pool(side)
-        for index in rounds_order(len(jobs), round_index, rounds.seed):
+    total = len(jobs) * schedule.count
+    notify("start", {"total": total, "run_id": summary.run_ids[1]})
+    # A fresh zygote per side and round (the sides renewed in a random order): every fork
+    # of a zygote shares its address layout, so one zygote for all rounds would carry one
+    # layout bias between the sides through every round, which a test paired by round
+    # cannot see.
+    for round_index in schedule.each_round(pools, lambda: not stop.requested, rng):
+        for visit in schedule.visits(round_index):
             if stop.requested:
                 return
-            job = jobs[index]
-            notify("point", {"index": index, "label": job.label, "round": round_index + 1})
-            request = _lockstep_request(job.request, rounds.count, round_index)
+            index, job = visit.index, jobs[visit.index]
+            notify("point", {"index": index, "label": job.label, "round": visit.round})
             limit_s = 2 * (job.timeout_s or config.timeout_s)
-            pair = _pair(pools, request, limit_s, rng, stop, job)
+            pair = _pair(pools, visit.request, limit_s, rng, stop, job)
             if pair is None:
                 return  # stopped: the point's rounds are lost, as in an interrupted run
             for side, result in enumerate(pair):
                 taken[side][index].append(result)
-            notify("advance", {"total": len(jobs) * rounds.count})
-            if round_index + 1 < rounds.count:
+            notify("advance", {"total": total})
+            if not visit.last:
                 continue
             merged = merge_pair(taken[0][index], taken[1][index], target_of(job.request))
             for side, result in enumerate(merged):
                 store.write_result(summary.run_ids[side], result)
                 summary.results[side].append(result)
             notify("result", {"index": index, "results": merged, "result": merged[1]})
-
-
-def merge_pair(
-    base: Sequence[Result], head: Sequence[Result], target_rel_ci: float | None
-) -> list[Result]:
-    """A point's two sides merged over the rounds both measured, round by round: a round
-    that failed on either side is dropped from both (and named on both), so process k
-    of one side always sits beside process k of the other, each process keeping its
-    round number (``extra.processes[k].round``) for the paired test. With no round
-    whole on both sides, each side is its own merge (its failure)."""
-    sides = (list(base), list(head))
-    whole = [
-        k
-        for k in range(len(base))
-        if all(side[k].status == "ok" and side[k].samples_s for side in sides)
-    ]
-    if not whole:
-        return [merge(side, target_rel_ci) for side in sides]
-    lost = [
-        f"round {k + 1} of {len(base)} dropped from both sides: {SIDES[s]} "
-        f"{sides[s][k].status}: {sides[s][k].reason}"
-        for k in range(len(base))
-        if k not in whole
-        for s in (0, 1)
-        if sides[s][k].status != "ok" or not sides[s][k].samples_s
-    ]
-    out = []
-    for side in sides:
-        merged = merge([side[k] for k in whole], target_rel_ci)
-        extra = dict(merged.extra)
-        if "processes" in extra:
-            extra["processes"] = [
-                {**process, "round": whole[j] + 1} for j, process in enumerate(extra["processes"])
-            ]
-        out.append(dataclasses.replace(merged, extra=extra, warnings=(*merged.warnings, *lost)))
-    return out
-
-
-def _lockstep_request(request: dict[str, Any], rounds: int, round_index: int) -> dict[str, Any]:
-    """A round's request (its budget split as ``run`` splits it), with the sampling time
-    doubled: each side waits while the other samples, and its clock runs meanwhile."""
-    out = round_request(request, rounds, round_index)
-    policy = dict(out["policy"])
-    for key in ("max_time_s", "min_time_s"):
-        if policy.get(key) is not None:
-            policy[key] = 2.0 * float(policy[key])
-    out["policy"] = policy
-    return out
 
 
 def _pair(

@@ -19,11 +19,12 @@ which owns the lifecycle:
    sample: the job cut short is not stored (``--resume`` measures it), and the run
    is marked ``interrupted``; otherwise ``finished``.
 
-How jobs meet processes is decided here and nowhere else: every request goes to a
-fresh worker, in rounds (:mod:`benchbench.run.rounds`): each round visits the points
-still open in a seeded shuffled order, and a point is merged over its processes and
-written when its last round is in (so an interrupted run loses the rounds of the
-points not yet complete, and ``--resume`` measures those points again, all rounds).
+How jobs meet processes: every request goes to a fresh worker, in the rounds of the
+round plan that ``ab`` follows too (:class:`~benchbench.run.rounds.RoundPlan`): each
+round visits the points still open in a seeded shuffled order, from a fresh zygote, and
+a point is merged over its processes (:mod:`benchbench.run.merge`) and written when its
+last round is in (so an interrupted run loses the rounds of the points not yet
+complete, and ``--resume`` measures those points again, all rounds).
 """
 
 from __future__ import annotations
@@ -97,22 +98,20 @@ def measure_jobs(
 ) -> RunSummary:
     """Measure ``jobs`` in ``rounds``, writing each point's result to ``record``'s store.
 
-    Every request goes to a fresh worker (:class:`WorkerPool` with ``fresh``; with
-    ``rounds.per_process`` = k, a worker of the first rounds serves k of its round); a round
-    visits the jobs still open in a seeded shuffled order (:mod:`benchbench.run.rounds`;
-    without ``rounds``, one round in the jobs' order), and a point is merged and written
-    once its last round is in. ``timeout_s`` bounds each request (a job's own
-    ``timeout_s`` replaces it); ``threads`` is torch's thread count in the workers
-    (None: torch's default). ``progress(event, data)`` is called with ``start`` (total:
-    requests planned, run_id), ``point`` (index, label, round) before each request,
-    ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
-    point is done. Without a store in ``record`` nothing is stored and the environment
-    is not asked for. ``counter``: the instrumented worker's pool, which counts every
-    job's instructions first; with ``timed`` False the counts are the results
-    (:class:`~benchbench.run.visits.Visits` takes the processes).
+    :class:`~benchbench.run.visits.Visits` takes the processes: every request in a fresh
+    worker (with ``rounds.per_process`` = k, a worker of the first rounds serves k of its
+    round), in the rounds of :class:`~benchbench.run.rounds.RoundPlan` (without
+    ``rounds``, one round in the jobs' order); a point is merged and written once its last
+    round is in. ``timeout_s`` bounds each request (a job's own ``timeout_s`` replaces
+    it); ``threads`` is torch's thread count in the workers (None: torch's default).
+    ``progress(event, data)`` is called with ``start`` (total: requests planned, run_id),
+    ``point`` (index, label, round) before each request, ``advance`` (total) after it,
+    ``result`` (index, results, result: the first) when a point is done. Without a store
+    in ``record`` nothing is stored and the environment is not asked for. ``counter``:
+    the instrumented worker's pool, which counts every job's instructions first; with
+    ``timed`` False the counts are the results.
     """
-    stop = stop or StopRequest()
-    store = record.store
+    stop, store = stop or StopRequest(), record.store
     summary = RunSummary(run_id=record.run_id, planned=len(jobs))
     opened = False
     try:
@@ -133,12 +132,7 @@ def measure_jobs(
             counting=counter is not None,
             clock=clock,
         )
-        visits.notify("start", {"total": visits.total, "run_id": summary.run_id})
-        if counter is not None:
-            visits.count(counter)
-        visits.first_rounds()
-        visits.allocate()
-        summary.results = visits.close()
+        summary.results = visits.measure(counter)
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
     except BaseException:
@@ -146,9 +140,15 @@ def measure_jobs(
         raise
     finally:
         if opened and store is not None:
-            with contextlib.suppress(BenchbenchError):
-                store.update_run(record.run_id, status=summary.status, finished_at=now())
+            _close_run(store, record.run_id, summary.status)
     return summary
+
+
+def _close_run(store: Store, run_id: str, status: str) -> None:
+    """The run's row marked ``status`` as it ends; a store that fails now loses no point
+    (each was written as it was measured), so its error does not hide the run's own."""
+    with contextlib.suppress(BenchbenchError):
+        store.update_run(run_id, status=status, finished_at=now())
 
 
 def environment_of(pool: WorkerPool, threads: int | None) -> Environment:

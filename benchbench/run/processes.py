@@ -20,8 +20,9 @@ from typing import Any
 
 from benchbench.core.values import Result
 from benchbench.run.allocate import Spread, spread_of
+from benchbench.run.merge import SetAside, merge
 from benchbench.run.observed import crowded
-from benchbench.run.rounds import SetAside, merge, target_of
+from benchbench.run.rounds import target_of
 
 Taken = list[list[Result]]
 Aside = tuple[int, list[Result], str]

@@ -1,60 +1,44 @@
-"""Rounds: every point measured in several fresh worker processes, spread over the run.
+"""Rounds: the plan of a run's first rounds, one for ``run``, ``time`` and ``ab``.
 
 On a real machine the largest variance of a benchmark is between processes, not
 between the samples of one: a process carries its own heap layout, page mappings and
 clock state, shared by all of its samples. So a run proceeds in **rounds**. Each round
 visits every job once, in a seeded shuffled order (Google Benchmark's random
 interleaving), each job in a fresh worker forked for it that has measured nothing
-else; the point's sampling budget is split across its rounds. The per-process
-results are merged into one :class:`~benchbench.core.values.Result` whose
-``process_samples`` say which samples came from which process, and whose interval is
-the two-level one of :class:`~benchbench.core.stats.Stats`.
+else, from a zygote of that round (a fresh address layout a round); the point's
+sampling budget is split across its rounds.
 
-**Stopping.** Within a process the policy's stopping rule runs as always (on its share
-of the budget). Between processes: after ``rounds`` rounds a point whose two-level
-interval is still wider than the policy's target (``target_rel_ci``) takes another
-round, up to ``max_rounds``; the others are done. ``converged`` of the merged result is
-that test: every process met its own rule and the two-level interval is within the
-target.
+:class:`RoundPlan` is that schedule, written once: which round, which job in which
+order, the round's request (:func:`round_request`; ``ab``'s with its sampling time
+doubled for the lockstep, :func:`lockstep_request`), and a fresh layout before every
+round after the first (:func:`renew`). Its callers take the visits:
+:class:`benchbench.run.visits.Visits` one process a visit (``run``, ``time``),
+:mod:`benchbench.run.ab` a pair of workers in lockstep; :mod:`benchbench.run.merge`
+merges a point's processes.
 
-**Every process counts.** No process leaves a point's statistics because of its time:
-a point whose processes fall in two groups (:func:`~benchbench.core.stats.modes`) keeps
-them all, its interval as wide as they make it, and a ``bimodal`` (or ``outlier``, for a
-group of one) note says where the groups lie. A process is replaced only on evidence
-that does not look at its time: telemetry saw its torch threads outnumber the idle
-cores (a crowded core); the runner measures it again and the ``retaken`` note names
-it, its samples kept in ``extra.set_aside``.
-
-This module is pure (no processes): the order of the rounds, the per-round request and
-the merge; :class:`benchbench.run.visits.Visits` takes the processes.
+This module starts no process: the pools it renews are its callers'.
 """
 
 from __future__ import annotations
 
-import math
 import random
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
-
-import numpy as np
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 # The rounds per point and the most processes a point may take are defined once, in the
 # leaf, where ``--help`` reads them without importing the runner.
 from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from benchbench.core.errors import UsageError
-from benchbench.core.notes import BIMODAL, OUTLIER, RETAKEN, merge_warnings
-from benchbench.core.stats import Stats, modes
-from benchbench.core.units import format_time
-from benchbench.core.values import Result
-from benchbench.measure import gpu
 
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "DEFAULT_ROUNDS",
+    "RoundPlan",
     "Rounds",
-    "SetAside",
-    "merge",
+    "Visit",
+    "lockstep_request",
+    "renew",
     "round_request",
 ]
 
@@ -176,187 +160,116 @@ def target_of(request: Mapping[str, Any]) -> float | None:
     return None
 
 
-def merge(
-    rounds: Sequence[Result],
-    target_rel_ci: float | None,
-    walls_s: Sequence[float] = (),
-    why: str | None = None,
-    set_aside: Sequence[SetAside] = (),
-) -> Result:
-    """One result of a point from its per-process results, in round order.
-
-    A point whose first process did not measure it (error or skip) is that result: the
-    next rounds are not asked for. A later process that failed is left out, with a
-    warning; if none measured it the first failure is the result. Samples are scaled to
-    the first process's calls per sample (each process calibrates its own), so per-call
-    statistics are exact.
-
-    Every process that measured the point is in the statistics; when their medians
-    fall in two groups a ``bimodal`` / ``outlier`` note says so (:func:`groups_note`).
-    ``set_aside``: processes the runner replaced by a retake (a crowded core, seen by
-    telemetry), named in a ``retaken`` note, their samples kept in ``extra.set_aside``.
-
-    ``converged`` means the reported (two-level) interval met ``target_rel_ci``; when it
-    did not, the processes' own ``not converged`` warnings give way to one that says so
-    in a person's words (``not converged: ±3.1 % after 5 processes (target ±3 %); budget
-    spent``), ``why`` being the reason no more processes were taken. ``walls_s``: each
-    process's wall time as the runner saw it, kept in ``extra.processes``.
-    """
-    first = rounds[0]
-    if first.status != "ok" or (len(rounds) == 1 and not set_aside):
-        return first
-    kept = [k for k, r in enumerate(rounds) if r.status == "ok" and r.samples_s]
-    failed = [(k + 1, r) for k, r in enumerate(rounds) if r.status != "ok" or not r.samples_s]
-    notes = _retake_notes(set_aside, len(rounds) + len(set_aside))
-    modes_note = groups_note([_median(rounds[k]) for k in kept])
-    if modes_note is not None:
-        notes.append(modes_note)
-    measured = [rounds[k] for k in kept]
-    calls = first.calls_per_sample
-    # Scaled to the first process's calls per sample (each process calibrates its own).
-    samples = [s * (calls / r.calls_per_sample) for r in measured for s in r.samples_s]
-    counts = tuple(len(r.samples_s) for r in measured)
-    two_level = target_rel_ci is not None and len(counts) > 1
-    # One note per kind (the busiest other process, page faults as a range), before the
-    # failed processes are named; the processes' own "not converged" give way to one below.
-    warnings = merge_warnings(
-        [w for r in measured for w in r.warnings if not (two_level and w.startswith(NOT_CONVERGED))]
-    )
-    warnings += [f"process {k} of {len(rounds)} failed: {r.reason}" for k, r in failed]
-    warnings += notes
-    stats = Stats.from_samples(samples, calls, counts)
-    converged = all(bool(r.converged) for r in measured)
-    if two_level and target_rel_ci is not None:
-        converged = stats.rel_ci_half_width <= target_rel_ci
-        if not converged:
-            warnings.insert(
-                0, not_converged(stats.rel_ci_half_width, len(counts), target_rel_ci, why)
-            )
-    reasons = list(dict.fromkeys(str(r.stop_reason) for r in measured))
-    extra, warnings = gpu.merge_extra(
-        first.extra, warnings, [r.extra for r in measured], stats.median_s
-    )
-    extra["processes"] = [
-        _process_extra(r, walls_s[kept[k]] if kept[k] < len(walls_s) else None)
-        for k, r in enumerate(measured)
-    ]
-    if set_aside:
-        extra["set_aside"] = [_set_aside_extra(a) for a in set_aside]
-    errors = [r.max_rel_error for r in measured if r.max_rel_error is not None]
-    abs_errors = [r.max_abs_error for r in measured if r.max_abs_error is not None]
-    peaks = [r.peak_memory_bytes for r in measured if r.peak_memory_bytes is not None]
-    return replace(
-        first,
-        samples_s=tuple(samples),
-        process_samples=counts,
-        converged=converged,
-        stop_reason=f"{len(counts)} processes: {'; '.join(reasons)}",
-        warnings=tuple(warnings),
-        extra=extra,
-        max_rel_error=max(errors) if errors else None,
-        max_abs_error=max(abs_errors) if abs_errors else None,
-        peak_memory_bytes=max(peaks) if peaks else None,
-        duration_s=_total(r.duration_s for r in [*rounds, *(a.result for a in set_aside)]),
-    )
+def lockstep_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """A round's request for ``ab``'s lockstep, its sampling time doubled: each side waits
+    while the other samples, and its clock runs meanwhile."""
+    out = dict(request)
+    if isinstance(out.get("policy"), Mapping):
+        policy = dict(out["policy"])
+        for key in ("max_time_s", "min_time_s"):
+            if policy.get(key) is not None:
+                policy[key] = 2.0 * float(policy[key])
+        out["policy"] = policy
+    return out
 
 
-def _retake_notes(set_aside: Sequence[SetAside], total: int) -> list[str]:
-    """One line for all of a point's retakes (``process 1-5 of 10``, ``1.8-1.9 cores``)."""
-    return merge_warnings(
-        [
-            f"{RETAKEN}: process {a.process} of {total} ran on a crowded core ({a.why}); "
-            "a fresh process took its place"
-            for a in set_aside
-        ]
-    )
+class Renewable(Protocol):
+    """What :func:`renew` renews: a :class:`~benchbench.run.pool.WorkerPool`."""
+
+    def renew(self) -> bool: ...
 
 
-def _process_extra(result: Result, wall_s: float | None) -> dict[str, Any]:
-    """What ``extra.processes`` keeps of one process that measured the point."""
-    return {
-        "calls_per_sample": result.calls_per_sample,
-        "samples": len(result.samples_s),
-        "median_s": _median(result),
-        "stop_reason": result.stop_reason,
-        **({"wall_s": wall_s} if wall_s is not None else {}),
-        **({"cost": result.extra["cost"]} if "cost" in result.extra else {}),
-        # A compile variant compiles afresh in every process: each one's compile time.
-        **({"compile_s": result.extra["compile_s"]} if "compile_s" in result.extra else {}),
-    }
-
-
-def _set_aside_extra(aside: SetAside) -> dict[str, Any]:
-    """What ``extra.set_aside`` keeps of a process a retake replaced."""
-    return {
-        "process": aside.process,
-        "why": aside.why,
-        "median_s": _median(aside.result) if aside.result.samples_s else None,
-        "calls_per_sample": aside.result.calls_per_sample,
-        "samples_s": list(aside.result.samples_s),
-    }
+def renew(pools: Sequence[Renewable], rng: random.Random | None = None) -> None:
+    """A fresh layout for the workers to come: every one of ``pools`` starts a fresh
+    zygote (:meth:`~benchbench.run.pool.WorkerPool.renew`), in ``rng``'s random order
+    when given (``ab``'s sides: which side's zygote starts first is left to chance, as
+    everything side-specific is)."""
+    sides: Sequence[int] = range(len(pools))
+    if rng is not None:
+        sides = rng.sample(sides, len(pools))
+    for side in sides:
+        pools[side].renew()
 
 
 @dataclass(frozen=True)
-class SetAside:
-    """A process of a point replaced by a later one (1-based ``process`` in the point's
-    order) and why, in words (``2 torch threads but only 1 of 2 cores were idle``)."""
+class Visit:
+    """Job ``index`` in round ``round_index`` (0-based), with that round's ``request``;
+    ``last``: the plan's last round (the point's processes are all in after it)."""
 
-    process: int
-    result: Result
-    why: str
+    index: int
+    round_index: int
+    request: dict[str, Any]
+    last: bool
 
-
-def _median(result: Result) -> float:
-    return Stats.from_samples(result.samples_s, result.calls_per_sample).median_s
-
-
-def groups_note(medians: Sequence[float]) -> str | None:
-    """The note of a point whose process medians fall in two groups
-    (:func:`~benchbench.core.stats.modes`), every process kept: ``bimodal: 3 processes at
-    1.21 µs, 2 at 1.83 µs (all kept)``, or for a group of one ``outlier: 1 process at
-    9.80 ms, 4 at 24.0 µs (all kept)``; None when they do not."""
-    found = modes(medians)
-    if found is None:
-        return None
-    low, high = ([medians[k] for k in group] for group in found)
-    word = OUTLIER if min(len(low), len(high)) == 1 else BIMODAL
-    # The bigger group first (the lower on a tie): what most processes saw.
-    first, second = (low, high) if len(low) >= len(high) else (high, low)
-    return (
-        f"{word}: {len(first)} process{'es' if len(first) > 1 else ''} at "
-        f"{format_time(float(np.median(first)))}, {len(second)} at "
-        f"{format_time(float(np.median(second)))} (all kept)"
-    )
+    @property
+    def round(self) -> int:
+        """The round as progress shows it, from 1."""
+        return self.round_index + 1
 
 
-#: How every ``not converged`` warning starts (the engine's per process, the merge's).
-NOT_CONVERGED = "not converged"
+class RoundPlan:
+    """The first rounds of a run's jobs, given their requests, in one schedule for
+    ``run``, ``time`` and ``ab``.
 
+    ``rounds`` None: one round in the jobs' own order. ``share``: the part of each job's
+    time budget the first rounds spend (the allocation has the rest); ``lockstep``: each
+    request's sampling time doubled (:func:`lockstep_request`). Take the rounds from
+    :meth:`each_round`, which renews the pools before every round after the first, and
+    each round's visits from :meth:`visits`::
 
-def not_converged(half_width: float, processes: int, target: float, why: str | None) -> str:
-    """``not converged: ±3.1 % after 5 processes (target ±3 %); budget spent``."""
-    text = (
-        f"{NOT_CONVERGED}: ±{100 * half_width:.1f} % after {processes} processes "
-        f"(target ±{100 * target:g} %)"
-    )
-    return f"{text}; {why}" if why else text
+        for round_index in plan.each_round(pools, lambda: not stop.requested):
+            for visit in plan.visits(round_index):
+                ...  # one process (or a lockstep pair) of visit.index, visit.request
+    """
 
+    def __init__(
+        self,
+        requests: Sequence[Mapping[str, Any]],
+        rounds: Rounds | None,
+        *,
+        share: float = 1.0,
+        lockstep: bool = False,
+    ) -> None:
+        self.requests = list(requests)
+        self.rounds = rounds or Rounds.fixed(1)
+        self.shuffled = rounds is not None
+        self.share, self.lockstep = share, lockstep
 
-def wants_more(results: Sequence[Result], target_rel_ci: float | None) -> bool:
-    """True when a merged point's processes disagree beyond the target precision."""
-    if target_rel_ci is None:
-        return False
-    for result in results:
-        if result.status != "ok" or len(result.process_samples) < 2:
-            continue
-        stats = Stats.from_samples(
-            result.samples_s, result.calls_per_sample, result.process_samples
-        )
-        if not math.isfinite(stats.rel_ci_half_width) or stats.rel_ci_half_width > target_rel_ci:
-            return True
-    return False
+    @property
+    def count(self) -> int:
+        """How many first rounds."""
+        return self.rounds.count
 
+    def order(self, round_index: int) -> list[int]:
+        """The jobs in the order round ``round_index`` visits them (:func:`order`)."""
+        jobs = len(self.requests)
+        return order(jobs, round_index, self.rounds.seed) if self.shuffled else list(range(jobs))
 
-def _total(values: Any) -> float | None:
-    known = [float(v) for v in values if v is not None]
-    return sum(known) if known else None
+    def request(self, index: int, round_index: int) -> dict[str, Any]:
+        """Job ``index``'s request in round ``round_index``."""
+        out = round_request(self.requests[index], self.count, round_index, self.share)
+        return lockstep_request(out) if self.lockstep else out
+
+    def each_round(
+        self,
+        pools: Sequence[Renewable],
+        keep_on: Callable[[], bool],
+        rng: random.Random | None = None,
+    ) -> Iterator[int]:
+        """Each round's index while ``keep_on()`` (asked before every round), every one of
+        ``pools`` renewed before each round after the first (:func:`renew`, in ``rng``'s
+        order when given)."""
+        for round_index in range(self.count):
+            if not keep_on():
+                return
+            if round_index > 0:
+                renew(pools, rng)
+            yield round_index
+
+    def visits(self, round_index: int, wanted: Container[int] | None = None) -> Iterator[Visit]:
+        """Round ``round_index``'s visits in its order, of the jobs ``wanted`` holds when
+        it is given (asked as each comes: a job written meanwhile is passed over)."""
+        last = round_index + 1 == self.count
+        for index in self.order(round_index):
+            if wanted is None or index in wanted:
+                yield Visit(index, round_index, self.request(index, round_index), last)

@@ -8,10 +8,10 @@ allocation, and each point merged over its processes and written once it is whol
    plan order, before any timing (callgrind's busy process never runs beside a timed
    one);
 2. **the first rounds**: every job in ``Rounds.count`` fresh processes, each round in a
-   seeded shuffled order (:mod:`benchbench.run.rounds`); a process whose threads
-   outnumbered the idle cores is measured again at the end of its round, once, whatever
-   the budget (:mod:`benchbench.run.processes`); no process is measured again for its
-   time;
+   seeded shuffled order from a fresh zygote, as the round plan that ``ab`` follows too
+   says (:class:`~benchbench.run.rounds.RoundPlan`); a process whose threads outnumbered
+   the idle cores is measured again at the end of its round, once, whatever the budget
+   (:mod:`benchbench.run.processes`); no process is measured again for its time;
 3. **the allocation** (``--max-rounds`` above ``--rounds``): the budget left, one process
    at a time, to the point furthest from its target (:mod:`benchbench.run.allocate`).
 
@@ -40,8 +40,7 @@ from benchbench.run.processes import (
     run_target,
     widest_spread,
 )
-from benchbench.run.rounds import Rounds, process_request, round_request
-from benchbench.run.rounds import order as rounds_order
+from benchbench.run.rounds import RoundPlan, Rounds, process_request, renew
 from benchbench.run.workers import StopRequest, WorkerFailure
 from benchbench.store import Store
 
@@ -79,8 +78,9 @@ class Job:
 
 
 class Visits:
-    """The processes of one run's ``jobs``: ``count``, ``first_rounds``, ``allocate``,
-    then ``close``; ``finished`` holds each written job's merged results by index.
+    """The processes of one run's ``jobs``: :meth:`measure` takes ``count``,
+    ``first_rounds``, ``allocate``, then ``close``; ``finished`` holds each written job's
+    merged results by index.
 
     ``rounds`` None: one round in the jobs' own order, nothing allocated. ``store`` None:
     nothing is written. ``timed`` False: counts only (``--metric instructions``).
@@ -102,19 +102,20 @@ class Visits:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.jobs, self.pool, self.store, self.run_id = jobs, pool, store, run_id
-        self.rounds, self.plan = rounds, rounds or Rounds.fixed(1)
+        self.rounds = counts = rounds or Rounds.fixed(1)
         self.stop, self.notify, self.timeout_s = stop, notify, timeout_s
         self.timed, self.clock = timed, clock
-        self.total = len(jobs) * (self.plan.count if timed else 0) + (len(jobs) if counting else 0)
+        self.total = len(jobs) * (counts.count if timed else 0) + (len(jobs) if counting else 0)
         self.taken: list[list[list[Result]]] = [[] for _ in jobs]  # [job][process][point]
         self.walls: list[list[float]] = [[] for _ in jobs]  # [job][process] -> wall seconds
         self.finished: dict[int, list[Result]] = {}
         self.counted: dict[int, list[Result]] = {}
         self.open: set[int] = set()
         # Two processes or more give a spread to allocate by; one does not.
-        plan = self.plan
-        self.adaptive = rounds is not None and plan.count >= 2 and plan.max_count > plan.count
+        self.adaptive = rounds is not None and counts.count >= 2 and counts.max_count > counts.count
         self.share = FIRST_SHARE if self.adaptive else 1.0
+        #: The first rounds' schedule (without ``rounds``: one round in the jobs' order).
+        self.plan = RoundPlan([job.request for job in jobs], rounds, share=self.share)
         # The run's sampling budget: the allocation's, and the retakes' (processes stop
         # early when precise, so a run without allocation has some left too).
         self.budget = Budget(sum(max_time_s(job.request) for job in jobs))
@@ -123,6 +124,16 @@ class Visits:
         # (the merge and its statistics cost ~1 ms a job, beside a measuring worker).
         self.spreads: dict[int, Spread | None] = {}
         self.retakes = Retakes(len(jobs))
+
+    def measure(self, counter: WorkerPool | None = None) -> list[Result]:
+        """A run's measuring, start to end: ``start`` told, the counts (from ``counter``'s
+        instrumented worker), the first rounds, the allocation, then :meth:`close`."""
+        self.notify("start", {"total": self.total, "run_id": self.run_id})
+        if counter is not None:
+            self.count(counter)
+        self.first_rounds()
+        self.allocate()
+        return self.close()
 
     def write(self, index: int, merged_results: list[Result]) -> None:
         """Job ``index``'s results written (with its counts, in a run of both metrics)."""
@@ -188,7 +199,7 @@ class Visits:
     def settled(self, index: int) -> bool:
         """True when a point needs no more processes, whatever the budget: it is written
         at once, so a killed run keeps it."""
-        return why_stopped(self.spread(index), self.target, self.plan.max_count) != BUDGET_SPENT
+        return why_stopped(self.spread(index), self.target, self.rounds.max_count) != BUDGET_SPENT
 
     def ready(self, index: int) -> bool:
         """True when a point of the last round can be written: no more processes wanted
@@ -215,42 +226,35 @@ class Visits:
         self.taken[index][position], self.walls[index][position] = results, wall
 
     def first_rounds(self) -> None:
-        """Every job in ``plan.count`` fresh processes, shuffled rounds; a process takes
-        ``plan.per_process`` jobs of its round, never two processes of one job."""
+        """Every job in ``rounds.count`` fresh processes, in the rounds of
+        :class:`~benchbench.run.rounds.RoundPlan` (a fresh layout a round); a process takes
+        ``rounds.per_process`` jobs of its round, never two processes of one job."""
         self.open = set(range(len(self.jobs))) if self.timed and not self.stop.requested else set()
-        if self.plan.per_process > 1:
-            self.pool.share(self.plan.per_process)
-        for round_index in range(self.plan.count):
-            if not self.open or self.stop.requested:
-                break
-            if round_index > 0:
-                self.pool.renew()  # a fresh layout and a new worker a round (WorkerPool.renew)
+        per_process = self.rounds.per_process
+        if per_process > 1:
+            self.pool.share(per_process)
+        for round_index in self.plan.each_round([self.pool], self._going):
             self._round(round_index)
-        if self.plan.per_process > 1:
+        if per_process > 1:
             self.pool.share(1)  # the same point may be chosen twice in a row: fresh each
 
+    def _going(self) -> bool:
+        return bool(self.open) and not self.stop.requested
+
     def _round(self, round_index: int) -> None:
-        plan = self.plan
-        # Without ``rounds``: one round in the callers' own order.
-        jobs = len(self.jobs)
-        visit = (
-            rounds_order(jobs, round_index, plan.seed) if self.rounds is not None else range(jobs)
-        )
-        last = round_index + 1 == plan.count
+        last = round_index + 1 == self.rounds.count
         crowded_now: list[tuple[int, dict[str, Any], str]] = []
-        for index in visit:
-            if index not in self.open:
-                continue
+        for visit in self.plan.visits(round_index, self.open):
             if self.stop.requested:
                 break
-            request = round_request(self.jobs[index].request, plan.count, round_index, self.share)
-            results = self.take(index, request, round_index + 1)
+            index = visit.index
+            results = self.take(index, visit.request, visit.round)
             if results is None:
                 break
             first_failed = round_index == 0 and all(r.status != "ok" for r in results)
             why = None if first_failed else crowded_why(results)
-            if why is not None and plan.count > 1:
-                crowded_now.append((index, request, why))
+            if why is not None and self.rounds.count > 1:
+                crowded_now.append((index, visit.request, why))
             elif first_failed or (last and self.ready(index)):
                 self.finish(index)
         # Later in the round: every crowded process again (not with --rounds 1, whose
@@ -267,16 +271,16 @@ class Visits:
         since_renewal = 0
         while self.adaptive and self.open and not self.stop.requested:
             wide = {i: s for i in self.open if (s := self.spread(i)) is not None}
-            choice = next_process(wide, self.target, self.budget.left_s, self.plan.max_count)
+            choice = next_process(wide, self.target, self.budget.left_s, self.rounds.max_count)
             if choice is None:
                 break
             index, cap_s = choice
             if since_renewal >= len(self.jobs):
-                self.pool.renew()
+                renew([self.pool])
                 since_renewal = 0
             since_renewal += 1
             self.total += 1
-            request = process_request(self.jobs[index].request, cap_s, self.plan.count)
+            request = process_request(self.jobs[index].request, cap_s, self.rounds.count)
             if self.take(index, request, len(self.walls[index]) + 1) is None:
                 break
             if self.settled(index):  # within target now, or at its most processes
@@ -287,10 +291,10 @@ class Visits:
         written result, in the jobs' order."""
         if self.adaptive or self.stop.requested:
             for index in sorted(self.open):
-                if len(self.taken[index]) < self.plan.count:
+                if len(self.taken[index]) < self.rounds.count:
                     continue  # cut short by a stop: --resume measures it
                 self.finish(
-                    index, why_stopped(self.spread(index), self.target, self.plan.max_count)
+                    index, why_stopped(self.spread(index), self.target, self.rounds.max_count)
                 )
         return [r for index in sorted(self.finished) for r in self.finished[index]]
 

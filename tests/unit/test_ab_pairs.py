@@ -9,7 +9,7 @@ import pytest
 
 from benchbench.analysis import compare
 from benchbench.core.values import Point, Result
-from benchbench.run.ab import merge_pair
+from benchbench.run.merge import merge_pair
 
 POINT = Point("s", "sum", "v", 1024, (1024,), "float32", "cpu")
 

@@ -18,7 +18,7 @@ from benchbench.run.allocate import (
     spread_of,
     why_stopped,
 )
-from benchbench.run.rounds import merge
+from benchbench.run.merge import merge
 
 POINT = Point("s", "w", "v", 8, (8,), "float32", "cpu")
 

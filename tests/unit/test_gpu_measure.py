@@ -24,7 +24,7 @@ from benchbench.measure.pipeline import clock_guard, ok_result
 from benchbench.measure.point import Options, measure_point
 from benchbench.measure.policy import Block, Measured, Policy, Subject, measure
 from benchbench.measure.timers import CudaTimer, MpsTimer
-from benchbench.run.rounds import merge
+from benchbench.run.merge import merge
 from benchbench.suite.declare import Suite, Variant
 from tests.unit.test_devices import FakeCuda
 

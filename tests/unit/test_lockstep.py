@@ -4,6 +4,7 @@ random order, results come back per side; each side is checked before measuring.
 from __future__ import annotations
 
 import random
+import signal
 import sys
 
 import pytest
@@ -23,9 +24,12 @@ class FakeSide:
         self.name, self.left, self.log = name, blocks, log
         self.sent: list[dict] = []
         self.running = False
+        self.point = POINT
 
     def send(self, payload: dict) -> None:
         self.sent.append(payload)
+        if "size" in payload:  # a request of its own point
+            self.point = Point("s", "w", "v", payload["size"], (payload["size"],), "float32", "cpu")
         if payload.get("op") == "go":
             assert not any(s.running for s in SIDES if s is not self), "both sides ran at once"
             self.running = True
@@ -36,7 +40,7 @@ class FakeSide:
         self.running = False
         if self.left > 0:
             return {"event": "turn"}
-        result = Result(point=POINT, status="ok", samples_s=(1e-3,), reason=self.name)
+        result = Result(point=self.point, status="ok", samples_s=(1e-3,), reason=self.name)
         return {"event": "result", "result": result.to_dict()}
 
 
@@ -96,9 +100,29 @@ def test_the_waiting_side_sleeps_instead_of_spinning():
     assert side_environment("system")["OMP_WAIT_POLICY"] == "PASSIVE"
 
 
+class RenewingPool:
+    """A side's pool: forks a :class:`FakeSide` per visit, logs its forks and renewals."""
+
+    def __init__(self, side: int, log: list[str]) -> None:
+        self.side, self.log = side, log
+
+    def worker(self, warm=()) -> FakeSide:
+        self.log.append(f"fork {self.side}")
+        fake = FakeSide("base" if self.side == 0 else "head", 2, [])
+        SIDES.append(fake)
+        return fake
+
+    def renew(self) -> bool:
+        self.log.append(f"renew {self.side}")
+        return True
+
+    def retire(self) -> None:
+        return None
+
+
 def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
     """One zygote per side for all rounds would give every fork of a side one address
-    layout: each round after the first gets new ones."""
+    layout: before each round after the first, each side's pool renews its zygote once."""
     from benchbench.machine.environment import Environment
     from benchbench.run import ab
     from benchbench.run.jobs import Job, run_row
@@ -106,20 +130,40 @@ def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
     from benchbench.run.runner import RunConfig
     from benchbench.store import open_store
 
-    class FakePool:
-        def __init__(self, side: int) -> None:
-            self.side, self.closed = side, False
+    store = open_store(str(tmp_path / "ab.db"))
+    env = Environment(fields={"machine": "t"}, info={})
+    store.save_environment(env)
+    summary = ab.AbSummary(("run-a", "run-b"), "group")
+    for run_id in summary.run_ids:
+        store.create_run(run_row(run_id, env, kind="adhoc", label=run_id, suites=[], config={}))
+    log: list[str] = []
+    pools = [RenewingPool(0, log), RenewingPool(1, log)]
+    SIDES.clear()
+    jobs = [
+        Job({"op": "measure", "size": n, "policy": {"max_time_s": 0.1}}, (POINT,), f"n={n}")
+        for n in (1, 2)
+    ]
+    config = RunConfig(suites=(), rounds=Rounds.fixed(3, seed=4))
+    ab._measure(jobs, pools, config, store, summary, lambda *_: None, ab.StopRequest())  # type: ignore[arg-type]
+    # Per round: a pair of forks per point (two points), then, between rounds, each side
+    # renewed once.
+    steps = [entry.split()[0] for entry in log]
+    assert steps == ["fork"] * 4 + ["renew"] * 2 + ["fork"] * 4 + ["renew"] * 2 + ["fork"] * 4
+    renewals = [entry for entry in log if entry.startswith("renew")]
+    assert sorted(renewals[:2]) == sorted(renewals[2:]) == ["renew 0", "renew 1"]
+    rows = store.measurements("run-a")
+    assert len(rows) == 2 and all(len(row["process_samples"]) == 3 for row in rows)
 
-        def worker(self, warm=()) -> FakeSide:
-            fake = FakeSide("base" if self.side == 0 else "head", 2, [])
-            SIDES.append(fake)
-            return fake
 
-        def retire(self) -> None:
-            return None
-
-        def close(self) -> None:
-            self.closed = True
+def test_a_stopped_ab_renews_nothing_more(tmp_path):
+    """A stop before a round leaves the sides' zygotes as they are: no fresh one is
+    started for a round that will not run."""
+    from benchbench.machine.environment import Environment
+    from benchbench.run import ab
+    from benchbench.run.jobs import Job, run_row
+    from benchbench.run.rounds import Rounds
+    from benchbench.run.runner import RunConfig
+    from benchbench.store import open_store
 
     store = open_store(str(tmp_path / "ab.db"))
     env = Environment(fields={"machine": "t"}, info={})
@@ -127,20 +171,17 @@ def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
     summary = ab.AbSummary(("run-a", "run-b"), "group")
     for run_id in summary.run_ids:
         store.create_run(run_row(run_id, env, kind="adhoc", label=run_id, suites=[], config={}))
-    made: list[int] = []
+    log: list[str] = []
+    stop = ab.StopRequest()
 
-    def fresh(side: int) -> FakePool:
-        made.append(side)
-        return FakePool(side)
+    def progress(event: str, _data: dict) -> None:
+        if event == "advance":
+            stop.request(signal.SIGINT)  # after the first visit
 
-    first = [FakePool(0), FakePool(1)]
-    pools = list(first)
-    SIDES.clear()
     job = Job({"op": "measure", "policy": {"max_time_s": 0.1}}, (POINT,), "p")
     config = RunConfig(suites=(), rounds=Rounds.fixed(3))
-    ab._measure([job], pools, config, store, summary, lambda *_: None, ab.StopRequest(), fresh)  # type: ignore[arg-type]
-    assert sorted(made) == [0, 0, 1, 1]  # rounds 2 and 3, each side
-    assert all(p.closed for p in first)
-    assert pools[0] is not first[0] and pools[1] is not first[1]
-    rows = store.measurements("run-a")
-    assert len(rows) == 1 and len(rows[0]["process_samples"]) == 3
+    pools = [RenewingPool(0, log), RenewingPool(1, log)]
+    SIDES.clear()
+    ab._measure([job], pools, config, store, summary, progress, stop)  # type: ignore[arg-type]
+    assert log == ["fork 0", "fork 1"] or log == ["fork 1", "fork 0"]
+    assert store.measurements("run-a") == []  # its rounds are not all in: --resume's

@@ -15,7 +15,8 @@ from benchbench.core.stats import Stats, modes
 from benchbench.core.values import Point, Result
 from benchbench.machine.telemetry import Telemetry
 from benchbench.run.jobs import Job, RunRecord, measure_jobs, run_row
-from benchbench.run.rounds import Rounds, SetAside, groups_note, merge
+from benchbench.run.merge import SetAside, groups_note, merge
+from benchbench.run.rounds import Rounds
 from benchbench.store import open_store
 
 TRIALS = 2000

@@ -11,7 +11,8 @@ from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result
 from benchbench.run import rounds
 from benchbench.run.jobs import Job, RunRecord, measure_jobs, run_row
-from benchbench.run.rounds import Rounds, merge, order, round_request
+from benchbench.run.merge import merge, wants_more
+from benchbench.run.rounds import Rounds, order, round_request
 from benchbench.run.workers import StopRequest, WorkerFailure
 from benchbench.store import open_store
 
@@ -102,7 +103,7 @@ def test_merge_is_not_converged_when_processes_disagree_beyond_the_target():
     tight = merge([_ok(1, (1.0,) * 10), _ok(1, (1.0,) * 10), _ok(1, (1.0,) * 10)], 0.01)
     apart = merge([_ok(1, (1.0,) * 10), _ok(1, (1.3,) * 10), _ok(1, (0.8,) * 10)], 0.01)
     assert tight.converged is True and apart.converged is False
-    assert rounds.wants_more([apart], 0.01) and not rounds.wants_more([tight], 0.01)
+    assert wants_more([apart], 0.01) and not wants_more([tight], 0.01)
 
 
 def test_a_failed_later_process_is_left_out_with_a_warning_and_a_failed_first_is_the_result():

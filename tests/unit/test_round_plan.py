@@ -1,0 +1,204 @@
+"""One round plan for ``run`` and ``ab``: the same rounds, the jobs in the same order in
+each round for a seed, the same requests (``ab``'s sampling time doubled for its
+lockstep), the same progress events, and a fresh layout before every round after the
+first, once per pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchbench.core.values import Point, Result
+from benchbench.run import ab
+from benchbench.run.jobs import Job, RunRecord, measure_jobs
+from benchbench.run.rounds import RoundPlan, Rounds, lockstep_request, order
+from benchbench.run.runner import RunConfig
+from benchbench.run.workers import StopRequest
+
+POLICY = {"max_time_s": 0.3, "min_time_s": 0.03, "max_samples": 100, "target_rel_ci": 0.01}
+
+
+def _point(size: int) -> Point:
+    return Point("s", "w", "v", size, (size,), "float32", "cpu")
+
+
+def _job(size: int) -> Job:
+    return Job({"op": "measure", "size": size, "policy": POLICY}, (_point(size),), f"n={size}")
+
+
+def _answer(payload: dict[str, Any]) -> dict[str, Any]:
+    result = Result(_point(payload["size"]), "ok", samples_s=(1e-3, 1.1e-3, 0.9e-3))
+    return {"event": "result", "result": result.to_dict()}
+
+
+class RunPool:
+    """``run``'s pool: answers every request at once, counts its renewals."""
+
+    pid = None  # no process: the runner's telemetry reads no worker CPU time
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.renewals = 0
+
+    def worker(self, warm=()) -> RunPool:
+        return self
+
+    def renew(self) -> bool:
+        self.renewals += 1
+        return True
+
+    def request(self, payload, events, timeout_s, stop=None) -> dict[str, Any]:
+        self.sent.append(payload)
+        return _answer(payload)
+
+
+class LockstepSide:
+    """A lockstep worker that answers its request with its result, no turns."""
+
+    def __init__(self, sent: list[dict[str, Any]]) -> None:
+        self.sent = sent
+
+    def send(self, payload: dict[str, Any]) -> None:
+        self.sent.append(payload)
+
+    def expect(self, events, timeout_s, stop=None) -> dict[str, Any]:
+        return _answer(self.sent[-1])
+
+
+class SidePool:
+    """An ``ab`` side's pool: a fresh :class:`LockstepSide` per visit, renewals counted."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.renewals = 0
+
+    def worker(self, warm=()) -> LockstepSide:
+        return LockstepSide(self.sent)
+
+    def renew(self) -> bool:
+        self.renewals += 1
+        return True
+
+    def retire(self) -> None:
+        return None
+
+
+class Written:
+    """A store that keeps what ``ab`` writes, per run."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[Result]] = {}
+
+    def write_result(self, run_id: str, result: Result) -> None:
+        self.rows.setdefault(run_id, []).append(result)
+
+
+def test_run_and_ab_take_the_same_round_plan():
+    jobs = [_job(size) for size in range(1, 9)]
+    rounds = Rounds.fixed(3, seed=7)
+    run_events: list[tuple[str, dict[str, Any]]] = []
+    run_pool = RunPool()
+    measure_jobs(
+        jobs,
+        run_pool,  # type: ignore[arg-type]
+        RunRecord("run", None),
+        timeout_s=5,
+        rounds=rounds,
+        progress=lambda event, data: run_events.append((event, data)),
+    )
+    ab_events: list[tuple[str, dict[str, Any]]] = []
+    sides, store = [SidePool(), SidePool()], Written()
+    summary = ab.AbSummary(("run-a", "run-b"), "group")
+    ab._measure(
+        jobs,
+        sides,  # type: ignore[arg-type]
+        RunConfig(suites=(), rounds=rounds),
+        store,  # type: ignore[arg-type]
+        summary,
+        lambda event, data: ab_events.append((event, data)),
+        StopRequest(),
+    )
+
+    def visited(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, int]]:
+        return [(data["round"], data["index"]) for event, data in events if event == "point"]
+
+    # The same visits, round by round, in the seeded shuffled order of each round...
+    assert visited(run_events) == visited(ab_events)
+    assert [index for r, index in visited(ab_events) if r == 2] == order(len(jobs), 1, 7)
+    assert order(len(jobs), 0, 7) != order(len(jobs), 1, 7)
+    # ...the same events, in the same order (start, point, advance, result)...
+    assert [event for event, _ in run_events] == [event for event, _ in ab_events]
+    assert run_events[0][1]["total"] == ab_events[0][1]["total"] == 3 * len(jobs)
+    # ...the same requests, ab's with its sampling time doubled for the lockstep...
+    assert len(run_pool.sent) == len(sides[0].sent) == len(sides[1].sent) == 3 * len(jobs)
+    for request, base, head in zip(run_pool.sent, sides[0].sent, sides[1].sent, strict=True):
+        assert base == head == {**lockstep_request(request), "lockstep": True}
+    assert run_pool.sent[0]["policy"]["max_time_s"] == POLICY["max_time_s"] / 3
+    # ...and a fresh layout before rounds 2 and 3: once per round for each of ab's sides.
+    assert run_pool.renewals == 2
+    assert [side.renewals for side in sides] == [2, 2]
+    assert [len(store.rows[run_id]) for run_id in summary.run_ids] == [len(jobs)] * 2
+
+
+class Renewals:
+    def __init__(self, log: list[str], name: str) -> None:
+        self.log, self.name = log, name
+
+    def renew(self) -> bool:
+        self.log.append(self.name)
+        return True
+
+
+def test_the_plan_renews_before_each_later_round_and_asks_first_whether_to_go_on():
+    plan = RoundPlan([{"op": "measure"}] * 3, Rounds.fixed(4, seed=2))
+    log: list[str] = []
+    taken: list[tuple[int, list[str]]] = []
+    for round_index in plan.each_round([Renewals(log, "a")], lambda: len(taken) < 2):
+        taken.append((round_index, list(log)))
+    assert taken == [(0, []), (1, ["a"])] and log == ["a"]  # no renewal for round 3
+
+
+def test_the_sides_are_renewed_in_a_seeded_random_order():
+    import random
+
+    plan = RoundPlan([{"op": "measure"}], Rounds.fixed(40))
+    log: list[str] = []
+    pools = [Renewals(log, "base"), Renewals(log, "head")]
+    rounds = list(plan.each_round(pools, lambda: True, random.Random(3)))
+    assert rounds == list(range(40))
+    firsts = log[::2]
+    assert sorted(log[:2]) == ["base", "head"] and set(firsts) == {"base", "head"}
+
+
+def test_a_round_visits_the_jobs_still_wanted_in_its_order():
+    plan = RoundPlan([{"op": "measure", "size": n} for n in range(6)], Rounds.fixed(2, seed=5))
+    wanted = {0, 2, 3}
+    visits = list(plan.visits(1, wanted))
+    assert [v.index for v in visits] == [k for k in order(6, 1, 5) if k in wanted]
+    assert all(v.round == 2 and v.last for v in visits)
+    assert all(v.request["size"] == v.index for v in visits)
+    # Without rounds: one round, in the jobs' own order.
+    single = RoundPlan([{"op": "measure"}] * 4, None)
+    assert [v.index for v in single.visits(0)] == [0, 1, 2, 3]
+
+
+def test_abs_pools_renew_to_a_fresh_zygote_of_their_sides_interpreter(monkeypatch):
+    started: list[Any] = []
+
+    class FakeZygote:
+        def __init__(
+            self, memory_limit_bytes=0, start_timeout_s=300.0, env=None, cpus=(), python=None
+        ):
+            self.python, self.env, self.closed = python, env, False
+            started.append(self)
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(ab, "Zygote", FakeZygote)
+    sides = (ab.Side("base", "/envs/base/python", "b"), ab.Side("head", "/envs/head/python", "h"))
+    pools = ab._pools(RunConfig(suites=()), sides)
+    assert [z.python for z in started] == ["/envs/base/python", "/envs/head/python"]
+    assert all(pool.renew() for pool in pools)
+    assert [z.python for z in started[2:]] == ["/envs/base/python", "/envs/head/python"]
+    assert [z.closed for z in started] == [True, True, False, False]
+    assert all(z.env["OMP_WAIT_POLICY"] == "PASSIVE" for z in started)
