@@ -92,6 +92,7 @@ def measure_jobs(
     progress: ProgressFn | None = None,
     rounds: Rounds | None = None,
     counter: WorkerPool | None = None,
+    counted_by: str = "callgrind",
     timed: bool = True,
     clock: Callable[[], float] = time.monotonic,
 ) -> RunSummary:
@@ -107,9 +108,10 @@ def measure_jobs(
     requests planned, run_id), ``point`` (index, label, round) before each request,
     ``advance`` (total) after it, ``result`` (index, results, result: the first) when a
     point is done. Without a store in ``record`` nothing is stored and the environment
-    is not asked for. ``counter``: the instrumented worker's pool, which counts every
-    job's instructions first; with ``timed`` False the counts are the results
-    (:class:`~benchbench.run.visits.Visits` takes the processes).
+    is not asked for. ``counter``: the counting worker's pool, which counts every
+    job's instructions first with ``counted_by`` (``callgrind`` or ``pmu``); with
+    ``timed`` False the counts are the results (:class:`~benchbench.run.visits.Visits`
+    takes the processes).
     """
     stop = stop or StopRequest()
     store = record.store
@@ -135,7 +137,7 @@ def measure_jobs(
         )
         visits.notify("start", {"total": visits.total, "run_id": summary.run_id})
         if counter is not None:
-            visits.count(counter)
+            visits.count(counter, counted_by)
         visits.first_rounds()
         visits.allocate()
         summary.results = visits.close()
