@@ -39,6 +39,7 @@ def write_history(
     process_noise: float = 0.0,
     labels: Sequence[str] | None = None,
     groups: Sequence[str] | None = None,
+    counter: str = "callgrind",
 ) -> list[str]:
     """One run per index of the series; ``None`` stores a failed point. ``counts``: the
     instructions per call each run counted for a point (run i gets value i), with
@@ -46,8 +47,9 @@ def write_history(
     ``timed=False`` stores counted points with no time samples, as ``run --metric
     instructions`` does. ``processes``: the 20 samples split among that many worker
     processes, each offset by a log-normal ``process_noise``. ``labels`` and ``groups``:
-    run i's label and run group (the shards of one night share a group). Returns run
-    ids."""
+    run i's label and run group (the shards of one night share a group). ``counter``:
+    what counted them (``run --counter``), in the runs' config and the counts' extra.
+    Returns run ids."""
     env = env or environment()
     store.save_environment(env)
     rng = random.Random(seed)
@@ -70,7 +72,7 @@ def write_history(
                 "git_branch": "main",
                 "git_dirty": False,
                 "tags": [],
-                "config": {},
+                "config": {"counter": counter} if counts is not None else {},
                 "environment_id": env.id,
             }
         )
@@ -104,7 +106,7 @@ def write_history(
                         result,
                         instructions_per_call=counted,
                         instruction_counts=(counted,),
-                        extra={"instructions": {"tool": "callgrind", "spread": moved}},
+                        extra={"instructions": {"tool": counter, "spread": moved}},
                     )
                     if not timed:
                         result = dataclasses.replace(result, samples_s=(), converged=None)

@@ -16,7 +16,9 @@ first bad run on are judged afterwards.
 (``run --metric instructions``), whose noise is far below time's; its alerts say
 ``metric: instructions`` in their detail, with the counts before and after. An alert is
 one per (benchmark, environment, first bad run): where time already raised one for that
-run, the count's is not stored again.
+run, the count's is not stored again. Those series are callgrind's counts: a run that
+counted with the CPU's own counter (``run --counter pmu``, the C allocator's
+instructions in its counts) is a gap in them, never a step.
 """
 
 from __future__ import annotations
@@ -194,6 +196,8 @@ def detect(
     their alerts, in one transaction."""
     if table is None:
         table = series_table(store, metric)
+    if metric == "instructions":  # callgrind's counts only (module docstring)
+        table = table.without_runs(history.runs_counted_by(store, "pmu"))
     starts = series_starts(table, baselines(store))
     todo = [i for i in range(len(table)) if metric == "time" or not np.isnan(table.values(i)).all()]
     judged = [table.values(i)[starts[i] :] for i in todo]

@@ -13,6 +13,11 @@ from benchbench.analysis.verdict import estimate_counts, mark_counts
 
 Row = Mapping[str, Any]
 
+#: The instruction mark of a point whose runs counted with different counters (``run
+#: --counter``): callgrind's counts leave the C allocator out and the CPU's hold it, so
+#: their ratio would measure the counters, not the code. Never a regression.
+COUNTERS_DIFFER = "counters differ"
+
 
 def per_call(row: Row) -> list[float]:
     """A stored row's samples as per-call seconds (raw sample / calls per sample)."""
@@ -72,12 +77,21 @@ def instructions(row: Row) -> tuple[list[float], float] | None:
     return counts, spread
 
 
+def counter_of(row: Row) -> str:
+    """What counted a stored row's instructions (``extra.instructions.tool``): callgrind
+    or pmu; rows from before the hardware tier were counted by callgrind."""
+    return str(((row.get("extra") or {}).get("instructions") or {}).get("tool") or "callgrind")
+
+
 def counted_fields(base: Row | None, contender: Row, min_effect: float) -> dict[str, Any]:
-    """The instruction fields of a point's comparison (empty unless both runs counted)."""
+    """The instruction fields of a point's comparison (empty unless both runs counted;
+    only the mark :data:`COUNTERS_DIFFER` where they counted with different counters)."""
     base_side = instructions(base) if base is not None else None
     con_side = instructions(contender)
     if base_side is None or con_side is None or contender["status"] != "ok":
         return {}
+    if base is not None and counter_of(base) != counter_of(contender):
+        return {"instructions_mark": COUNTERS_DIFFER}
     (base_counts, base_spread), (con_counts, con_spread) = base_side, con_side
     if min(base_counts + con_counts) <= 0:
         return {}  # a count of 0 (an empty call): no ratio to take

@@ -38,7 +38,9 @@ table adds the instructions per call of each run, their ratio and a mark by the
 instruction verdict: slower or faster when the counts differ by --instructions-min-effect
 or more (its default is below), same inside it, not significant when a side's repeated counts
 moved by half of it. Counts are blind to memory stalls and other threads, and no
-neighbour process can change them: a nightly on a shared runner can gate on them.
+neighbour process can change them: a nightly on a shared runner can gate on them. Counts
+of two counters (run --counter callgrind or pmu) are never compared: such a point's mark
+is "counters differ", and a note says how many.
 
 Exit codes: 3 when a point is slower (in time or in instructions) or newly failing
 (regressed), unless
@@ -341,6 +343,7 @@ def _print(
     args: argparse.Namespace, result: compare.Comparison, base: dict, contender: dict
 ) -> None:
     from benchbench.analysis import compare
+    from benchbench.analysis.sides import COUNTERS_DIFFER
 
     flags.print_tables(args, [grid(result, base, contender)])
     failing = [p for p in result.points if p.mark == compare.FAILING]
@@ -351,9 +354,13 @@ def _print(
         for key, (b, c) in result.environment_diff.items():
             err.print(f"  {key}: {b!r} -> {c!r}")
     counts = ", ".join(f"{n} {mark}" for mark, n in result.counts().items() if n)
-    if result.counted:
-        marks = ", ".join(f"{n} {m}" for m, n in result.instruction_counts().items())
+    if marks := ", ".join(f"{n} {m}" for m, n in result.instruction_counts().items()):
         counts += f"; instructions: {marks} (min effect {result.instructions_min_effect:.1%})"
+    if apart := sum(p.instructions_mark == COUNTERS_DIFFER for p in result.points):
+        err.print(
+            f"[yellow]instructions not compared at {apart} point(s): the runs counted them "
+            "with different --counter (callgrind, pmu), whose counts are not one series[/yellow]"
+        )
     verdict = (
         f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
         f"alpha {result.alpha})"

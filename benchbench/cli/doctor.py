@@ -3,8 +3,9 @@ each setting (store, machine, device, rounds) came from.
 
 CPU frequency governor, turbo boost, ASLR, load, swap, busy processes, thread
 settings, idle cores against torch's default thread count (fix: --threads or --cpus
-on run and time), torch debug build, CPU isolation, and per GPU persistence mode,
-application clocks and other processes (in the spirit of
+on run and time), torch debug build, CPU isolation, the CPU's hardware counters (whether
+run --metric instructions --counter pmu can count here, or why not), and per GPU
+persistence mode, application clocks and other processes (in the spirit of
 ``python -m pyperf system show``). Then the ceilings, from the store: the shape of the
 hardware profile the latest run is held to, and the run's points above their measured
 ceiling (either means: run `benchbench probe` again). Exit 0 whatever it finds: it

@@ -17,6 +17,8 @@ error, not a new empty store) and saves new alerts into it.
 fresh processes' counts of one point agree within ~0.5 % (the C allocator's own
 instructions left out), so the default there is compare's --instructions-min-effect
 (0.02); 0.01 suits points of 2^16 elements and more.
+These are callgrind's counts: a run counted with the CPU's own counter (run --counter pmu,
+the C allocator's instructions in its counts) is a gap in them, never a step.
 
 The series are read from the store's series index without a row object per
 measurement and judged in one process per CPU (--jobs) once there are 2,000 or more.

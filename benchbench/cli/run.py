@@ -13,7 +13,10 @@ while the run's budget allows (noted `retaken`), and the note `busy core` stays 
 point whose retake was crowded too. --profile saves a
 torch.profiler trace of each selected point (after its timing) beside the store and
 lists its top operators. --metric instructions counts each point's instructions per
-call under valgrind's callgrind instead of (or, with time,instructions, beside) timing it.
+call under valgrind's callgrind instead of (or, with time,instructions, beside) timing it;
+--counter pmu counts them with the CPU's own counter instead, natively, where the machine
+exposes one (`benchbench doctor` says whether it does; where not, exit 2 before a store is
+made).
 {{ fact.hardware }}
 
 On CUDA the host time each sample took to launch is stored beside the event time, and
@@ -75,6 +78,7 @@ if TYPE_CHECKING:
 HELP = "measure suites and store the results"
 
 DEFAULT_TIMEOUT_S = defaults.RUN_TIMEOUT_S
+DEFAULT_COUNTER = defaults.DEFAULT_COUNTER
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -128,6 +132,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "call counted under valgrind's callgrind (one instrumented worker for the run, one "
         "thread; no neighbour can change a count, but it cannot see memory stalls or other "
         "threads); time,instructions: both, stored in the same rows",
+    )
+    parser.add_argument(
+        "--counter",
+        choices=defaults.COUNTERS,
+        help="what counts --metric instructions: callgrind (every instruction, the C "
+        "allocator's kept apart; ~50x slower than native) or pmu (the CPU's retired-"
+        "instructions counter through perf_event_open, natively, allocator included; "
+        "where the machine has one: not in most VMs). Counts of two counters are never "
+        "compared (default: {{ default.counter }})",
     )
     parser.add_argument(
         "--cuda-graph",
@@ -256,6 +269,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         cache=args.cache or "warm",
         outputs=args.outputs,
         metrics=parse_metrics(args.metric),
+        counter=args.counter or DEFAULT_COUNTER,
         threads=flags.threads_from(args),
         cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S,

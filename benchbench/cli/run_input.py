@@ -97,6 +97,8 @@ def check_flags(args: argparse.Namespace) -> None:
     flags.default_rounds()
     if args.metric is not None:
         parse_metrics(args.metric)
+    if args.counter is not None:
+        counter(args)
     if args.shard is not None:
         sharding.parse_shard(args.shard, os.environ)
     memory_limit(args.memory_limit)
@@ -104,6 +106,19 @@ def check_flags(args: argparse.Namespace) -> None:
     repo(args.repo)
     if args.suites:
         flags.suite_paths(args)
+
+
+def counter(args: argparse.Namespace) -> str:
+    """``--counter``, with ``--metric instructions`` and, for ``pmu``, hardware counters
+    here (UsageError naming why not and the fix: callgrind)."""
+    from benchbench.run.instrumented import check_counter, parse_metrics
+
+    if not args.resume and "instructions" not in parse_metrics(args.metric):
+        raise UsageError(
+            f"--counter {args.counter} chooses what counts instructions: add --metric "
+            "instructions (or time,instructions), or drop --counter"
+        )
+    return check_counter(args.counter)
 
 
 def resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
@@ -135,6 +150,7 @@ def resumed_config(args: argparse.Namespace, store: Store) -> runner.RunConfig:
         ("--cache", args.cache, stored.cache),
         ("--outputs", args.outputs, stored.outputs),
         ("--metric", parse_metrics(args.metric) if args.metric else None, stored.metrics),
+        ("--counter", args.counter, stored.counter),
         ("--threads", args.threads, stored.threads or defaults.ALL_THREADS),
         ("--cpus", flags.cpus_from(args) or None, stored.cpus or None),
         ("--allocator", args.allocator, stored.allocator),

@@ -124,3 +124,8 @@ OUT_FILE_VARIABLE = "BENCHBENCH_CALLGRIND_OUT"
 #: torch then import at valgrind's bare speed (31 s against 137 s for ``import torch`` on
 #: a 2-core AVX2 EPYC).
 CONTROL_VARIABLE = "BENCHBENCH_CALLGRIND_CONTROL"
+#: What ``run --metric instructions --counter`` counts with, the default first: callgrind
+#: (``run.instrumented``: every instruction, the C allocator's apart, ~50x slower) or the
+#: CPU's own counter (``pmu``: ``machine.pmu``, natively, where the machine exposes one).
+COUNTERS = ("callgrind", "pmu")
+DEFAULT_COUNTER = COUNTERS[0]

@@ -61,6 +61,7 @@ def _values() -> dict[str, str]:
         "default.power_pct": _percent(d.POWER),
         "default.instructions_min_effect": _number(d.INSTRUCTIONS_MIN_EFFECT),
         "default.instructions_min_effect_pct": _percent(d.INSTRUCTIONS_MIN_EFFECT),
+        "default.counter": d.DEFAULT_COUNTER,
         "fact.hardware": HARDWARE,
     }
 

@@ -1,2 +1,2 @@
-"""The machine: environment fingerprint, cache sizes, NVML, hardware profile and probe,
-telemetry, doctor."""
+"""The machine: environment fingerprint, cache sizes, NVML, the CPU's hardware counters
+(``pmu``), hardware profile and probe, telemetry, doctor."""

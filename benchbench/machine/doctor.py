@@ -21,6 +21,7 @@ from benchbench.core.defaults import DEFAULT_THREADS
 from benchbench.machine.cpus import format_cpus, idle_cores
 from benchbench.machine.doctor_gpu import check_gpus
 from benchbench.machine.doctor_sources import Check, Status, SystemSources, TorchInfo
+from benchbench.machine.pmu import AVAILABLE
 from benchbench.machine.telemetry import BUSY_PROCESS_CPU_PERCENT
 
 # Status and TorchInfo live in doctor_sources, check_gpus in doctor_gpu; all three are
@@ -44,6 +45,7 @@ __all__ = [
     "check_cpu_governor",
     "check_cpu_isolation",
     "check_gpus",
+    "check_hardware_counters",
     "check_idle_cores",
     "check_load",
     "check_swap",
@@ -341,6 +343,22 @@ def check_cpu_isolation(src: SystemSources) -> list[Check]:
     ]
 
 
+def check_hardware_counters(src: SystemSources) -> list[Check]:
+    """Whether the CPU's instruction counter opens (``run --metric instructions --counter
+    pmu``); where not, why (information: callgrind counts instructions anywhere)."""
+    found = src.pmu()
+    if found == AVAILABLE:
+        return [Check("hardware counters", "ok", "instructions (run --counter pmu counts them)")]
+    return [
+        Check(
+            "hardware counters",
+            "info",
+            found,
+            "run --metric instructions counts under callgrind (its default --counter)",
+        )
+    ]
+
+
 CHECKS: tuple[Callable[[SystemSources], list[Check]], ...] = (
     check_cpu_governor,
     check_turbo_boost,
@@ -352,6 +370,7 @@ CHECKS: tuple[Callable[[SystemSources], list[Check]], ...] = (
     check_idle_cores,
     check_torch_build,
     check_cpu_isolation,
+    check_hardware_counters,
     check_gpus,
 )
 

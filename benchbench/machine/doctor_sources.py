@@ -19,6 +19,7 @@ import psutil
 
 from benchbench.machine.cpus import usable_cpus
 from benchbench.machine.nvml import load_nvml, visible_cuda_uuids
+from benchbench.machine.pmu import availability
 from benchbench.machine.telemetry import ProcessUsage, Telemetry, TelemetrySampler
 
 Status = Literal["ok", "warn", "info", "unknown"]
@@ -114,7 +115,8 @@ class SystemSources:
     CPU use of every process now, in cores) raises OSError where it cannot be read;
     ``torch_info`` raises ImportError without torch; ``nvml`` returns
     ``(initialised pynvml, "")`` or ``(None, reason)``; ``cuda_uuids`` returns
-    ``{CUDA index: torch UUID}`` (None where it cannot be read).
+    ``{CUDA index: torch UUID}`` (None where it cannot be read); ``pmu`` says whether
+    hardware instruction counts open (:func:`benchbench.machine.pmu.availability`).
     """
 
     read_text: Callable[[str], str] = _read_text
@@ -130,4 +132,5 @@ class SystemSources:
     torch_info: Callable[[], TorchInfo] = _torch_info
     nvml: Callable[[], tuple[Any, str]] = load_nvml
     cuda_uuids: Callable[[], Mapping[int, str] | None] = visible_cuda_uuids
+    pmu: Callable[[], str] = availability
     own_pid: int = field(default_factory=os.getpid)

@@ -11,8 +11,10 @@ the same operator took 3 ms from reused heap and 23 ms as fresh mappings here, s
 different allocator or THP mode gives different numbers. ``info`` is stored beside them and never
 splits history: hostname, kernel, platform, RAM, NumPy, CPU clocks, the cores the
 worker may run on (``cpu_affinity``, kernel list notation: ``--cpus`` pins it), NVIDIA
-driver, CUDA device properties. A driver update or a different clock is worth seeing next
-to a change, but it must not cut a benchmark's history in two.
+driver, CUDA device properties, and whether the CPU's instruction counter opens here
+(``pmu``: ``instructions``, or ``none (why)``; :mod:`benchbench.machine.pmu`). A driver
+update or a different clock is worth seeing next to a change, but it must not cut a
+benchmark's history in two.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from benchbench.core.values import short_hash
 from benchbench.machine import allocator
 from benchbench.machine.cpus import format_cpus, usable_cpus
 from benchbench.machine.nvml import driver_version, load_nvml
+from benchbench.machine.pmu import availability
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,9 @@ def collect(
         "ram_bytes": _ram_bytes(),
         "numpy": _numpy_version(),
         "cpu_affinity": format_cpus(usable_cpus()),
+        # Info, not a comparability field: a count records its own counter, and a time
+        # does not depend on whether a counter could be opened.
+        "pmu": availability(),
     }
     info.update(_cpu_clocks())
     if cuda:

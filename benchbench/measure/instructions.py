@@ -38,10 +38,18 @@ data through a slower path executes the same instructions), time spent waiting, 
 threads' work (counted here with one thread), and on a GPU everything but the host's
 launch path (a CUDA point counts the instructions that enqueue its kernels, labelled
 ``scope: host``).
+
+The hardware tier (``--counter pmu``): the CPU's retired-instructions counter
+(:class:`Hardware`, :mod:`benchbench.machine.pmu`) counts the same loops in a worker that
+runs natively, so a count costs what the calls cost; the C allocator's instructions stay
+in it (a hardware counter does not know functions), so it moves with the heap's history
+as callgrind's counts with the allocator did. A count records its ``tool``; counts of two
+tools are never compared. It has not yet run on a machine with a PMU.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -55,6 +63,7 @@ from typing import Any, Protocol
 
 from benchbench.core.defaults import CONTROL_VARIABLE, OUT_FILE_VARIABLE
 from benchbench.core.values import Point, Result
+from benchbench.machine import pmu
 from benchbench.measure.loops import make_loop
 from benchbench.measure.pipeline import sync
 from benchbench.measure.policy import Subject, gc_disabled
@@ -144,6 +153,42 @@ class Callgrind:
         dumps[0].unlink()
         allocator = allocator_instructions(text)
         return Count(read_total(text, str(dumps[0])) - allocator, allocator)
+
+
+class Hardware:
+    """Counts the instructions of a callable with the CPU's own counter (``--counter
+    pmu``: :mod:`benchbench.machine.pmu`), in user space, on this thread only, natively.
+
+    Unlike callgrind it cannot tell the C allocator's instructions from the rest (a
+    count holds them), and an interrupt's return to user space can add a few; the loop
+    and the switches are subtracted as for callgrind. Never yet run on a machine with a
+    PMU: only its system calls, on a software event.
+    """
+
+    def __init__(self) -> None:
+        counter, why = pmu.instruction_counter()
+        if counter is None:
+            raise CountError(f"no hardware instruction counts here: {why}")
+        self._counter = counter
+
+    def count(self, run: Callable[[], object]) -> Count:
+        try:
+            return Count(self._counter.count(run))
+        except pmu.CounterShared as error:
+            raise CountError(str(error)) from error
+
+
+def counter_named(name: str) -> Counter:
+    """This worker's counter of ``name`` (``pmu`` or ``callgrind``: ``defaults.COUNTERS``;
+    CountError where it cannot count here)."""
+    return _hardware() if name == "pmu" else Callgrind.from_environment()
+
+
+@functools.cache
+def _hardware() -> Hardware:
+    """One hardware counter per worker, open for its life (a counting worker serves every
+    point of a run)."""
+    return Hardware()
 
 
 #: Whether this process has switched callgrind's instrumentation on (:func:`instrument`).
@@ -254,15 +299,17 @@ class Counted:
             return 0.0
         return (max(self.counts) - min(self.counts)) / self.per_call
 
-    def extra(self, scope: str) -> dict[str, Any]:
-        """What ``Result.extra["instructions"]`` records about the count."""
+    def extra(self, scope: str, tool: str = "callgrind") -> dict[str, Any]:
+        """What ``Result.extra["instructions"]`` records about the count: ``tool`` is the
+        counter that made it (counts of two counters are never compared)."""
         return {
-            "tool": "callgrind",
+            "tool": tool,
             "scope": scope,
             "calls": self.calls,
             "repeats": list(self.counts),
             "loop_per_call": self.loop_per_call,
-            "allocator_per_call": self.allocator_per_call,
+            # The CPU's counter cannot tell the allocator apart: its share is in the count.
+            "allocator_per_call": self.allocator_per_call if tool == "callgrind" else None,
             "spread": self.spread,
             "threads": 1,
         }
@@ -345,21 +392,23 @@ def counted_result(
     work: dict[str, float | None],
     warnings: list[str],
     extra: dict[str, Any],
+    counter: str = "callgrind",
     **base: Any,
 ) -> Result:
-    """The result of a point whose instructions are counted (``metric="instructions"``):
-    ok, with the count and no samples (no peak memory or trace: the time metric has
-    them). ``base`` holds the result's other fields (code version, cache mode, ...)."""
+    """The result of a point whose instructions are counted (``metric="instructions"``)
+    by ``counter`` (:func:`counter_named`): ok, with the count and no samples (no peak memory
+    or trace: the time metric has them). ``base`` holds the result's other fields (code
+    version, cache mode, ...)."""
     idle = Subject("idle", make_loop(_idle, call_inputs, outputs))
     device = point.device.partition(":")[0]
     counted = count_subject(
         subject,
         idle,
-        Callgrind.from_environment(),
+        counter_named(counter),
         fixed_calls=fixed_calls,
         after=None if device == "cpu" else lambda: sync(point.device),
     )
-    extra["instructions"] = counted.extra("process" if device == "cpu" else "host")
+    extra["instructions"] = counted.extra("process" if device == "cpu" else "host", counter)
     extra["outputs"] = outputs
     if counted.spread > UNSTABLE_SPREAD:
         warnings.append(

@@ -67,6 +67,8 @@ class Options:
     #: ``time`` (the engine's samples) or ``instructions`` (counted under callgrind, in a
     #: worker the instrumented launcher started: :mod:`benchbench.measure.instructions`).
     metric: str = "time"
+    #: What counts ``metric="instructions"``: ``callgrind`` or ``pmu`` (``--counter``).
+    counter: str = "callgrind"
     #: Called before every block of calls, outside the timed region (warm-up included):
     #: ``benchbench ab``'s lockstep, which waits there for its turn. With a gate the point
     #: takes no peak memory and no trace after its samples (the other side would be
@@ -297,6 +299,7 @@ def _measure_inputs(
             warnings,
             max_rel_error=max_rel_error,
             extra=extra,
+            counter=options.counter,
             **base,
         )
     graph, note = graph_mode(

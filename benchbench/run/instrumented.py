@@ -13,6 +13,11 @@ environment makes counts reproducible: a fixed hash seed (``PYTHONHASHSEED=0``: 
 and set order, so the same code paths, in every process) and one thread
 (``OMP_NUM_THREADS=1``; the request says ``threads: 1`` as well).
 
+The hardware tier (``--counter pmu``) counts the same way with the CPU's own counter,
+in one worker for the run that runs natively (:class:`HardwareLauncher`, the same fixed
+hash seed and one thread), where the machine exposes one: :func:`hardware_counter` says
+why not, before anything is started.
+
 The counts of a point are merged into its timed result by :func:`with_counts` (a run
 with both metrics), or stand alone (``--metric instructions``: no time samples).
 """
@@ -26,9 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchbench.core.defaults import CONTROL_VARIABLE, OUT_FILE_VARIABLE
+from benchbench.core.defaults import CONTROL_VARIABLE, COUNTERS, OUT_FILE_VARIABLE
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Result
+from benchbench.machine import pmu
 from benchbench.machine.allocator import worker_environment
 from benchbench.run.workers import Spawner
 
@@ -36,7 +42,7 @@ from benchbench.run.workers import Spawner
 METRICS = ("time", "instructions")
 #: How much slower a point runs under callgrind than natively (~50x measured here for
 #: elementwise ops and the torch import): an instruction request's timeout is the
-#: run's times this.
+#: run's times this (times 1 for the hardware counter, which runs natively).
 SLOWDOWN = 50.0
 #: Seconds the instrumented worker may take to import torch (31 s idle on a 2-core EPYC,
 #: 137 s where callgrind instruments from the start).
@@ -76,6 +82,51 @@ def valgrind() -> str:
     return found
 
 
+def check_counter(name: str) -> str:
+    """``--counter``'s value, or a UsageError naming the counters and, for ``pmu`` on a
+    machine without hardware counters, why and what to use instead."""
+    if name not in COUNTERS:
+        raise UsageError(f"--counter must be one of {', '.join(COUNTERS)}, got {name!r}")
+    if name == "pmu":
+        counter, why = pmu.instruction_counter()
+        if counter is None:
+            raise UsageError(
+                f"--counter pmu counts with the CPU's hardware counters, and {why}; count "
+                "under callgrind instead (drop --counter, or --counter callgrind)"
+            )
+        counter.close()
+    return name
+
+
+def slowdown(counter: str) -> float:
+    """How much longer a count request of ``counter`` may take than a timed one."""
+    return SLOWDOWN if counter == "callgrind" else 1.0
+
+
+def counting_launcher(
+    counter: str, memory_limit_bytes: int = 0, allocator: str = "system"
+) -> Spawner:
+    """The launcher of the run's counting worker: under callgrind, or native for ``pmu``."""
+    if counter == "pmu":
+        return HardwareLauncher(memory_limit_bytes, allocator)
+    return InstrumentedLauncher(memory_limit_bytes, allocator)
+
+
+def _counting_environment(allocator: str) -> dict[str, str]:
+    """A counting worker's environment: reproducible paths (hash seed) on one thread."""
+    env = worker_environment(allocator)
+    env.update({"PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"})
+    return env
+
+
+class HardwareLauncher(Spawner):
+    """A :class:`Spawner` of the native worker that counts with the CPU's counter."""
+
+    def __init__(self, memory_limit_bytes: int = 0, allocator: str = "system") -> None:
+        check_counter("pmu")
+        super().__init__(memory_limit_bytes, _counting_environment(allocator))
+
+
 class InstrumentedLauncher(Spawner):
     """A :class:`Spawner` whose worker runs under callgrind, its dumps in a temp folder
     removed by :meth:`close`."""
@@ -84,15 +135,8 @@ class InstrumentedLauncher(Spawner):
         program = valgrind()
         self.folder = Path(tempfile.mkdtemp(prefix="benchbench-callgrind-"))
         out_file = str(self.folder / "callgrind.%p")
-        env = worker_environment(allocator)
-        env.update(
-            {
-                OUT_FILE_VARIABLE: out_file,
-                "PYTHONHASHSEED": "0",
-                "OMP_NUM_THREADS": "1",
-                "OMP_WAIT_POLICY": "PASSIVE",
-            }
-        )
+        env = _counting_environment(allocator)
+        env[OUT_FILE_VARIABLE] = out_file
         control = shutil.which("callgrind_control")
         if control is not None:
             env[CONTROL_VARIABLE] = control
@@ -108,11 +152,13 @@ class InstrumentedLauncher(Spawner):
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def count_request(request: Mapping[str, Any], timed: bool) -> dict[str, Any]:
-    """A job's request for the instrumented worker: one thread, no trace; the reference
-    check only where no timed process checks the point (``timed`` False)."""
+def count_request(
+    request: Mapping[str, Any], timed: bool, counter: str = "callgrind"
+) -> dict[str, Any]:
+    """A job's request for the counting worker: one thread, no trace, ``counter``; the
+    reference check only where no timed process checks the point (``timed`` False)."""
     out = dict(request)
-    out.update(metric="instructions", threads=1, profile_dir=None)
+    out.update(metric="instructions", counter=counter, threads=1, profile_dir=None)
     if timed:
         out["check"] = False
     return out

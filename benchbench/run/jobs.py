@@ -93,6 +93,7 @@ def measure_jobs(
     progress: ProgressFn | None = None,
     rounds: Rounds | None = None,
     counter: WorkerPool | None = None,
+    counted_by: str = "callgrind",
     timed: bool = True,
     clock: Callable[[], float] = time.monotonic,
 ) -> RunSummary:
@@ -108,8 +109,9 @@ def measure_jobs(
     ``point`` (index, label, round) before each request, ``advance`` (total) after it,
     ``result`` (index, results, result: the first) when a point is done. Without a store
     in ``record`` nothing is stored and the environment is not asked for. ``counter``:
-    the instrumented worker's pool, which counts every job's instructions first; with
-    ``timed`` False the counts are the results.
+    the counting worker's pool, which counts every job's instructions first with
+    ``counted_by`` (``callgrind`` or ``pmu``); with ``timed`` False the counts are the
+    results.
     """
     stop, store = stop or StopRequest(), record.store
     summary = RunSummary(run_id=record.run_id, planned=len(jobs))
@@ -132,7 +134,7 @@ def measure_jobs(
             counting=counter is not None,
             clock=clock,
         )
-        summary.results = visits.measure(counter)
+        summary.results = visits.measure(counter, counted_by)
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
     except BaseException:

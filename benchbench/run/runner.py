@@ -27,7 +27,7 @@ from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.run import planning, resume, sharding
-from benchbench.run.instrumented import InstrumentedLauncher, parse_metrics
+from benchbench.run.instrumented import counting_launcher, parse_metrics
 from benchbench.run.jobs import (
     Job,
     ProgressFn,
@@ -97,9 +97,16 @@ class RunConfig:
     #: ``run --metric``: ``time`` (fresh processes in rounds) and/or ``instructions``
     #: (counted under callgrind by one instrumented worker: :mod:`benchbench.run.instrumented`).
     metrics: tuple[str, ...] = ("time",)
+    #: ``run --counter``: what counts the instructions, ``callgrind`` or ``pmu`` (the CPU's
+    #: own counter, natively: :func:`benchbench.run.instrumented.check_counter`).
+    counter: str = defaults.DEFAULT_COUNTER
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", parse_metrics(self.metrics))
+        if self.counter not in defaults.COUNTERS:
+            raise UsageError(
+                f"--counter must be one of {', '.join(defaults.COUNTERS)}, got {self.counter!r}"
+            )
         if self.cache not in CACHE_MODES:
             raise UsageError(f"--cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
         if self.kind not in RUN_KINDS:
@@ -170,6 +177,7 @@ def resume_config(
         cache=stored.get("cache", "warm"),
         outputs=stored.get("outputs"),
         metrics=tuple(stored.get("metrics") or ("time",)),
+        counter=stored.get("counter") or defaults.DEFAULT_COUNTER,
         threads=stored.get("threads"),
         timeout_s=float(stored.get("timeout_s", 60.0)),
         compile_timeout_s=stored.get("compile_timeout_s"),
@@ -253,7 +261,8 @@ class Session:
         counting = "instructions" in config.metrics
         self.counter = (
             WorkerPool(
-                InstrumentedLauncher(config.memory_limit_bytes, config.allocator), fresh=False
+                counting_launcher(config.counter, config.memory_limit_bytes, config.allocator),
+                fresh=False,
             )
             if counting
             else None
@@ -320,6 +329,7 @@ class Session:
             progress=progress,
             rounds=config.rounds,
             counter=self.counter,
+            counted_by=config.counter,
             timed="time" in config.metrics,
         )
 
@@ -403,6 +413,8 @@ def _run_row(
             "cache": config.cache,
             "outputs": config.outputs,
             "metrics": list(config.metrics),
+            # What counted the instructions: counts of two counters are never compared.
+            "counter": config.counter if "instructions" in config.metrics else None,
             "threads": config.threads,
             "timeout_s": config.timeout_s,
             "compile_timeout_s": config.compile_timeout_s,

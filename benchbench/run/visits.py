@@ -28,7 +28,7 @@ from typing import Any
 
 from benchbench.core.values import Point, Result
 from benchbench.run.allocate import BUDGET_SPENT, FIRST_SHARE, Spread, next_process, why_stopped
-from benchbench.run.instrumented import SLOWDOWN, count_request, with_counts
+from benchbench.run.instrumented import count_request, slowdown, with_counts
 from benchbench.run.observed import observed_request
 from benchbench.run.pool import WorkerPool
 from benchbench.run.processes import (
@@ -125,12 +125,15 @@ class Visits:
         self.spreads: dict[int, Spread | None] = {}
         self.retakes = Retakes(len(jobs))
 
-    def measure(self, counter: WorkerPool | None = None) -> list[Result]:
+    def measure(
+        self, counter: WorkerPool | None = None, counted_by: str = "callgrind"
+    ) -> list[Result]:
         """A run's measuring, start to end: ``start`` told, the counts (from ``counter``'s
-        instrumented worker), the first rounds, the allocation, then :meth:`close`."""
+        counting worker, by ``counted_by``), the first rounds, the allocation, then
+        :meth:`close`."""
         self.notify("start", {"total": self.total, "run_id": self.run_id})
         if counter is not None:
-            self.count(counter)
+            self.count(counter, counted_by)
         self.first_rounds()
         self.allocate()
         return self.close()
@@ -148,16 +151,17 @@ class Visits:
             "result", {"index": index, "results": merged_results, "result": merged_results[0]}
         )
 
-    def count(self, counter: WorkerPool) -> None:
-        """Every job's instruction counts from the instrumented worker, in plan order (the
-        jobs a stop left uncounted are absent: ``--resume`` measures them); with counts
-        only, each job is written as it is counted."""
+    def count(self, counter: WorkerPool, counted_by: str = "callgrind") -> None:
+        """Every job's instruction counts from the counting worker (``counted_by``:
+        ``callgrind`` or ``pmu``), in plan order (the jobs a stop left uncounted are
+        absent: ``--resume`` measures them); with counts only, each job is written as it
+        is counted."""
         for index, job in enumerate(self.jobs):
             if self.stop.requested:
                 break
             self.notify("point", {"index": index, "label": job.label, "round": "instructions"})
-            limit_s = (job.timeout_s or self.timeout_s) * SLOWDOWN
-            request = count_request(job.request, self.timed)
+            limit_s = (job.timeout_s or self.timeout_s) * slowdown(counted_by)
+            request = count_request(job.request, self.timed, counted_by)
             try:
                 message = counter.request(request, (job.answer, "interrupted"), limit_s, self.stop)
             except WorkerFailure as failure:

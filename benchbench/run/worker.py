@@ -37,10 +37,11 @@ cannot corrupt the channel). Every request but ``exit`` gets exactly one event:
 - (none: sent once, when the worker is ready) → ``{"event": "hello", "pid"}``
 - ``{"op": "environment", "threads"}`` → ``{"event": "environment", "fields", "info"}``
 - ``{"op": "measure", "suite_path", "workload", "point", "policy", "cache", "threads",
-  "profile_dir", "outputs", "check", "metric"}`` → ``{"event": "result", "result",
-  "retire"}`` (a ``Result.to_dict()``; ``"check": false`` skips the reference check;
-  ``"metric": "instructions"`` counts instead of timing, in a worker started under
-  callgrind by :mod:`benchbench.run.instrumented`; ``"lockstep": true`` answers
+  "profile_dir", "outputs", "check", "metric", "counter"}`` → ``{"event": "result",
+  "result", "retire"}`` (a ``Result.to_dict()``; ``"check": false`` skips the reference
+  check; ``"metric": "instructions"`` counts instead of timing, with ``"counter"``: in a
+  worker :mod:`benchbench.run.instrumented` started, under callgrind for ``callgrind``
+  (the default), natively for ``pmu``; ``"lockstep": true`` answers
   ``{"event": "turn"}`` before each block of calls and takes it only after ``{"op":
   "go"}``: :mod:`benchbench.run.lockstep`), or
   ``{"event": "interrupted", "signal"}`` for a point cut short by a stop signal
@@ -164,6 +165,7 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
                     outputs=request.get("outputs"),
                     check=bool(request.get("check", True)),
                     metric=str(request.get("metric", "time")),
+                    counter=str(request.get("counter", "callgrind")),
                     started=received,
                     gate=_gate(channel, requests) if request.get("lockstep") else None,
                 )

@@ -8,6 +8,7 @@ tables they come from and go to.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from collections.abc import Sequence
@@ -90,6 +91,14 @@ class SeriesTable:
     def history(self, i: int) -> list[HistoryPoint]:
         return [self.point(i, j) for j in range(self.offsets[i + 1] - self.offsets[i])]
 
+    def without_runs(self, run_ids: set[str]) -> SeriesTable:
+        """These series with the values of ``run_ids`` as gaps (NaN), as a failed point's."""
+        if not run_ids:
+            return self
+        gone = np.array([r in run_ids for r in self.run_ids], dtype=bool)
+        values = np.where(gone[self.run_numbers], np.nan, self.all_values)
+        return dataclasses.replace(self, all_values=values)
+
 
 def series_table(store: Store, metric: str = "time") -> SeriesTable:
     """Every series of the store in run order; failed points are gaps (NaN).
@@ -119,6 +128,14 @@ def series_table(store: Store, metric: str = "time") -> SeriesTable:
         all_values=np.where(ok, rows.values[column][series.order], np.nan),
         offsets=series.offsets,
     )
+
+
+def runs_counted_by(store: Store, counter: str) -> set[str]:
+    """The runs whose instructions ``counter`` counted (``config.counter``, written by
+    ``run --metric instructions --counter``; older runs say nothing: callgrind)."""
+    query = sa.select(t.run.c.id).where(t.run.c.config["counter"].as_string() == counter)
+    with store.engine.connect() as conn:
+        return {str(row[0]) for row in conn.execute(query)}
 
 
 def load_series(store: Store, metric: str = "time") -> dict[SeriesKey, list[HistoryPoint]]:

@@ -56,6 +56,10 @@ CATALOGUE: dict[str, Row] = {
     "run/shard-group": Row("run {tiny} --shard 2/4", U, ("--shard 2/4", "--group ID")),
     "run/shard-auto": Row("run {tiny} --shard auto", U, ("--shard auto", "give --shard I/N")),
     "run/metric": Row("run {tiny} --metric cycles", U, ("--metric", "'cycles'", "time,instr")),
+    "run/counter": Row(
+        "run {tiny} --metric instructions --counter cycles", U, ("--counter", "'cycles'", "pmu")
+    ),
+    "run/counter-alone": Row("run {tiny} --counter pmu", U, ("--counter pmu", "--metric instr")),
     "run/memory-unit": Row("run {tiny} --memory-limit 8GB", U, ("--memory-limit", "'8GB'", "8G")),
     "run/memory-neg": Row("run {tiny} --memory-limit -1", U, ("--memory-limit", "'-1'", "8G")),
     "run/repo": Row("run {tiny} --repo /nonexistent", U, ("--repo", "'/nonexistent'", "git")),

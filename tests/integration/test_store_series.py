@@ -106,3 +106,20 @@ def test_series_come_out_in_run_order_with_gaps_and_without_orphan_runs(store_ur
     assert [h.started_at for h in got] == sorted(h.started_at for h in got)
     assert got[1].median_s is None and all(h.median_s for h in got if h is not got[1])
     assert [h.run_id for h in series[(p.benchmark_id(), env_b.id)]] == [other]
+
+
+def test_the_runs_a_counter_counted_are_found_on_both_engines(store_url):
+    """``regressions --metric instructions`` leaves the CPU counter's runs out of
+    callgrind's series by their config (a JSON path, written differently per engine)."""
+    from benchbench.store.history import runs_counted_by
+    from tests import synthetic
+
+    store = open_store(store_url)
+    p = synthetic.point()
+    callgrind = synthetic.write_history(store, {p: [1e-3] * 2}, counts={p: [10.0, 10.0]})
+    hardware = synthetic.write_history(
+        store, {p: [1e-3] * 2}, counts={p: [12.0, 12.0]}, counter="pmu", seed=1, start=T0
+    )
+    synthetic.write_history(store, {p: [1e-3]}, seed=2, start=T0)  # timed only
+    assert runs_counted_by(store, "pmu") == set(hardware)
+    assert runs_counted_by(store, "callgrind") == set(callgrind)

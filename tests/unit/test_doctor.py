@@ -75,6 +75,7 @@ def _sources(files: dict[str, Any] | None = None, **overrides: Any) -> SystemSou
         "torch_info": lambda: TorchInfo("2.13.0", 4, False),
         "nvml": lambda: (None, "fake: no GPU"),
         "cuda_uuids": lambda: None,  # CUDA's view unknown: every NVML GPU by index
+        "pmu": lambda: "none (fake: no PMU)",
         "own_pid": 4242,
     }
     defaults.update(overrides)
@@ -444,7 +445,7 @@ def test_check_system_runs_every_check_in_order() -> None:
     checks = check_system(_sources(files))
     assert [c.name for c in checks] == [
         "CPU governor", "turbo boost", "ASLR", "load average", "swap", "other processes",
-        "threads", "idle cores", "torch build", "CPU isolation", "GPU",
+        "threads", "idle cores", "torch build", "CPU isolation", "hardware counters", "GPU",
     ]  # fmt: skip
     assert len(CHECKS) == len(checks)
     assert checks[0].status == "warn"

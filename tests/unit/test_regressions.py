@@ -4,7 +4,7 @@ import random
 import numpy as np
 
 from benchbench.analysis.regressions import analyze_all, analyze_series, detect, severity
-from benchbench.store import open_store
+from benchbench.store import history, open_store
 from benchbench.store.history import HistoryPoint, annotate, list_alerts
 from tests.synthetic import point, write_history
 
@@ -109,6 +109,22 @@ def test_series_never_counted_are_not_judged_on_instructions(tmp_path):
     write_history(store, {point("timed"): [1e-3] * 8})
     reports, new = detect(store, metric="instructions")
     assert reports == [] and new == 0
+
+
+def test_counts_of_the_cpu_counter_are_gaps_in_the_instruction_series(tmp_path):
+    """A run counted with ``--counter pmu`` (the C allocator's instructions in its counts:
+    30 % more here) is not a step in callgrind's series; the same counts from callgrind
+    are."""
+    later = dt.datetime(2026, 2, 1, tzinfo=dt.timezone.utc)
+    for counter, alerts in (("pmu", 0), ("callgrind", 1)):
+        store = open_store(str(tmp_path / f"{counter}.db"))
+        p = point("counted")
+        write_history(store, {p: [1e-3] * 8}, counts={p: [10_000.0] * 8})
+        runs = write_history(store, {p: [1e-3] * 6}, counts={p: [13_000.0] * 6},
+                             counter=counter, seed=1, start=later)  # fmt: skip
+        assert history.runs_counted_by(store, "pmu") == (set(runs) if counter == "pmu" else set())
+        reports, _ = detect(store, min_effect=0.01, metric="instructions")
+        assert sum(len(r.alerts) for r in reports) == alerts, counter
 
 
 def test_forked_workers_find_what_one_process_finds_in_the_same_order():

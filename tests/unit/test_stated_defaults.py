@@ -81,6 +81,7 @@ def test_the_stated_defaults_are_what_a_run_and_time_use(monkeypatch) -> None:
         "default.timeout": f"{run.timeout_s:g}",
         "default.compile_timeout": f"{max(run.timeout_s, runner.COMPILE_TIMEOUT_S):g}",
         "default.threads": str(run.threads),
+        "default.counter": run.counter,
     }
     timed = time_cli.config_from(_parsed("time", "x + 1", "--device", "cpu"))
     used["default.time_budget"] = f"{timed.policy.max_time_s:g}"
