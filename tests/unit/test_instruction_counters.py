@@ -22,28 +22,11 @@ from benchbench.run.instrumented import (
     slowdown,
 )
 from benchbench.run.runner import RunConfig
+from tests.unit.test_instructions import _row as instruction_row
 
 
 def _row(counts: list[float], tool: str | None, samples: list[float] | None = None) -> dict:
-    counted = {"spread": 0.0} | ({"tool": tool} if tool else {})
-    return {
-        "benchmark_id": "b1",
-        "suite": "s",
-        "workload": "w",
-        "variant": "v",
-        "device": "cpu",
-        "dtype": "float32",
-        "size": 8,
-        "shape": [8],
-        "params": {},
-        "status": "ok",
-        "samples_s": samples or [],
-        "calls_per_sample": 1,
-        "median_s": None,
-        "instructions_per_call": counts[0],
-        "instruction_counts": counts,
-        "extra": {"instructions": counted},
-    }
+    return instruction_row(counts, samples, tool=tool)
 
 
 def test_a_count_records_its_counter():

@@ -290,7 +290,15 @@ def test_count_estimates_take_the_spread_between_processes():
         estimate_counts([], [1.0])
 
 
-def _row(counts: list[float] | None, samples: list[float] | None = None, spread: float = 0.0):
+def _row(
+    counts: list[float] | None,
+    samples: list[float] | None = None,
+    spread: float = 0.0,
+    tool: str | None = None,
+):
+    """A stored row of instruction counts (``tool``: the counter that took them; None:
+    a row from before a run named its counter)."""
+    counted = {"spread": spread} | ({"tool": tool} if tool else {})
     return {
         "benchmark_id": "b1",
         "suite": "s",
@@ -307,7 +315,7 @@ def _row(counts: list[float] | None, samples: list[float] | None = None, spread:
         "median_s": None,
         "instructions_per_call": counts[0] if counts else None,
         "instruction_counts": counts,
-        "extra": {"instructions": {"spread": spread}} if counts else {},
+        "extra": {"instructions": counted} if counts else {},
     }
 
 

@@ -123,19 +123,12 @@ class RenewingPool:
 def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
     """One zygote per side for all rounds would give every fork of a side one address
     layout: before each round after the first, each side's pool renews its zygote once."""
-    from benchbench.machine.environment import Environment
     from benchbench.run import ab
-    from benchbench.run.jobs import Job, run_row
+    from benchbench.run.jobs import Job
     from benchbench.run.rounds import Rounds
     from benchbench.run.runner import RunConfig
-    from benchbench.store import open_store
 
-    store = open_store(str(tmp_path / "ab.db"))
-    env = Environment(fields={"machine": "t"}, info={})
-    store.save_environment(env)
-    summary = ab.AbSummary(("run-a", "run-b"), "group")
-    for run_id in summary.run_ids:
-        store.create_run(run_row(run_id, env, kind="adhoc", label=run_id, suites=[], config={}))
+    store, summary = _ab_runs(tmp_path)
     log: list[str] = []
     pools = [RenewingPool(0, log), RenewingPool(1, log)]
     SIDES.clear()
@@ -158,19 +151,12 @@ def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
 def test_a_stopped_ab_renews_nothing_more(tmp_path):
     """A stop before a round leaves the sides' zygotes as they are: no fresh one is
     started for a round that will not run."""
-    from benchbench.machine.environment import Environment
     from benchbench.run import ab
-    from benchbench.run.jobs import Job, run_row
+    from benchbench.run.jobs import Job
     from benchbench.run.rounds import Rounds
     from benchbench.run.runner import RunConfig
-    from benchbench.store import open_store
 
-    store = open_store(str(tmp_path / "ab.db"))
-    env = Environment(fields={"machine": "t"}, info={})
-    store.save_environment(env)
-    summary = ab.AbSummary(("run-a", "run-b"), "group")
-    for run_id in summary.run_ids:
-        store.create_run(run_row(run_id, env, kind="adhoc", label=run_id, suites=[], config={}))
+    store, summary = _ab_runs(tmp_path)
     log: list[str] = []
     stop = ab.StopRequest()
 
@@ -185,3 +171,19 @@ def test_a_stopped_ab_renews_nothing_more(tmp_path):
     ab._measure([job], pools, config, store, summary, progress, stop)  # type: ignore[arg-type]
     assert log == ["fork 0", "fork 1"] or log == ["fork 1", "fork 0"]
     assert store.measurements("run-a") == []  # its rounds are not all in: --resume's
+
+
+def _ab_runs(tmp_path):
+    """A store holding an ``ab`` run pair (``run-a``, ``run-b``) and its summary."""
+    from benchbench.machine.environment import Environment
+    from benchbench.run import ab
+    from benchbench.run.jobs import run_row
+    from benchbench.store import open_store
+
+    store = open_store(str(tmp_path / "ab.db"))
+    env = Environment(fields={"machine": "t"}, info={})
+    store.save_environment(env)
+    summary = ab.AbSummary(("run-a", "run-b"), "group")
+    for run_id in summary.run_ids:
+        store.create_run(run_row(run_id, env, kind="adhoc", label=run_id, suites=[], config={}))
+    return store, summary
