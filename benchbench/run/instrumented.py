@@ -82,12 +82,17 @@ def valgrind() -> str:
     return found
 
 
+def known_counter(name: str) -> str:
+    """``name`` when it is one of the counters, else a UsageError naming them."""
+    if name not in COUNTERS:
+        raise UsageError(f"--counter must be one of {', '.join(COUNTERS)}, got {name!r}")
+    return name
+
+
 def check_counter(name: str) -> str:
     """``--counter``'s value, or a UsageError naming the counters and, for ``pmu`` on a
     machine without hardware counters, why and what to use instead."""
-    if name not in COUNTERS:
-        raise UsageError(f"--counter must be one of {', '.join(COUNTERS)}, got {name!r}")
-    if name == "pmu":
+    if known_counter(name) == "pmu":
         counter, why = pmu.instruction_counter()
         if counter is None:
             raise UsageError(

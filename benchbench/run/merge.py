@@ -81,18 +81,19 @@ def merge(
     calls = first.calls_per_sample
     samples = _scaled(measured, calls)
     counts = tuple(len(r.samples_s) for r in measured)
+    medians = [_median(r) for r in measured]  # each process's, for its notes and extra
     stats = Stats.from_samples(samples, calls, counts)
     target = target_rel_ci if len(counts) > 1 else None  # the two-level test's, if any
     converged = all(bool(r.converged) for r in measured)
     if target is not None:  # the two-level interval decides
         converged = stats.rel_ci_half_width <= target
-    warnings = _warnings(rounds, kept, target is not None, set_aside)
+    warnings = _warnings(rounds, kept, medians, target is not None, set_aside)
     if target is not None and not converged:
         warnings.insert(0, not_converged(stats.rel_ci_half_width, len(counts), target, why))
     extra, warnings = gpu.merge_extra(
         first.extra, warnings, [r.extra for r in measured], stats.median_s
     )
-    extra.update(_processes_extra(rounds, kept, walls_s, set_aside))
+    extra.update(_processes_extra(rounds, kept, medians, walls_s, set_aside))
     reasons = "; ".join(dict.fromkeys(str(r.stop_reason) for r in measured))
     return replace(
         first,
@@ -116,10 +117,14 @@ def _scaled(measured: Sequence[Result], calls: int) -> list[float]:
 
 
 def _warnings(
-    rounds: Sequence[Result], kept: Sequence[int], two_level: bool, set_aside: Sequence[SetAside]
+    rounds: Sequence[Result],
+    kept: Sequence[int],
+    medians: Sequence[float],
+    two_level: bool,
+    set_aside: Sequence[SetAside],
 ) -> list[str]:
     """A merged point's warnings: its measuring processes' own, each failed process named,
-    the retakes, and the groups its process medians fall in."""
+    the retakes, and the groups its process ``medians`` (those of ``kept``) fall in."""
     measured = [rounds[k] for k in kept]
     # One note per kind (the busiest other process, page faults as a range), before the
     # failed processes are named; the processes' own "not converged" give way to one that
@@ -133,7 +138,7 @@ def _warnings(
         if r.status != "ok" or not r.samples_s
     ]
     warnings += _retake_notes(set_aside, len(rounds) + len(set_aside))
-    modes_note = groups_note([_median(r) for r in measured])
+    modes_note = groups_note(medians)
     if modes_note is not None:
         warnings.append(modes_note)
     return warnings
@@ -142,14 +147,16 @@ def _warnings(
 def _processes_extra(
     rounds: Sequence[Result],
     kept: Sequence[int],
+    medians: Sequence[float],
     walls_s: Sequence[float],
     set_aside: Sequence[SetAside],
 ) -> dict[str, Any]:
-    """What ``extra`` keeps of a point's processes: each measuring one (``processes``),
-    and those a retake replaced (``set_aside``), if any."""
+    """What ``extra`` keeps of a point's processes: each measuring one (``processes``,
+    with its median of ``medians``), and those a retake replaced (``set_aside``), if any."""
     out: dict[str, Any] = {
         "processes": [
-            _process_extra(rounds[k], walls_s[k] if k < len(walls_s) else None) for k in kept
+            _process_extra(rounds[k], median, walls_s[k] if k < len(walls_s) else None)
+            for k, median in zip(kept, medians, strict=True)
         ]
     }
     if set_aside:
@@ -174,12 +181,12 @@ def _retake_notes(set_aside: Sequence[SetAside], total: int) -> list[str]:
     )
 
 
-def _process_extra(result: Result, wall_s: float | None) -> dict[str, Any]:
+def _process_extra(result: Result, median_s: float, wall_s: float | None) -> dict[str, Any]:
     """What ``extra.processes`` keeps of one process that measured the point."""
     return {
         "calls_per_sample": result.calls_per_sample,
         "samples": len(result.samples_s),
-        "median_s": _median(result),
+        "median_s": median_s,
         "stop_reason": result.stop_reason,
         **({"wall_s": wall_s} if wall_s is not None else {}),
         **({"cost": result.extra["cost"]} if "cost" in result.extra else {}),

@@ -27,7 +27,7 @@ from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.run import planning, resume, sharding
-from benchbench.run.instrumented import counting_launcher, parse_metrics
+from benchbench.run.instrumented import counting_launcher, known_counter, parse_metrics
 from benchbench.run.jobs import (
     Job,
     ProgressFn,
@@ -103,10 +103,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", parse_metrics(self.metrics))
-        if self.counter not in defaults.COUNTERS:
-            raise UsageError(
-                f"--counter must be one of {', '.join(defaults.COUNTERS)}, got {self.counter!r}"
-            )
+        known_counter(self.counter)
         if self.cache not in CACHE_MODES:
             raise UsageError(f"--cache must be one of {', '.join(CACHE_MODES)}, got {self.cache!r}")
         if self.kind not in RUN_KINDS:
