@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     # torch comes with the runner: here, not at the top, so that `ab --help` answers at once.
     from benchbench.measure.policy import Policy
     from benchbench.run import runner
-    from benchbench.run.ab import Side, check_side, run_ab
+    from benchbench.run.ab import Side, check_sides, run_ab
     from benchbench.run.ref_sides import record
     from benchbench.run.rounds import Rounds
 
@@ -136,8 +136,7 @@ def run(args: argparse.Namespace) -> int:
         allocator=args.allocator or "system",
         rounds=Rounds.fixed(args.rounds, args.seed or 0),
     )
-    for side in sides:
-        check_side(side)  # before the store is opened: a usage error creates no store
+    check_sides(sides)  # before the store is opened: a usage error creates no store
     store = flags.store_from(args)
     err = flags.stderr()
     stop = runner.StopRequest()

@@ -231,7 +231,7 @@ class _Step:
     def _measure(self, side: ReadySide, look: int, started: float) -> Look:
         from benchbench.analysis import compare as analysis
         from benchbench.analysis.bisect import Look, look_alpha, point_evidence, step_outcome
-        from benchbench.run.ab import check_side, run_ab
+        from benchbench.run.ab import check_sides, run_ab
         from benchbench.run.ref_sides import record
 
         commit = side.built.commit
@@ -239,10 +239,8 @@ class _Step:
             self.good.side("base", f"bisect-good:{self.good.built.commit.short}"),
             side.side("head", f"bisect:{commit.short}#{look}"),
         )
-        for checking in sides:
-            if checking.python not in self.checked:
-                check_side(checking)
-                self.checked.add(checking.python)
+        check_sides([checking for checking in sides if checking.python not in self.checked])
+        self.checked.update(checking.python for checking in sides)
         stop = _stop_request()
         with flags.progress_bar(flags.stderr()) as progress, flags.stop_on_signals(stop):
             summary = run_ab(

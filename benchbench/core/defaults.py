@@ -78,6 +78,11 @@ AB_ROUNDS = 20
 #: Sampling time per point, side and round of ``ab`` (``--budget`` is this x rounds
 #: unless given): what every round took in the measurements above.
 AB_ROUND_S = 0.05
+#: Samples a side takes of a point in one ``ab`` round at least (``run``'s processes take
+#: 10): the paired test uses one median per side and round, and the rounds' spread is
+#: its error, so a long call (60 ms at 2^22 elements) samples 3 times, not 10 times the
+#: round's 0.05 s. A median of 3 still ignores one stray sample.
+AB_MIN_SAMPLES = 3
 #: Gigabytes the cache of sides built from commits (``ab --base-ref``, ``bisect``) holds
 #: at most, unless ``$BENCHBENCH_SIDES_CACHE_GB`` says otherwise: about 50 sides of a
 #: small package with their virtual environments (torch shared, never installed again).

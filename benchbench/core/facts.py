@@ -49,6 +49,7 @@ def _values() -> dict[str, str]:
         "default.time_budget": _number(d.TIME_BUDGET_S),
         "default.ab_rounds": str(d.AB_ROUNDS),
         "default.ab_round_s": _number(d.AB_ROUND_S),
+        "default.ab_min_samples": str(d.AB_MIN_SAMPLES),
         "default.timeout": _number(d.RUN_TIMEOUT_S),
         "default.sides_cache_gb": _number(d.SIDES_CACHE_GB),
         "default.store_retry_s": _number(d.STORE_RETRY_S),

@@ -13,9 +13,12 @@ a neighbour then slows both, and a paired test cancels it. Here:
 - the rounds are ``run``'s (:class:`benchbench.run.rounds.RoundPlan`): every round visits
   every point in a seeded shuffled order, from a fresh zygote per side (every fork of
   one zygote shares its address layout: one zygote for all rounds would carry one layout
-  bias between the sides through every round); each visit forks a fresh worker on each
-  side (which side first: seeded random) and measures the point on both in lockstep
-  (:mod:`benchbench.run.lockstep`), base and head taking turns block by block;
+  bias between the sides through every round); each round forks one worker on each
+  side (which side first: seeded random), which measures the round's points one after
+  another, each on both sides in lockstep (:mod:`benchbench.run.lockstep`), base and
+  head taking turns block by block; a point's first round calibrates its calls per
+  sample for the rounds after it (:func:`benchbench.run.rounds.carried_calls`), and a
+  round samples as :func:`benchbench.run.rounds.lockstep_request` says;
 - the sides' results are merged over the rounds both measured
   (:func:`benchbench.run.merge.merge_pair`: a round lost on one side is dropped from
   both, and every process keeps its round number) and stored as two runs of one group,
@@ -36,6 +39,7 @@ import random
 import subprocess
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +53,7 @@ from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
 from benchbench.run.merge import merge_pair
 from benchbench.run.planning import suites_of
-from benchbench.run.rounds import RoundPlan, target_of
+from benchbench.run.rounds import RoundPlan, carried_calls, target_of
 from benchbench.run.runner import RunConfig, job_for, plan
 from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
 from benchbench.store import Store
@@ -130,6 +134,18 @@ def check_side(side: Side, runner: Any = subprocess.run) -> str:
     return words[1]
 
 
+def check_sides(sides: Sequence[Side], runner: Any = subprocess.run) -> list[str]:
+    """:func:`check_side` of every side at once (each imports torch: ~2 s a side), one
+    check per interpreter; the torch versions in the order of ``sides``, or the
+    UsageError of the first side at fault."""
+    pythons = list(dict.fromkeys(side.python for side in sides))
+    first = {python: next(s for s in sides if s.python == python) for python in pythons}
+    with ThreadPoolExecutor(max_workers=len(pythons) or 1) as pool:
+        checks = {python: pool.submit(check_side, first[python], runner) for python in pythons}
+        versions = {python: check.result() for python, check in checks.items()}
+    return [versions[side.python] for side in sides]
+
+
 def _check_points(
     sides: Sequence[Side], pools: Sequence[WorkerPool], config: RunConfig, ids: Sequence[str]
 ) -> None:
@@ -167,14 +183,13 @@ def run_ab(
     ``config.rounds`` rounds (fixed: no extra rounds), each visiting every point in a
     seeded shuffled order. ``progress`` gets ``start``, ``point``, ``advance`` and
     ``result`` as from :func:`benchbench.run.jobs.measure_jobs`. ``checked``: the
-    caller ran :func:`check_side` on both sides already (the CLI does, before it opens
+    caller ran :func:`check_sides` already (the CLI does, before it opens
     the store, so a usage error creates no store).
     """
     notify = progress or (lambda _event, _data: None)
     stop = stop or StopRequest()
     if not checked:
-        for side in sides:
-            check_side(side)
+        check_sides(sides)
     planned = plan(config)
     if not planned:
         raise UsageError(
@@ -216,7 +231,9 @@ def _pools(config: RunConfig, sides: Sequence[Side]) -> list[WorkerPool]:
         zygote = functools.partial(
             Zygote, config.memory_limit_bytes, env=env, cpus=config.cpus, python=side.python
         )
-        pools.append(WorkerPool(zygote(), relaunch=zygote))
+        # One worker per side and round (fresh=False: it serves the round's visits until
+        # the round's renewal retires it): a fork and an exit a visit cost ~40 ms a side.
+        pools.append(WorkerPool(zygote(), fresh=False, relaunch=zygote))
     return pools
 
 
@@ -234,6 +251,7 @@ def _measure(
     schedule = RoundPlan([job.request for job in jobs], config.rounds, lockstep=True)
     rng = random.Random(f"ab:{config.rounds.seed}")
     taken: list[list[list[Result]]] = [[[] for _ in jobs] for _ in pools]  # [side][job]
+    calls: dict[int, int] = {}  # a job's calls per sample, as its first round calibrated them
     total = len(jobs) * schedule.count
     notify("start", {"total": total, "run_id": summary.run_ids[1]})
     # A fresh zygote per side and round (the sides renewed in a random order): every fork
@@ -247,11 +265,14 @@ def _measure(
             index, job = visit.index, jobs[visit.index]
             notify("point", {"index": index, "label": job.label, "round": visit.round})
             limit_s = 2 * (job.timeout_s or config.timeout_s)
-            pair = _pair(pools, visit.request, limit_s, rng, stop, job)
+            request = carried_calls(visit.request, calls.get(index, 0))
+            pair = _pair(pools, request, limit_s, rng, stop, job)
             if pair is None:
                 return  # stopped: the point's rounds are lost, as in an interrupted run
             for side, result in enumerate(pair):
                 taken[side][index].append(result)
+            if index not in calls and all(r.status == "ok" for r in pair):
+                calls[index] = max(r.calls_per_sample for r in pair)
             notify("advance", {"total": total})
             if not visit.last:
                 continue
@@ -270,23 +291,31 @@ def _pair(
     stop: StopRequest,
     job: Job,
 ) -> list[Result] | None:
-    """One visit of a point: a fresh worker per side (forked in a random order), measured
-    in lockstep; a failure is that round's error on both sides."""
+    """One visit of a point: each side's worker of the round (the round's first visit
+    forks them, in a random order), measured in lockstep; a failure is that round's error
+    on both sides, and both workers are retired (the next visit forks fresh ones)."""
     order = [0, 1]
     rng.shuffle(order)
     try:
         workers = {side: pools[side].worker(warm_ups(request)) for side in order}
         found = measure_pair([workers[0], workers[1]], request, limit_s, rng, stop)
     except WorkerFailure as failure:
+        _retire(pools)
         if stop.requested:
             return None
         return [job.failed(pair_failed(failure))[0]] * 2
-    finally:
-        for pool in pools:
-            pool.retire()
     if any(result is None for result in found):
+        _retire(pools)
         return None
-    return [r for r in found if r is not None]
+    results = [r for r in found if r is not None]
+    if any(r.status != "ok" for r in results):
+        _retire(pools)  # a point that failed may leave its worker unfit (a poisoned device)
+    return results
+
+
+def _retire(pools: Sequence[WorkerPool]) -> None:
+    for pool in pools:
+        pool.retire()
 
 
 def _environment(pool: WorkerPool, threads: int | None) -> Environment:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 # The rounds per point and the most processes a point may take are defined once, in the
 # leaf, where ``--help`` reads them without importing the runner.
-from benchbench.core.defaults import DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
+from benchbench.core.defaults import AB_MIN_SAMPLES, DEFAULT_MAX_ROUNDS, DEFAULT_ROUNDS
 from benchbench.core.errors import UsageError
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "RoundPlan",
     "Rounds",
     "Visit",
+    "carried_calls",
     "lockstep_request",
     "renew",
     "round_request",
@@ -161,16 +162,38 @@ def target_of(request: Mapping[str, Any]) -> float | None:
 
 
 def lockstep_request(request: Mapping[str, Any]) -> dict[str, Any]:
-    """A round's request for ``ab``'s lockstep, its sampling time doubled: each side waits
-    while the other samples, and its clock runs meanwhile."""
+    """A round's request for ``ab``'s lockstep: its sampling time doubled (each side waits
+    while the other samples, and its clock runs meanwhile), at least
+    :data:`~benchbench.core.defaults.AB_MIN_SAMPLES` samples instead of ``run``'s
+    per-process minimum, and its warm-up no longer than its own share of the sampling
+    (a fresh fork of a warm zygote: a long call is warm after its first).
+
+    The paired test takes one median per side and round; more samples in a round buy
+    nothing the rounds' spread does not already carry, and a 60 ms call took 10 samples
+    and 15 warm-up calls a side and round (1.7 s for a 0.05 s round)."""
     out = dict(request)
     if isinstance(out.get("policy"), Mapping):
         policy = dict(out["policy"])
+        own = policy.get("max_time_s")
         for key in ("max_time_s", "min_time_s"):
             if policy.get(key) is not None:
                 policy[key] = 2.0 * float(policy[key])
+        if policy.get("min_samples") is not None:
+            policy["min_samples"] = min(int(policy["min_samples"]), AB_MIN_SAMPLES)
+        if own is not None:
+            policy["warmup_max_s"] = min(float(policy.get("warmup_max_s") or own), float(own))
         out["policy"] = policy
     return out
+
+
+def carried_calls(request: Mapping[str, Any], calls: int) -> dict[str, Any]:
+    """``request`` with ``calls`` calls per sample fixed, as a point's first round
+    calibrated them (``ab``: calibration paid once per point, not once per round); a
+    request that fixes its calls already (cold cache: one a sample) keeps its own."""
+    policy = request.get("policy")
+    if not isinstance(policy, Mapping) or policy.get("fixed_calls") is not None or calls < 1:
+        return dict(request)
+    return {**request, "policy": {**policy, "fixed_calls": int(calls)}}
 
 
 class Renewable(Protocol):

@@ -6,12 +6,13 @@ from __future__ import annotations
 import random
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
 from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result
-from benchbench.run.ab import Side, check_side, side_environment
+from benchbench.run.ab import Side, check_side, check_sides, side_environment
 from benchbench.run.lockstep import measure_pair
 
 POINT = Point("s", "w", "v", 8, (8,), "float32", "cpu")
@@ -94,6 +95,36 @@ def test_the_interpreter_running_the_tests_passes_the_check():
     import torch
 
     assert check_side(Side("base", sys.executable, "base")) == torch.__version__
+
+
+def test_both_sides_are_checked_at_once_once_per_interpreter_the_first_fault_named(tmp_path):
+    import subprocess
+    import threading
+
+    base, head = str(tmp_path / "base-python"), str(tmp_path / "head-python")
+    for link in (base, head):
+        Path(link).symlink_to(sys.executable)
+    seen: list[str] = []
+    both_in = threading.Barrier(2, timeout=5)
+
+    def answer(cmd: list[str], torch_missing: bool) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd[0])
+        out = "missing torch\n" if torch_missing else "ok 2.13.0\n"
+        return subprocess.CompletedProcess(cmd, 0, stdout=out, stderr="")
+
+    same = [Side("base", base, "base"), Side("head", base, "head")]
+    assert check_sides(same, runner=lambda cmd, **_kw: answer(cmd, False)) == ["2.13.0"] * 2
+    assert seen == [base]  # identical sides: one check
+    seen.clear()
+
+    def beside(cmd, **_kw):
+        both_in.wait()  # breaks (and fails the check) unless the other side's check runs too
+        return answer(cmd, cmd[0] == head)
+
+    apart = [Side("base", base, "base"), Side("head", head, "head")]
+    with pytest.raises(UsageError, match=r"--head .*head-python cannot import torch"):
+        check_sides(apart, runner=beside)
+    assert sorted(seen) == sorted([base, head])
 
 
 def test_the_waiting_side_sleeps_instead_of_spinning():

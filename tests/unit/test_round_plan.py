@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchbench.core.defaults import AB_MIN_SAMPLES
 from benchbench.core.values import Point, Result
 from benchbench.run import ab
 from benchbench.run.jobs import Job, RunRecord, measure_jobs
-from benchbench.run.rounds import RoundPlan, Rounds, lockstep_request, order
+from benchbench.run.rounds import RoundPlan, Rounds, carried_calls, lockstep_request, order
 from benchbench.run.runner import RunConfig
 from benchbench.run.workers import StopRequest
 
@@ -128,10 +129,15 @@ def test_run_and_ab_take_the_same_round_plan():
     # ...the same events, in the same order (start, point, advance, result)...
     assert [event for event, _ in run_events] == [event for event, _ in ab_events]
     assert run_events[0][1]["total"] == ab_events[0][1]["total"] == 3 * len(jobs)
-    # ...the same requests, ab's with its sampling time doubled for the lockstep...
+    # ...the same requests, ab's with its sampling time doubled for the lockstep, and after
+    # a point's first round with the calls per sample that round calibrated...
     assert len(run_pool.sent) == len(sides[0].sent) == len(sides[1].sent) == 3 * len(jobs)
-    for request, base, head in zip(run_pool.sent, sides[0].sent, sides[1].sent, strict=True):
-        assert base == head == {**lockstep_request(request), "lockstep": True}
+    sent = zip(run_pool.sent, sides[0].sent, sides[1].sent, strict=True)
+    for k, (request, base, head) in enumerate(sent):
+        expected = lockstep_request(request)
+        if k >= len(jobs):
+            expected = carried_calls(expected, 1)
+        assert base == head == {**expected, "lockstep": True}
     assert run_pool.sent[0]["policy"]["max_time_s"] == POLICY["max_time_s"] / 3
     # ...and a fresh layout before rounds 2 and 3: once per round for each of ab's sides.
     assert run_pool.renewals == 2
@@ -202,3 +208,25 @@ def test_abs_pools_renew_to_a_fresh_zygote_of_their_sides_interpreter(monkeypatc
     assert [z.python for z in started[2:]] == ["/envs/base/python", "/envs/head/python"]
     assert [z.closed for z in started] == [True, True, False, False]
     assert all(z.env["OMP_WAIT_POLICY"] == "PASSIVE" for z in started)
+
+
+def test_a_lockstep_round_samples_its_share_and_warms_up_within_it():
+    request = {"op": "measure", "policy": {**POLICY, "min_samples": 10, "warmup_max_s": 1.0}}
+    policy = lockstep_request(request)["policy"]
+    # Each side's clock runs while the other samples: twice the round's time...
+    assert (policy["max_time_s"], policy["min_time_s"]) == (0.6, 0.06)
+    # ...one median per side and round, of at least AB_MIN_SAMPLES samples...
+    assert policy["min_samples"] == AB_MIN_SAMPLES < 10
+    # ...and a warm-up no longer than the round's own share of the sampling.
+    assert policy["warmup_max_s"] == POLICY["max_time_s"]
+    short = lockstep_request({"op": "measure", "policy": {**POLICY, "warmup_max_s": 0.1}})
+    assert short["policy"]["warmup_max_s"] == 0.1
+
+
+def test_calls_carried_from_a_first_round_unless_the_request_fixes_its_own():
+    request = {"op": "measure", "policy": dict(POLICY)}
+    assert carried_calls(request, 7)["policy"]["fixed_calls"] == 7
+    assert "fixed_calls" not in request["policy"]  # the plan's request is left as it was
+    assert carried_calls(request, 0) == request  # nothing calibrated yet
+    cold = {"op": "measure", "policy": {**POLICY, "fixed_calls": 1}}
+    assert carried_calls(cold, 7)["policy"]["fixed_calls"] == 1
