@@ -10,7 +10,7 @@ comment or a note), its culprit at a seeded random place, and runs the real CLI.
 are cached in one folder for all tries (``--cache``; tries after the first build only
 the commits whose trees are new: every try's repository is new, so every try builds).
 
-    python benchmarks/bisect_bench.py                          # the acceptance run
+    python benchmarks/bisect_bench.py --neighbour              # the acceptance run
     python benchmarks/bisect_bench.py --commits 4 --tries 1 --rounds 2 --budget 0.02
 
 Prints one line per try and a summary (found, mean steps, re-measurements, wall times),
@@ -32,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(Path(__file__).parent))
+import gate_bench  # noqa: E402
 
 from tests.synthetic_repo import make_repo, write_suite  # noqa: E402
 
@@ -110,15 +113,23 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per try")
     parser.add_argument("--cache", type=Path, help="the sides' cache (default: a temporary one)")
+    parser.add_argument("--neighbour", action="store_true", help="gate_bench's noisy neighbour")
     args = parser.parse_args()
-    print(f"load before: {os.getloadavg()}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="bisect-bench-cache-") as scratch:
-        cache = args.cache or Path(scratch)
-        tries = []
-        for index in range(args.tries):
-            result = one_try(args, index, cache)
-            tries.append(result)
-            print(json.dumps(result), flush=True)
+    neighbour = None
+    if args.neighbour:
+        neighbour = subprocess.Popen([sys.executable, "-c", gate_bench.NEIGHBOUR, "0", "7200"])
+    print(f"neighbour {args.neighbour}; load before: {os.getloadavg()}", flush=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="bisect-bench-cache-") as scratch:
+            cache = args.cache or Path(scratch)
+            tries = []
+            for index in range(args.tries):
+                result = one_try(args, index, cache)
+                tries.append(result)
+                print(json.dumps(result), flush=True)
+    finally:
+        if neighbour is not None:
+            neighbour.terminate()
     done = [t for t in tries if "error" not in t]
     found = sum(t["found"] for t in done)
     steps = [t["steps"] for t in done]

@@ -13,12 +13,12 @@ a neighbour then slows both, and a paired test cancels it. Here:
 - the rounds are ``run``'s (:class:`benchbench.run.rounds.RoundPlan`): every round visits
   every point in a seeded shuffled order, from a fresh zygote per side (every fork of
   one zygote shares its address layout: one zygote for all rounds would carry one layout
-  bias between the sides through every round); each round forks one worker on each
-  side (which side first: seeded random), which measures the round's points one after
-  another, each on both sides in lockstep (:mod:`benchbench.run.lockstep`), base and
-  head taking turns block by block; a point's first round calibrates its calls per
-  sample for the rounds after it (:func:`benchbench.run.rounds.carried_calls`), and a
-  round samples as :func:`benchbench.run.rounds.lockstep_request` says;
+  bias between the sides through every round); each visit forks a fresh worker on each
+  side (which side first: seeded random) and measures the point on both in lockstep
+  (:mod:`benchbench.run.lockstep`), base and head taking turns block by block; a
+  point's first round calibrates its calls per sample for the rounds after it
+  (:func:`benchbench.run.rounds.carried_calls`), and a round samples as
+  :func:`benchbench.run.rounds.lockstep_request` says;
 - the sides' results are merged over the rounds both measured
   (:func:`benchbench.run.merge.merge_pair`: a round lost on one side is dropped from
   both, and every process keeps its round number) and stored as two runs of one group,
@@ -231,9 +231,7 @@ def _pools(config: RunConfig, sides: Sequence[Side]) -> list[WorkerPool]:
         zygote = functools.partial(
             Zygote, config.memory_limit_bytes, env=env, cpus=config.cpus, python=side.python
         )
-        # One worker per side and round (fresh=False: it serves the round's visits until
-        # the round's renewal retires it): a fork and an exit a visit cost ~40 ms a side.
-        pools.append(WorkerPool(zygote(), fresh=False, relaunch=zygote))
+        pools.append(WorkerPool(zygote(), relaunch=zygote))
     return pools
 
 
@@ -291,31 +289,23 @@ def _pair(
     stop: StopRequest,
     job: Job,
 ) -> list[Result] | None:
-    """One visit of a point: each side's worker of the round (the round's first visit
-    forks them, in a random order), measured in lockstep; a failure is that round's error
-    on both sides, and both workers are retired (the next visit forks fresh ones)."""
+    """One visit of a point: a fresh worker per side (forked in a random order), measured
+    in lockstep; a failure is that round's error on both sides."""
     order = [0, 1]
     rng.shuffle(order)
     try:
         workers = {side: pools[side].worker(warm_ups(request)) for side in order}
         found = measure_pair([workers[0], workers[1]], request, limit_s, rng, stop)
     except WorkerFailure as failure:
-        _retire(pools)
         if stop.requested:
             return None
         return [job.failed(pair_failed(failure))[0]] * 2
+    finally:
+        for pool in pools:
+            pool.retire()
     if any(result is None for result in found):
-        _retire(pools)
         return None
-    results = [r for r in found if r is not None]
-    if any(r.status != "ok" for r in results):
-        _retire(pools)  # a point that failed may leave its worker unfit (a poisoned device)
-    return results
-
-
-def _retire(pools: Sequence[WorkerPool]) -> None:
-    for pool in pools:
-        pool.retire()
+    return [r for r in found if r is not None]
 
 
 def _environment(pool: WorkerPool, threads: int | None) -> Environment:
