@@ -189,9 +189,13 @@ def lockstep_request(request: Mapping[str, Any]) -> dict[str, Any]:
 def carried_calls(request: Mapping[str, Any], calls: int) -> dict[str, Any]:
     """``request`` with ``calls`` calls per sample fixed, as a point's first round
     calibrated them (``ab``: calibration paid once per point, not once per round); a
-    request that fixes its calls already (cold cache: one a sample) keeps its own."""
+    request that fixes its calls already (cold cache: one a sample) keeps its own, and so
+    does an instruction count (fixed calls would change how its counts are taken)."""
     policy = request.get("policy")
-    if not isinstance(policy, Mapping) or policy.get("fixed_calls") is not None or calls < 1:
+    counted = request.get("metric", "time") != "time"
+    if counted or not isinstance(policy, Mapping) or policy.get("fixed_calls") is not None:
+        return dict(request)
+    if calls < 1:
         return dict(request)
     return {**request, "policy": {**policy, "fixed_calls": int(calls)}}
 

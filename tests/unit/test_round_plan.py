@@ -230,3 +230,5 @@ def test_calls_carried_from_a_first_round_unless_the_request_fixes_its_own():
     assert carried_calls(request, 0) == request  # nothing calibrated yet
     cold = {"op": "measure", "policy": {**POLICY, "fixed_calls": 1}}
     assert carried_calls(cold, 7)["policy"]["fixed_calls"] == 1
+    counted = {**request, "metric": "instructions"}
+    assert carried_calls(counted, 7) == counted  # a count plans its own calls
