@@ -75,14 +75,25 @@ def one_try(args: argparse.Namespace, index: int, cache: Path) -> dict:
         if args.min_effect is not None:
             command += ["--min-effect", str(args.min_effect)]
         started = time.monotonic()
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "BENCHBENCH_SIDES_CACHE": str(cache)},
-            timeout=args.timeout,
-            check=False,
-        )
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "BENCHBENCH_SIDES_CACHE": str(cache)},
+                timeout=args.timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            log = where / "bisect.jsonl"
+            steps = log.read_text().splitlines() if log.exists() else []
+            return {
+                "try": index,
+                "culprit_index": culprit,
+                "error": f"not done within {args.timeout:g} s",
+                "log": steps,
+                "wall_s": time.monotonic() - started,
+            }
         wall_s = time.monotonic() - started
     if not done.stdout.strip():
         return {"try": index, "error": done.stderr.strip()[-500:], "wall_s": wall_s}
