@@ -128,7 +128,7 @@ def main() -> None:
     args = parser.parse_args()
     neighbour = None
     if args.neighbour:
-        neighbour = subprocess.Popen([sys.executable, "-c", gate_bench.NEIGHBOUR, "0", "7200"])
+        neighbour = gate_bench.start_neighbour()
     print(f"neighbour {args.neighbour}; load before: {os.getloadavg()}", flush=True)
     try:
         with tempfile.TemporaryDirectory(prefix="bisect-bench-cache-") as scratch:

@@ -113,6 +113,12 @@ while time.monotonic() < deadline and os.getppid() == parent:  # stops when orph
 """
 
 
+def start_neighbour(seed: int = 0, max_s: float = 7200.0) -> subprocess.Popen[bytes]:
+    """The noisy neighbour (:data:`NEIGHBOUR`), started now; it stops after ``max_s`` and
+    when its parent ends (``terminate`` it sooner)."""
+    return subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(seed), str(max_s)])
+
+
 def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "benchbench", *args],
@@ -333,9 +339,7 @@ def main() -> None:
     store = str(work / "gate.db")
     neighbour = None
     if args.neighbour:
-        neighbour = subprocess.Popen(
-            [sys.executable, "-c", NEIGHBOUR, str(args.neighbour_seed), str(args.neighbour_max_s)]
-        )
+        neighbour = start_neighbour(args.neighbour_seed, args.neighbour_max_s)
     print(
         f"instruments {chosen}, neighbour {args.neighbour}, flags {RUN_FLAGS}; "
         f"load before: {os.getloadavg()}",

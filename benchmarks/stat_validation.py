@@ -36,7 +36,6 @@ import math
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -161,7 +160,7 @@ def main() -> None:
     Path(suite).write_text(gate_bench.GATE_SUITE)
     neighbour = None
     if args.neighbour:
-        neighbour = subprocess.Popen([sys.executable, "-c", gate_bench.NEIGHBOUR, "0", "7200"])
+        neighbour = gate_bench.start_neighbour()
     print(f"pairs {args.pairs}, neighbour {args.neighbour}, filter {args.filter}; "
           f"load before: {os.getloadavg()}", flush=True)  # fmt: skip
     try:

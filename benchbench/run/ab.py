@@ -138,10 +138,11 @@ def check_sides(sides: Sequence[Side], runner: Any = subprocess.run) -> list[str
     """:func:`check_side` of every side at once (each imports torch: ~2 s a side), one
     check per interpreter; the torch versions in the order of ``sides``, or the
     UsageError of the first side at fault."""
-    pythons = list(dict.fromkeys(side.python for side in sides))
-    first = {python: next(s for s in sides if s.python == python) for python in pythons}
-    with ThreadPoolExecutor(max_workers=len(pythons) or 1) as pool:
-        checks = {python: pool.submit(check_side, first[python], runner) for python in pythons}
+    first: dict[str, Side] = {}
+    for side in sides:
+        first.setdefault(side.python, side)
+    with ThreadPoolExecutor(max_workers=len(first) or 1) as pool:
+        checks = {python: pool.submit(check_side, side, runner) for python, side in first.items()}
         versions = {python: check.result() for python, check in checks.items()}
     return [versions[side.python] for side in sides]
 

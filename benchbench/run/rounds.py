@@ -192,10 +192,8 @@ def carried_calls(request: Mapping[str, Any], calls: int) -> dict[str, Any]:
     request that fixes its calls already (cold cache: one a sample) keeps its own, and so
     does an instruction count (fixed calls would change how its counts are taken)."""
     policy = request.get("policy")
-    counted = request.get("metric", "time") != "time"
-    if counted or not isinstance(policy, Mapping) or policy.get("fixed_calls") is not None:
-        return dict(request)
-    if calls < 1:
+    timed = request.get("metric", "time") == "time"
+    if not timed or calls < 1 or not isinstance(policy, Mapping) or policy.get("fixed_calls"):
         return dict(request)
     return {**request, "policy": {**policy, "fixed_calls": int(calls)}}
 
