@@ -16,10 +16,13 @@ outcomes (Chromium's Pinpoint judges its steps in the first three):
 **Alpha spent across the looks** (Bonferroni): a commit may be looked at up to
 ``max_looks`` times, and each look's test runs at ``alpha / max_looks``
 (:func:`look_alpha`), fixed before the first look, so the chance that any of a commit's
-looks calls identical code ``different`` stays at most ``alpha`` whatever the data do. The
-looks are independent measurements (a fresh ``ab`` each), so the union bound is exact
-enough; Pocock's boundary (0.0221 for three looks at 0.05, against Bonferroni's 0.0167)
-would allow a little more only for looks that pool their data.
+looks calls identical code ``different`` stays at most ``alpha`` whatever the data do. Each
+look is a fresh ``ab``, and the oracle of ``benchbench bisect`` judges look n on the rounds
+of the commit's n looks pooled (a second look 40 pairs at 20 rounds, a third 60: an
+interval ~1/sqrt(n) as wide, so a ``same`` that one look's noise hides becomes
+reachable); the union bound holds for dependent tests too. Pocock's boundary for pooled
+looks (0.0221 for three looks at 0.05, against Bonferroni's 0.0167) would allow a little
+more; Bonferroni is kept for its simplicity.
 
 The search (:func:`bisect`) first judges the bad end: ``same`` or still ``unknown`` after
 its looks ends it (``not-slower``: nothing to find). Then a binary search over the
@@ -221,7 +224,8 @@ def step_outcome(points: Sequence[compare.PointComparison], min_effect: float) -
 
 
 def point_evidence(points: Sequence[compare.PointComparison]) -> list[dict[str, Any]]:
-    """Per point: label, ratio, interval, q, MDE and mark (what the report and log show)."""
+    """Per point: label, ratio, interval, q, MDE, mark and the pairs the paired t used
+    (what the report and log show)."""
     return [
         {
             "label": p.label,
@@ -231,6 +235,7 @@ def point_evidence(points: Sequence[compare.PointComparison]) -> list[dict[str, 
             "q": p.q_value,
             "mde": p.mde,
             "mark": p.mark,
+            "pairs": p.pairs,
         }
         for p in points
     ]

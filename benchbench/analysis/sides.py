@@ -1,12 +1,13 @@
 """A stored row read as one side of a comparison: its per-call times, its samples per
 process, its instruction counts, the instruction fields of a point's comparison, and
-whether two runs are the two sides of one ``ab`` run
+whether two runs are the two sides of one ``ab`` run, and several ``ab`` runs of a side
+pooled into one (``bisect``'s looks at a commit)
 (:mod:`benchbench.analysis.compare`, claims and the dashboard read rows through these)."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchbench.analysis.verdict import estimate_counts, mark_counts
@@ -108,3 +109,56 @@ def lockstep_pair(base_run: Mapping[str, Any], contender_run: Mapping[str, Any])
     """True when two stored runs are the two sides of one ``benchbench ab`` run."""
     paired = ((base_run.get("config") or {}).get("ab") or {}).get("paired_run")
     return paired is not None and paired == contender_run.get("id")
+
+
+#: Round numbers of pooled runs (:func:`pooled_runs`): run k's round r becomes
+#: ``k * ROUND_STRIDE + r``, so a pair from one run never meets a round of another.
+ROUND_STRIDE = 1000
+
+
+def pooled_runs(runs: Sequence[Sequence[Row]]) -> list[Row]:
+    """One side's rows from several ``ab`` runs of the same points (a ``bisect`` step's
+    looks, oldest first) as one run over all their rounds, point by point
+    (:func:`pooled`), in the order of the last run's rows; the other side pooled from
+    its runs in the same order keeps every pair a pair."""
+    by_id = [{row["benchmark_id"]: row for row in run} for run in runs]
+    return [pooled([found.get(row["benchmark_id"]) for found in by_id]) for row in runs[-1]]
+
+
+def pooled(rows: Sequence[Row | None]) -> Row:
+    """One point's rows from several ``ab`` runs (None: the point is not in that run) as
+    one row over all their rounds: per-call samples, samples per process, process
+    medians and round numbers concatenated (run k's round r renumbered
+    ``k * ROUND_STRIDE + r``), the rest from the last row. A row that is not ``ok`` or
+    does not name its rounds is left out; the last row is returned as it is when it is
+    one of those, or the only one left."""
+    last = rows[-1]
+    if last is None:
+        raise ValueError("pooled needs the point in the last run")
+    usable = [
+        (k, row)
+        for k, row in enumerate(rows)
+        if row is not None and row["status"] == "ok" and row["samples_s"] and rounds_of(row)
+    ]
+    if len(usable) < 2 or usable[-1][1] is not last:
+        return last
+    samples: list[float] = []
+    counts: list[int] = []
+    medians: list[float] = []
+    processes_of: list[dict[str, Any]] = []
+    for k, row in usable:
+        samples += per_call(row)
+        counts += processes(row)
+        medians += [float(m) for m in row.get("process_medians_s") or ()]
+        for process, number in zip(row["extra"]["processes"], rounds_of(row) or (), strict=True):
+            processes_of.append({**process, "round": k * ROUND_STRIDE + number})
+    return {
+        **last,
+        "samples_s": samples,
+        "calls_per_sample": 1,
+        "n": len(samples),
+        "median_s": statistics.median(samples),
+        "process_samples": counts,
+        "process_medians_s": medians if len(medians) == len(counts) else None,
+        "extra": {**last["extra"], "processes": processes_of},
+    }

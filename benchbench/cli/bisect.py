@@ -3,7 +3,8 @@
 Each step builds a commit's side as `ab --base-ref` does (cached by commit, torch shared)
 and judges it against the good commit with ab's paired verdict: different (a point
 slower), same (no point slower, every interval below 1 + --min-effect) or unknown, then
-measured again at most twice, each look at --alpha / 3. The bad end is measured first;
+measured again at most twice, each look at --alpha / 3 and judged on the commit's looks
+so far pooled. The bad end is measured first;
 commits that fail to build are skipped, as `git bisect skip`. Every look goes to --log;
 --resume continues it. Method and recipe: docs/compare.md, "Which commit did it".
 
@@ -19,6 +20,7 @@ import argparse
 import dataclasses
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     )
     store = flags.store_from(args)
     step = _Step(args, repo, good_side, {c.sha: c for c in commits}, store, log_path)
+    step.remember(recorded)
     with log_path.open("a") as log:
         if not recorded:
             log.write(json.dumps(header) + "\n")
@@ -188,6 +191,16 @@ class _Step:
         #: Interpreters whose torch and benchbench imports were checked (once a bisect:
         #: each check imports torch, ~3-4 s, and the good side is in every step).
         self.checked: set[str] = set()
+        #: The runs (good, commit) of each commit's looks so far, by look number: a
+        #: commit's next look is judged on the rounds of all of them.
+        self.runs: dict[str, dict[int, list[str]]] = {}
+
+    def remember(self, looks: Sequence[Look]) -> None:
+        """Keep the runs of ``looks`` (a resumed log's, or this search's own)."""
+        for look in looks:
+            runs = look.evidence.get("runs")
+            if isinstance(runs, list) and len(runs) == 2:
+                self.runs.setdefault(look.commit, {})[look.look] = [str(r) for r in runs]
 
     def __call__(self, sha: str, look: int) -> Look:
         from benchbench.analysis.bisect import SKIP, Look
@@ -200,6 +213,7 @@ class _Step:
             found = Look(sha, look, SKIP, time.monotonic() - started, {"reason": side})
         else:
             found = self._measure(side, look, started)
+        self.remember([found])
         self.log.write(json.dumps(found.to_dict()) + "\n")
         self.log.flush()
         flags.stderr().print(
@@ -231,6 +245,7 @@ class _Step:
     def _measure(self, side: ReadySide, look: int, started: float) -> Look:
         from benchbench.analysis import compare as analysis
         from benchbench.analysis.bisect import Look, look_alpha, point_evidence, step_outcome
+        from benchbench.analysis.sides import pooled_runs
         from benchbench.run.ab import check_sides, run_ab
         from benchbench.run.ref_sides import record
 
@@ -256,7 +271,13 @@ class _Step:
             raise _Stopped()
         record(self.store, summary.run_ids[0], self.good.built.commit)
         record(self.store, summary.run_ids[1], commit)
-        rows = [self.store.measurements(run_id) for run_id in summary.run_ids]
+        looks = [runs for n, runs in sorted(self.runs.get(commit.sha, {}).items()) if n < look]
+        looks.append(list(summary.run_ids))
+        # Every look so far at this commit, pooled: look n is judged on n looks' rounds
+        # (each look's test still at alpha / max_looks, so the union bound holds).
+        rows = [
+            pooled_runs([self.store.measurements(runs[side]) for runs in looks]) for side in (0, 1)
+        ]
         result = analysis.compare_rows(
             rows[0],
             rows[1],
@@ -267,6 +288,7 @@ class _Step:
         )
         evidence = {
             "runs": list(summary.run_ids),
+            "pooled": [runs for runs in looks[:-1]],
             "built": not side.built.cached,
             "alpha": look_alpha(self.args.alpha),
             "points": point_evidence(result.points),
@@ -370,6 +392,14 @@ def _print(found: Bisection, commits: dict[str, Commit], document: dict) -> None
     out.print(cost)
 
 
+def _pairs(evidence: dict) -> str:
+    """``, 40 pairs a point`` (the pairs the deciding look's paired t used), or nothing."""
+    pairs = sorted({p.get("pairs") or 0 for p in evidence.get("points", [])} - {0})
+    if not pairs:
+        return ""
+    return f", {pairs[0]}{'-' + str(pairs[-1]) if len(pairs) > 1 else ''} pairs a point"
+
+
 def _evidence(commit: Commit, evidence: dict | None) -> Grid:
     """The step that found ``commit`` slower: ratio, interval, q and mark per point."""
     from benchbench.views.tables import Column, Grid
@@ -395,9 +425,16 @@ def _evidence(commit: Commit, evidence: dict | None) -> Grid:
         ),
         rows,
         title=f"{commit.short} against the good commit "
-        f"(alpha {evidence.get('alpha', 0):.3g} a look)",
+        f"(alpha {evidence.get('alpha', 0):.3g} a look{_pairs(evidence)})",
         notes=[
             f"runs {' and '.join(r[:8] for r in evidence.get('runs', []))}: "
             "`benchbench compare` judges them again"
+            + (
+                f" (this look's pairs; the verdict pooled {len(pooled)} earlier look(s): "
+                + ", ".join(" and ".join(r[:8] for r in runs) for runs in pooled)
+                + ")"
+                if (pooled := evidence.get("pooled"))
+                else ""
+            )
         ],
     )

@@ -193,12 +193,33 @@ def run_footer(
     store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
 ) -> list[str]:
     """:func:`footer` of a stored run: its target from its config, and the drift from
-    the run before it of the same suites on the same environment, when there is one."""
-    policy = (run.get("config") or {}).get("policy") or {}
+    the run before it of the same suites on the same environment, when there is one;
+    first, for one side of an ``ab`` run, :func:`ab_side_line`."""
+    config = run.get("config") or {}
+    policy = config.get("policy") or {}
     target = policy.get("target_rel_ci")
     before = store.previous_run(run) if run.get("id") else None
     previous = store.measurements(before["id"]) if before else None
-    return footer(rows, float(target) if target else None, previous)
+    lines = footer(rows, float(target) if target else None, previous)
+    side = config.get("ab") or {}
+    if not side.get("paired_run") or not run.get("id"):
+        return lines
+    own, other = str(run["id"]), str(side["paired_run"])
+    base, head = (other, own) if side.get("side") == "head" else (own, other)
+    return [*wrap_note(ab_side_line(str(side.get("side") or "base"), base, head)), *lines]
+
+
+def ab_side_line(side: str, base: str, head: str) -> str:
+    """What an ``ab`` side's own intervals are, and where its verdict is. Each side's
+    interval comes from this run's processes alone, and on a shared machine a later
+    ``ab`` run's median lies outside it far more often than one time in twenty
+    (BENCHMARKS.md, 2026-11-29: 47-64 % of points held, ±6 % wide); the paired ratio,
+    whose interval held identical code's 1 at 92-93 % of points, is what ``ab`` decides on."""
+    return (
+        f"ab {side} side (base {base[:8]}, head {head[:8]}): ±95% CI within this run only, "
+        "another ab run's medians often lie outside it; ab decides on the paired ratio: "
+        f"`benchbench compare {base[:8]} {head[:8]}`"
+    )
 
 
 def words_of(row: Mapping[str, Any]) -> list[str]:

@@ -115,3 +115,49 @@ def test_a_a_lockstep_pairs_stay_quiet_and_a_ten_percent_change_is_found():
     false_alarms = sum(m in (compare.SLOWER, compare.FASTER) for m in aa) / 400
     assert false_alarms <= 0.05 + 2 * (0.05 * 0.95 / 400) ** 0.5
     assert sum(m == compare.SLOWER for m in ab) / 400 >= 0.75
+
+
+def _look(rng: np.random.Generator, rounds: int, ratio: float) -> tuple[dict, dict]:
+    """One ``ab`` run's two rows of a point: a neighbour per round alike on both sides,
+    ~3 % noise of each side's own."""
+    shared = np.exp(rng.normal(0, 0.2, rounds))
+    base = [_process(1e-3 * s * np.exp(rng.normal(0, 0.03))) for s in shared]
+    head = [_process(ratio * 1e-3 * s * np.exp(rng.normal(0, 0.03))) for s in shared]
+    sides = merge_pair(base, head, 0.03)
+    return _row(sides[0]), _row(sides[1])
+
+
+def test_pooled_looks_pair_round_by_round_and_narrow_the_interval():
+    from benchbench.analysis.sides import ROUND_STRIDE, pooled_runs
+
+    rng = np.random.default_rng(11)
+    looks = [_look(rng, 8, 1.0) for _ in range(3)]
+    one = compare.compare_point(*looks[-1], paired=True)
+    base, head = (pooled_runs([[look[side]] for look in looks]) for side in (0, 1))
+    rounds = [p["round"] for p in base[0]["extra"]["processes"]]
+    assert rounds == [k * ROUND_STRIDE + r for k in range(3) for r in range(1, 9)]
+    three = compare.compare_point(base[0], head[0], paired=True)
+    assert one.test == three.test == "paired t"
+    assert (one.pairs, three.pairs) == (8, 24)
+    assert three.ratio_ci_high - three.ratio_ci_low < one.ratio_ci_high - one.ratio_ci_low
+
+
+def test_a_pooled_round_lost_on_one_side_is_dropped_and_a_failed_look_left_out():
+    from benchbench.analysis.sides import pooled
+
+    rng = np.random.default_rng(3)
+    first, second = _look(rng, 6, 1.1), _look(rng, 6, 1.1)
+    # The second look lost its round 2 on the head side only (as merge_pair would not
+    # leave it, but an older store might): the pooled pairs skip it.
+    head = dict(second[1])
+    head["extra"] = {**head["extra"], "processes": head["extra"]["processes"][1:]}
+    head["process_samples"] = head["process_samples"][1:]
+    head["samples_s"] = head["samples_s"][10:]
+    point = compare.compare_point(
+        pooled([first[0], second[0]]), pooled([first[1], head]), paired=True
+    )
+    assert point.pairs == 11 and point.mark == compare.SLOWER
+    failed = _row(_failed())
+    assert pooled([failed, second[0]])["samples_s"] == second[0]["samples_s"]
+    assert pooled([first[0], failed]) is failed  # the last look decides what is there
+    assert pooled([None, second[0]]) is second[0]

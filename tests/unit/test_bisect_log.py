@@ -49,3 +49,20 @@ def test_a_selection_of_tuples_resumes_as_the_log_reads_it_back(tmp_path):
     header = {**HEADER, "selection": {"filters": ("sqrt",), "tags": ()}}
     _write(log, header, [])
     assert _read_log(log, header, resume=True) == []
+
+
+def test_a_resumed_logs_runs_are_pooled_into_the_next_look(tmp_path):
+    """A resumed search's next look at a commit pools the runs the log's earlier looks of
+    it name; a skipped look (no runs) adds nothing."""
+    from benchbench.analysis.bisect import SKIP, UNKNOWN
+    from benchbench.cli.bisect import _Step
+
+    step = _Step(None, tmp_path, None, {}, None, tmp_path / "b.jsonl")  # type: ignore[arg-type]
+    step.remember(
+        [
+            Look("c" * 40, 1, UNKNOWN, 80.0, {"runs": ["g1", "c1"]}),
+            Look("c" * 40, 2, UNKNOWN, 80.0, {"runs": ["g2", "c2"]}),
+            Look("d" * 40, 1, SKIP, 1.0, {"reason": "skipped: build failed"}),
+        ]
+    )
+    assert step.runs == {"c" * 40: {1: ["g1", "c1"], 2: ["g2", "c2"]}}
