@@ -288,7 +288,7 @@ class _Step:
         )
         evidence = {
             "runs": list(summary.run_ids),
-            "pooled": [runs for runs in looks[:-1]],
+            "pooled": looks[:-1],
             "built": not side.built.cached,
             "alpha": look_alpha(self.args.alpha),
             "points": point_evidence(result.points),
