@@ -12,7 +12,7 @@ reports, per point and pair:
   processes): how often run k's holds run k+1's median on the same side.
 
 Usage: ``PYTHONPATH=. python benchmarks/ab_coverage.py STORE.db [--pairs N]``; numbers in
-BENCHMARKS.md, "Do `ab`'s intervals hold a rerun?".
+BENCHMARKS.md, "`ab` beside the neighbour, and whether its intervals hold a rerun".
 """
 
 from __future__ import annotations

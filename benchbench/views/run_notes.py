@@ -213,9 +213,9 @@ def ab_side_line(side: str, base: str, head: str) -> str:
     """What an ``ab`` side's own intervals are, and where its verdict is. Each side's
     interval comes from this run's processes alone, and on a shared machine a later
     ``ab`` run's median lies outside it far more often than one time in twenty
-    (BENCHMARKS.md, "Do the intervals hold a rerun?", 2026-11-29: 47-74 % of points held,
-    ±6-7 % wide); the paired ratio, whose interval held identical code's 1 at 92-93 % of
-    points, is what ``ab`` decides on."""
+    (BENCHMARKS.md, "`ab` beside the neighbour, and whether its intervals hold a rerun",
+    2026-11-29: 47-74 % of points held, ±6-7 % wide); the paired ratio, whose interval
+    held identical code's 1 at 92-93 % of points, is what ``ab`` decides on."""
     return (
         f"ab {side} side (base {base[:8]}, head {head[:8]}): ±95% CI within this run only, "
         "another ab run's medians often lie outside it; ab decides on the paired ratio: "
