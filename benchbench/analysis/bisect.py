@@ -5,9 +5,9 @@ The oracle judges one commit against the known-good commit and answers in one of
 outcomes (Chromium's Pinpoint judges its steps in the first three):
 
 - ``different``: the points got slower there (the verdict's ``slower`` at some point);
-- ``same``: no point slower, and every point's interval below one plus the minimum
-  effect: a slowdown as large as that is ruled out (an equivalence test at the look's
-  alpha);
+- ``same``: no point slower, and every point's one-sided upper bound at the look's alpha
+  below one plus the minimum effect: a slowdown as large as that is ruled out (an
+  equivalence test; :func:`step_outcome`);
 - ``unknown``: neither (too noisy to tell): the commit is measured again, at most
   ``max_looks - 1`` more times (twice by default);
 - ``skip``: the commit cannot be measured (it fails to build, a point fails there), as
@@ -204,11 +204,22 @@ def replaying(recorded: Iterable[Look], oracle: Oracle) -> Oracle:
     return answer
 
 
-def step_outcome(points: Sequence[compare.PointComparison], min_effect: float) -> str:
+def step_outcome(
+    points: Sequence[compare.PointComparison],
+    min_effect: float,
+    upper: Sequence[float | None] | None = None,
+) -> str:
     """A step's outcome from its comparison against the good commit (the points that
     decide: the ones compared). ``different``: a point ``slower``; ``skip``: a point failing
-    or missing there; ``same``: every point's interval below ``1 + min_effect`` (a slowdown
-    that large is ruled out at the look's alpha, an equivalence test); else ``unknown``.
+    or missing there; ``same``: every point's upper bound below ``1 + min_effect``; else
+    ``unknown``.
+
+    ``same`` is an equivalence test (one-sided: "the slowdown is less than the min
+    effect"), so each point's bound is one-sided at the look's alpha: ``upper``, the upper
+    ends of the points' two-sided 1 - 2 alpha intervals (:func:`same_alpha`), one per
+    point in ``points``' order; without it, the points' own (two-sided 1 - alpha) upper
+    ends, a test at alpha / 2. Every point must pass its own test at alpha for the step
+    to be ``same`` (an intersection-union test: no adjustment over the points).
 
     Not the MDE: the verdict's MDE is the change it marks ``slower`` at its power, which
     lies above ``min_effect`` whenever there is noise, so no look would ever be ``same``."""
@@ -218,9 +229,18 @@ def step_outcome(points: Sequence[compare.PointComparison], min_effect: float) -
         return DIFFERENT
     if any(p.mark in (compare.FAILING, compare.GONE, compare.NEW) for p in points):
         return SKIP
-    if all(p.ratio_ci_high is not None and p.ratio_ci_high < 1 + min_effect for p in points):
+    bounds = list(upper) if upper is not None else [p.ratio_ci_high for p in points]
+    if len(bounds) != len(points):
+        raise ValueError(f"upper has {len(bounds)} bounds for {len(points)} points")
+    if all(high is not None and high < 1 + min_effect for high in bounds):
         return SAME
     return UNKNOWN
+
+
+def same_alpha(alpha: float) -> float:
+    """The two-sided level whose interval's upper end is the one-sided bound at ``alpha``
+    (``same``'s equivalence test at a look's alpha): ``2 * alpha``."""
+    return 2 * alpha
 
 
 def point_evidence(points: Sequence[compare.PointComparison]) -> list[dict[str, Any]]:

@@ -2,11 +2,10 @@
 
 Each step builds a commit's side as `ab --base-ref` does (cached by commit, torch shared)
 and judges it against the good commit with ab's paired verdict: different (a point
-slower), same (no point slower, every interval below 1 + --min-effect) or unknown, then
-measured again at most twice, each look at --alpha / 3 and judged on the commit's looks
-so far pooled. The bad end is measured first;
-commits that fail to build are skipped, as `git bisect skip`. Every look goes to --log;
---resume continues it. Method and recipe: docs/compare.md, "Which commit did it".
+slower), same (no point slower, every point's one-sided bound below 1 + --min-effect) or
+unknown, then measured again at most twice, each look at --alpha / 3 and judged on the
+commit's looks so far pooled. The bad end is measured first; commits that fail to build
+are skipped, as `git bisect skip`. Every look goes to --log; --resume continues it. Method and recipe: docs/compare.md, "Which commit did it".
 
 Exit codes: 3 a culprit named (or its candidates, when skipped commits hide it; 0 with
 --no-fail-on-regression); 0 the bad end is not slower; 1 error; 2 usage (a ref that
@@ -244,7 +243,13 @@ class _Step:
 
     def _measure(self, side: ReadySide, look: int, started: float) -> Look:
         from benchbench.analysis import compare as analysis
-        from benchbench.analysis.bisect import Look, look_alpha, point_evidence, step_outcome
+        from benchbench.analysis.bisect import (
+            Look,
+            look_alpha,
+            point_evidence,
+            same_alpha,
+            step_outcome,
+        )
         from benchbench.analysis.sides import pooled_runs
         from benchbench.run.ab import check_sides, run_ab
         from benchbench.run.ref_sides import record
@@ -293,7 +298,17 @@ class _Step:
             "alpha": look_alpha(self.args.alpha),
             "points": point_evidence(result.points),
         }
-        outcome = step_outcome(result.points, self.args.min_effect)
+        # `same` is one-sided at the look's alpha: the upper ends of 1 - 2 alpha intervals.
+        bounds = analysis.compare_rows(
+            rows[0],
+            rows[1],
+            min_effect=self.args.min_effect,
+            alpha=same_alpha(look_alpha(self.args.alpha)),
+            paired=True,
+        )
+        upper = [p.ratio_ci_high for p in bounds.points]
+        evidence["upper"] = upper
+        outcome = step_outcome(result.points, self.args.min_effect, upper)
         return Look(commit.sha, look, outcome, time.monotonic() - started, evidence)
 
 

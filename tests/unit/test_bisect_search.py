@@ -21,6 +21,7 @@ from benchbench.analysis.bisect import (
     judge,
     look_alpha,
     replaying,
+    same_alpha,
     step_outcome,
 )
 from benchbench.analysis.compare import PointComparison
@@ -185,3 +186,39 @@ def test_a_step_is_same_when_every_interval_rules_out_the_minimum_effect():
     assert step_outcome([_point("slower", 6.0), _point("failing", None)], 0.9) == DIFFERENT
     assert step_outcome([_point("failing", None), _point("same", 1.1)], 0.9) == SKIP
     assert step_outcome([], 0.9) == SKIP
+
+
+def test_same_is_one_sided_at_the_looks_alpha():
+    point = _point("not significant", 1.06)  # its two-sided 1 - alpha upper end
+    assert step_outcome([point], 0.05) == UNKNOWN
+    assert step_outcome([point], 0.05, upper=[1.04]) == SAME
+    assert step_outcome([point, point], 0.05, upper=[1.04, None]) == UNKNOWN
+    assert step_outcome([_point("slower", 1.3)], 0.05, upper=[1.04]) == DIFFERENT
+    with pytest.raises(ValueError, match="1 points"):
+        step_outcome([point], 0.05, upper=[])
+
+
+def test_the_upper_end_at_same_alpha_is_the_one_sided_bound_at_the_looks_alpha():
+    """A paired look's interval at ``same_alpha(a)`` ends where a one-sided t bound at
+    ``a`` does: ``exp(mean + t(1 - a, k - 1) * s / sqrt(k))`` over the round log ratios."""
+    from scipy import stats
+
+    from benchbench.analysis.compare import compare_samples
+
+    rng = random.Random(4)
+    base = [1e-3 * math.exp(rng.gauss(0, 0.05)) for _ in range(20)]
+    head = [b * math.exp(rng.gauss(0.01, 0.04)) for b in base]
+    a = look_alpha(0.05)
+    found = compare_samples(
+        base,
+        head,
+        alpha=same_alpha(a),
+        base_processes=[1] * 20,
+        contender_processes=[1] * 20,
+        paired=True,
+    )
+    logs = [math.log(h / b) for b, h in zip(base, head, strict=True)]
+    mean = sum(logs) / len(logs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+    bound = math.exp(mean + stats.t.ppf(1 - a, len(logs) - 1) * sd / math.sqrt(len(logs)))
+    assert found.ci_high == pytest.approx(bound, rel=1e-9)
