@@ -5,7 +5,8 @@ and judges it against the good commit with ab's paired verdict: different (a poi
 slower), same (no point slower, every point's one-sided bound below 1 + --min-effect) or
 unknown, then measured again at most twice, each look at --alpha / 3 and judged on the
 commit's looks so far pooled. The bad end is measured first; commits that fail to build
-are skipped, as `git bisect skip`. Every look goes to --log; --resume continues it. Method and recipe: docs/compare.md, "Which commit did it".
+are skipped, as `git bisect skip`. Every look goes to --log; --resume continues it.
+Method and recipe: docs/compare.md, "Which commit did it".
 
 Exit codes: 3 a culprit named (or its candidates, when skipped commits hide it; 0 with
 --no-fail-on-regression); 0 the bad end is not slower; 1 error; 2 usage (a ref that
