@@ -300,14 +300,9 @@ class _Step:
             "points": point_evidence(result.points),
         }
         # `same` is one-sided at the look's alpha: the upper ends of 1 - 2 alpha intervals.
-        bounds = analysis.compare_rows(
-            rows[0],
-            rows[1],
-            min_effect=self.args.min_effect,
-            alpha=same_alpha(look_alpha(self.args.alpha)),
-            paired=True,
-        )
-        upper = [p.ratio_ci_high for p in bounds.points]
+        two_alpha = same_alpha(look_alpha(self.args.alpha))
+        bounds = analysis.compare_rows(rows[0], rows[1], alpha=two_alpha, paired=True).points
+        upper = [p.ratio_ci_high for p in bounds]
         evidence["upper"] = upper
         outcome = step_outcome(result.points, self.args.min_effect, upper)
         return Look(commit.sha, look, outcome, time.monotonic() - started, evidence)
@@ -421,6 +416,8 @@ def _evidence(commit: Commit, evidence: dict | None) -> Grid:
     from benchbench.views.tables import Column, Grid
 
     evidence = evidence or {}
+    earlier = evidence.get("pooled") or []
+    pooled = ", ".join(" and ".join(r[:8] for r in runs) for runs in earlier)
     rows = [
         (
             p["label"],
@@ -445,12 +442,6 @@ def _evidence(commit: Commit, evidence: dict | None) -> Grid:
         notes=[
             f"runs {' and '.join(r[:8] for r in evidence.get('runs', []))}: "
             "`benchbench compare` judges them again"
-            + (
-                f" (this look's pairs; the verdict pooled {len(pooled)} earlier look(s): "
-                + ", ".join(" and ".join(r[:8] for r in runs) for runs in pooled)
-                + ")"
-                if (pooled := evidence.get("pooled"))
-                else ""
-            )
+            + (f" (this look; its verdict pooled {pooled} too)" if pooled else "")
         ],
     )
