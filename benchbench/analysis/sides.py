@@ -136,9 +136,12 @@ def pooled(rows: Sequence[Row | None]) -> Row:
     if last is None:
         raise ValueError("pooled needs the point in the last run")
     usable = [
-        (k, row)
+        (k, row, numbers)
         for k, row in enumerate(rows)
-        if row is not None and row["status"] == "ok" and row["samples_s"] and rounds_of(row)
+        if row is not None
+        and row["status"] == "ok"
+        and row["samples_s"]
+        and (numbers := rounds_of(row))
     ]
     if len(usable) < 2 or usable[-1][1] is not last:
         return last
@@ -146,11 +149,11 @@ def pooled(rows: Sequence[Row | None]) -> Row:
     counts: list[int] = []
     medians: list[float] = []
     processes_of: list[dict[str, Any]] = []
-    for k, row in usable:
+    for k, row, numbers in usable:
         samples += per_call(row)
         counts += processes(row)
         medians += [float(m) for m in row.get("process_medians_s") or ()]
-        for process, number in zip(row["extra"]["processes"], rounds_of(row) or (), strict=True):
+        for process, number in zip(row["extra"]["processes"], numbers, strict=True):
             processes_of.append({**process, "round": k * ROUND_STRIDE + number})
     return {
         **last,

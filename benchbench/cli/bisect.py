@@ -292,18 +292,18 @@ class _Step:
             paired=True,
             power=self.args.power,
         )
+        # `same` is one-sided at the look's alpha: the upper ends of 1 - 2 alpha intervals.
+        two_alpha = same_alpha(look_alpha(self.args.alpha))
+        bounds = analysis.compare_rows(rows[0], rows[1], alpha=two_alpha, paired=True).points
+        upper = [p.ratio_ci_high for p in bounds]
         evidence = {
             "runs": list(summary.run_ids),
             "pooled": looks[:-1],
             "built": not side.built.cached,
             "alpha": look_alpha(self.args.alpha),
             "points": point_evidence(result.points),
+            "upper": upper,
         }
-        # `same` is one-sided at the look's alpha: the upper ends of 1 - 2 alpha intervals.
-        two_alpha = same_alpha(look_alpha(self.args.alpha))
-        bounds = analysis.compare_rows(rows[0], rows[1], alpha=two_alpha, paired=True).points
-        upper = [p.ratio_ci_high for p in bounds]
-        evidence["upper"] = upper
         outcome = step_outcome(result.points, self.args.min_effect, upper)
         return Look(commit.sha, look, outcome, time.monotonic() - started, evidence)
 
