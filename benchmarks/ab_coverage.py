@@ -80,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     store = open_store(args.store)
     finished = {r["label"]: r for r in store.runs(counts=False) if r.get("finished_at")}
-    count = args.pairs or sum(1 for k in range(1000) if f"ab-head{k}" in finished)
+    count = args.pairs or next(k for k in range(1000) if f"ab-head{k}" not in finished)
     sides = [
         [store.measurements(finished[f"ab-{side}{k}"]["id"]) for k in range(count)]
         for side in ("base", "head")
