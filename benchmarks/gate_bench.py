@@ -21,7 +21,7 @@ in seeded random phases of 0.1-1.5 s (a busy phase spins a core), as a shared CI
 sees; it stops by itself after ``--neighbour-max-s`` and when the script ends.
 
 Usage: ``python benchmarks/gate_bench.py --instrument time,ab,instructions [--runs N]
-[--b-runs M] [--neighbour] [--filter REGEX]`` (``--b-runs``: fewer A/B than A/A ``ab``
+[--b-runs M] [--neighbour] [--filter REGEX] [--duet]`` (``--b-runs``: fewer A/B than A/A ``ab``
 runs; numbers in BENCHMARKS.md, with the CPU and the load during the run).
 
 ``--mde`` checks the minimum detectable effect ``compare`` prints, as a classifier on
@@ -96,6 +96,8 @@ for name, fn in [
 
 #: Flags every run of the script gets (``--threads``).
 RUN_FLAGS: list[str] = []
+#: Flags of every ab run only (``--duet``).
+AB_FLAGS: list[str] = []
 INSTRUMENTS = ("time", "ab", "instructions")
 
 NEIGHBOUR = """
@@ -201,9 +203,13 @@ def _ab(suite: str, store: str, head: str, rounds: int, k: int) -> tuple[float, 
         "--label-head",
         f"ab-head{k}",
         *RUN_FLAGS,
+        *AB_FLAGS,
     )
     if done.returncode not in (0, 3):
         raise SystemExit(f"ab failed ({done.returncode}): {done.stderr[-2000:]}")
+    for line in done.stderr.splitlines():
+        if line.startswith("note: lockstep, not duet"):
+            print(f"  ab {k}: {line}")  # --duet asked for and not granted
     return time.monotonic() - started, done.returncode, _marks(json.loads(done.stdout))
 
 
@@ -310,6 +316,7 @@ def main() -> None:
         "--max-rounds", type=int, help="--max-rounds of every time run (default: --rounds)"
     )
     parser.add_argument("--ab-rounds", type=int, default=20, help="--rounds of every ab run")
+    parser.add_argument("--duet", action="store_true", help="--duet of every ab run")
     parser.add_argument("--threads", help="--threads of every run: N or all (default 1, the CLI's)")
     parser.add_argument("--cpus", help="--cpus of every run (e.g. 1: every worker on core 1)")
     parser.add_argument(
@@ -333,6 +340,8 @@ def main() -> None:
         RUN_FLAGS.extend(["--filter", args.filter])
     if args.cpus is not None:
         RUN_FLAGS.extend(["--cpus", args.cpus])
+    if args.duet:
+        AB_FLAGS.append("--duet")
     work = Path(tempfile.mkdtemp(prefix="gate-bench-"))
     suite = str(work / "gate.py")
     Path(suite).write_text(GATE_SUITE)

@@ -6,11 +6,13 @@ and today's, or two checkouts of your library installed in two environments), ea
 torch and benchbench. One worker zygote per side; every round visits every point in a
 seeded shuffled order and measures it on both sides at once, in lockstep: the two
 workers take turns, one block of calls each, which side first chosen at random, so a
-neighbour process that slows one side slows the other alike. The two sides are stored as
-two runs of one group (labels --label-base and --label-head, default base and head),
-each naming the other, and judged as `benchbench compare` judges (same table, same JSON,
-same flags) with the paired process-level test: the per-round log ratios of the sides'
-medians. `benchbench compare BASE HEAD` on the two stored runs judges them paired again.
+neighbour process that slows one side slows the other alike. --duet runs each pair's
+two blocks at the same moment instead, one core each, where two cores are idle. The two
+sides are stored as two runs of one group (labels --label-base and --label-head,
+default base and head), each naming the other, and judged as `benchbench compare`
+judges (same table, same JSON, same flags) with the paired process-level test: the
+per-round log ratios of the sides' medians. `benchbench compare BASE HEAD` on the two
+stored runs judges them paired again.
 
 A lockstep point records no peak memory, trace or machine telemetry (each would run
 while the other side samples); `benchbench run` records them.
@@ -85,6 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     flags.add_threads(parser)
     parser.add_argument(
+        "--duet",
+        action="store_true",
+        help="both sides sample at the same moment, one core each, where two cores are idle; "
+        "lockstep, with the reason, where they are not",
+    )
+    parser.add_argument(
         "--timeout",
         type=float,
         metavar="SECONDS",
@@ -114,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.run.rounds import Rounds
 
     check_pairs(args)
+    if args.duet:
+        from benchbench.run.duet import check_threads
+
+        check_threads(flags.threads_from(args))
     refs = sides_from_refs(args)
     sides = tuple(
         refs[name].side(name, label) if name in refs else Side(name, str(Path(python)), label)
@@ -132,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         ),
         cache=args.cache or "warm",
         threads=flags.threads_from(args),
+        cpus=flags.cpus_from(args),
         timeout_s=args.timeout if args.timeout is not None else run_cli.DEFAULT_TIMEOUT_S,
         allocator=args.allocator or "system",
         rounds=Rounds.fixed(args.rounds, args.seed or 0),
@@ -149,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
             flags.progress_events(progress, "ab"),
             stop,
             checked=True,
+            duet=args.duet,
         )
     for k, name in enumerate(("base", "head")):
         if name in refs:

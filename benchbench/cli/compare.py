@@ -269,7 +269,8 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             "a change at one point alone needs more (mde_alone in --format json)",
         )
     if result.paired:
-        notes.insert(0, paired_note(result))
+        pairing = ((contender.get("config") or {}).get("ab") or {}).get("pairing")
+        notes.insert(0, paired_note(result, pairing or "lockstep"))
     if result.geomean is not None and math.isfinite(result.geomean):
         notes.append(f"geometric mean overall: {result.geomean:.3f} (head / base)")
     columns: tuple[Column, ...] = (
@@ -295,10 +296,11 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     return Grid.of(columns, rows, title=title, notes=notes)
 
 
-def paired_note(result: compare.Comparison) -> str:
+def paired_note(result: compare.Comparison, pairing: str = "lockstep") -> str:
     """How an ``ab`` comparison was tested: ``measured in lockstep (benchbench ab):
-    paired t on the per-round log ratios, 5 pairs a point``, and the points that could
-    not be paired, named with the test they fell back to."""
+    paired t on the per-round log ratios, 5 pairs a point`` (``in duet`` for
+    ``ab --duet``'s runs), and the points that could not be paired, named with the test
+    they fell back to."""
     tested = [p for p in result.points if p.test]
     pairs = sorted({p.pairs for p in tested if p.test == "paired t"})
     counted = (
@@ -308,7 +310,7 @@ def paired_note(result: compare.Comparison) -> str:
         if pairs
         else "no pairs"
     )
-    text = f"measured in lockstep (benchbench ab): paired t on the per-round log ratios, {counted}"
+    text = f"measured in {pairing} (benchbench ab): paired t on the per-round log ratios, {counted}"
     unpaired = [f"{p.label}: {p.test}" for p in tested if p.test != "paired t"]
     if unpaired:
         text += f"; {len(unpaired)} point(s) not paired: " + "; ".join(unpaired[:6])

@@ -49,6 +49,7 @@ from benchbench.core.errors import UsageError
 from benchbench.core.values import Result
 from benchbench.machine.allocator import worker_environment
 from benchbench.machine.environment import Environment
+from benchbench.run.duet import Alternating, Pairing, choose
 from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
 from benchbench.run.merge import merge_pair
@@ -61,6 +62,8 @@ from benchbench.store.store import now
 
 #: Rounds of ``ab`` by default (its reasons: core.defaults).
 DEFAULT_AB_ROUNDS = AB_ROUNDS
+#: The pairing of every ``ab`` without ``--duet``.
+LOCKSTEP = Pairing(None, "lockstep: base and head take turns, one block of calls each")
 #: Seconds a side's interpreter may take to import torch and benchbench in the check.
 CHECK_TIMEOUT_S = 300.0
 
@@ -82,6 +85,8 @@ class AbSummary:
     group_id: str
     status: str = "running"
     results: tuple[list[Result], list[Result]] = field(default_factory=lambda: ([], []))
+    #: How the sides' blocks were paired: lockstep, or duet (:mod:`benchbench.run.duet`).
+    pairing: Pairing = LOCKSTEP
 
 
 def side_environment(allocator: str) -> dict[str, str]:
@@ -178,6 +183,7 @@ def run_ab(
     progress: ProgressFn | None = None,
     stop: StopRequest | None = None,
     checked: bool = False,
+    duet: bool = False,
 ) -> AbSummary:
     """Measure ``config``'s points on both ``sides`` in lockstep, into two runs of ``store``.
 
@@ -185,12 +191,16 @@ def run_ab(
     seeded shuffled order. ``progress`` gets ``start``, ``point``, ``advance`` and
     ``result`` as from :func:`benchbench.run.jobs.measure_jobs`. ``checked``: the
     caller ran :func:`check_sides` already (the CLI does, before it opens
-    the store, so a usage error creates no store).
+    the store, so a usage error creates no store). ``duet``: both sides' blocks at the
+    same moment, one core each, when two cores are idle (:mod:`benchbench.run.duet`);
+    the summary's ``pairing`` says which it was and why.
     """
     notify = progress or (lambda _event, _data: None)
     stop = stop or StopRequest()
     if not checked:
         check_sides(sides)
+    # Before the suites load: their torch import here would read as a busy core.
+    pairing = choose(cpus=config.cpus or None) if duet else LOCKSTEP
     planned = plan(config)
     if not planned:
         raise UsageError(
@@ -198,9 +208,9 @@ def run_ab(
         )
     jobs = [job_for(config, p, None) for p in planned]
     ids = [p.benchmark_id for p in planned]
-    pools = _pools(config, sides)
+    pools = _pools(config, sides, pairing.cores)
     group_id = str(uuid.uuid4())
-    summary = AbSummary((str(uuid.uuid4()), str(uuid.uuid4())), group_id)
+    summary = AbSummary((str(uuid.uuid4()), str(uuid.uuid4())), group_id, pairing=pairing)
     opened = False
     try:
         _check_points(sides, pools, config, ids)
@@ -208,6 +218,8 @@ def run_ab(
         for k, side in enumerate(sides):
             store.save_environment(environments[k])
             store.create_run(_ab_row(summary, k, side, config, environments[k]))
+        if duet:  # asked for: say whether it was granted
+            notify("note", {"message": pairing.note})
         opened = True
         _measure(jobs, pools, config, store, summary, notify, stop)
         summary.status = "interrupted" if stop.requested else "finished"
@@ -223,15 +235,17 @@ def run_ab(
     return summary
 
 
-def _pools(config: RunConfig, sides: Sequence[Side]) -> list[WorkerPool]:
+def _pools(
+    config: RunConfig, sides: Sequence[Side], duet: tuple[int, int] | None = None
+) -> list[WorkerPool]:
     """A worker pool per side, its zygote started by the side's interpreter; the pool's
-    ``renew`` starts a fresh zygote the same way (a round's)."""
+    ``renew`` starts a fresh zygote the same way (a round's). Under ``duet`` (two cores)
+    each side's zygotes are pinned to one of them, the sides swapping cores each round."""
     env = side_environment(config.allocator)
     pools: list[WorkerPool] = []
-    for side in sides:
-        zygote = functools.partial(
-            Zygote, config.memory_limit_bytes, env=env, cpus=config.cpus, python=side.python
-        )
+    for k, side in enumerate(sides):
+        make = functools.partial(Zygote, config.memory_limit_bytes, env=env, python=side.python)
+        zygote = Alternating(make, k, duet) if duet else functools.partial(make, cpus=config.cpus)
         pools.append(WorkerPool(zygote(), relaunch=zygote))
     return pools
 
@@ -265,7 +279,7 @@ def _measure(
             notify("point", {"index": index, "label": job.label, "round": visit.round})
             limit_s = 2 * (job.timeout_s or config.timeout_s)
             request = carried_calls(visit.request, calls.get(index, 0))
-            pair = _pair(pools, request, limit_s, rng, stop, job)
+            pair = _pair(pools, request, limit_s, rng, stop, job, summary.pairing.cores is not None)
             if pair is None:
                 return  # stopped: the point's rounds are lost, as in an interrupted run
             for side, result in enumerate(pair):
@@ -289,14 +303,15 @@ def _pair(
     rng: random.Random,
     stop: StopRequest,
     job: Job,
+    together: bool = False,
 ) -> list[Result] | None:
     """One visit of a point: a fresh worker per side (forked in a random order), measured
-    in lockstep; a failure is that round's error on both sides."""
+    in lockstep (``together``: in duet); a failure is that round's error on both sides."""
     order = [0, 1]
     rng.shuffle(order)
     try:
         workers = {side: pools[side].worker(warm_ups(request)) for side in order}
-        found = measure_pair([workers[0], workers[1]], request, limit_s, rng, stop)
+        found = measure_pair([workers[0], workers[1]], request, limit_s, rng, stop, together)
     except WorkerFailure as failure:
         if stop.requested:
             return None
@@ -335,10 +350,13 @@ def _ab_row(
             "threads": config.threads,
             "timeout_s": config.timeout_s,
             "allocator": config.allocator,
+            "cpus": list(config.cpus) or None,
             "rounds": config.rounds.to_dict(),
             "selection": dataclasses.asdict(config.selection),
             "ab": {
                 "side": side.name,
+                "pairing": summary.pairing.name,
+                "duet_cores": list(summary.pairing.cores or ()) or None,
                 "python": side.python,
                 "paired_run": summary.run_ids[1 - k],
             },

@@ -40,8 +40,11 @@ def measure_pair(
     timeout_s: float,
     rng: random.Random,
     stop: StopRequest | None = None,
+    together: bool = False,
 ) -> list[Result | None]:
-    """``request`` measured on each of ``workers`` (base, head), their blocks alternating.
+    """``request`` measured on each of ``workers`` (base, head), their blocks alternating;
+    with ``together`` (``ab --duet``: :mod:`benchbench.run.duet`), each pair's two blocks
+    at the same moment, each side on its own core.
 
     Returns each side's result in the order of ``workers``; None for a side cut short
     by ``stop``. A side whose worker dies or hangs raises :class:`WorkerFailure` (the
@@ -55,12 +58,13 @@ def measure_pair(
         last.append(worker.expect(EVENTS, timeout_s, stop))
     sides = list(range(len(workers)))
     while any(event["event"] == "turn" for event in last):
-        rng.shuffle(sides)  # which side takes the first block of this pair
-        for side in sides:
-            if last[side]["event"] != "turn":
-                continue
-            workers[side].send({"op": "stop" if stop and stop.requested else "go"})
-            last[side] = workers[side].expect(EVENTS, timeout_s, stop)
+        rng.shuffle(sides)  # which side takes (or, together, is told first of) this pair
+        waiting = [side for side in sides if last[side]["event"] == "turn"]
+        for group in [waiting] if together else [[side] for side in waiting]:
+            for side in group:
+                workers[side].send({"op": "stop" if stop and stop.requested else "go"})
+            for side in group:
+                last[side] = workers[side].expect(EVENTS, timeout_s, stop)
     results: list[Result | None] = []
     for event in last:
         if event["event"] == "interrupted":

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbench.store import open_store
 from tests.integration.cli import benchbench, json_of
 
 #: Every call of the suite's one point runs the op CALLS times on the same tensor: a known
@@ -103,6 +104,7 @@ def test_ab_measures_both_sides_and_stores_two_paired_runs(tmp_path):
     done = benchbench(
         "ab",
         suite,
+        "--duet",  # granted on two idle cores, lockstep with the reason on a busy machine
         "--base",
         sys.executable,
         "--head",
@@ -129,6 +131,30 @@ def test_ab_measures_both_sides_and_stores_two_paired_runs(tmp_path):
     assert len(shown["results"][0]["samples"]) > 0
     again = benchbench("compare", "base", "head", "--store", store, "--json", cwd=tmp_path)
     assert json_of(again)["paired"] is True  # the stored pairing is found again
+    # Whichever pairing the cores allowed is said while measuring, stored, and named again
+    # by compare.
+    pairing = (
+        "duet"
+        if "note: duet: base and head sample at the same moment" in done.stderr
+        else "lockstep"
+    )
+    if pairing == "lockstep":
+        assert "note: lockstep, not duet: " in done.stderr
+    stored = open_store(store).resolve_run(document["contender"]["run_id"])["config"]["ab"]
+    assert stored["pairing"] == pairing
+    table = benchbench("compare", "base", "head", "--store", store, cwd=tmp_path)
+    assert f"measured in {pairing} (benchbench ab)" in table.stdout
+
+
+def test_duet_with_more_than_one_thread_a_side_is_a_usage_error_and_creates_no_store(tmp_path):
+    store = tmp_path / "ab.db"
+    done = benchbench(
+        "ab", str(_suite(tmp_path)), "--base", sys.executable, "--head", sys.executable,
+        "--duet", "--threads", "2", "--store", str(store), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--duet gives each side one core, so --threads must be 1, got 2" in done.stderr
+    assert not store.exists()
 
 
 def test_ab_with_a_side_that_is_not_python_is_a_usage_error_and_creates_no_store(tmp_path):

@@ -218,3 +218,39 @@ def _ab_runs(tmp_path):
     for run_id in summary.run_ids:
         store.create_run(run_row(run_id, env, kind="adhoc", label=run_id, suites=[], config={}))
     return store, summary
+
+
+class DuetSide:
+    """A worker of ``ab --duet``: ``blocks`` turns, then its result; logs when it is told
+    to go and when its block is read back."""
+
+    def __init__(self, name: str, blocks: int, log: list[tuple[str, str]]) -> None:
+        self.name, self.left, self.log = name, blocks, log
+
+    def send(self, payload: dict) -> None:
+        if payload.get("op") == "go":
+            self.log.append(("go", self.name))
+            self.left -= 1
+
+    def expect(self, events, timeout_s, stop=None) -> dict:
+        self.log.append(("done", self.name))
+        if self.left > 0:
+            return {"event": "turn"}
+        result = Result(point=POINT, status="ok", samples_s=(1e-3,), reason=self.name)
+        return {"event": "result", "result": result.to_dict()}
+
+
+def test_in_duet_both_sides_are_told_to_go_before_either_block_is_read():
+    log: list[tuple[str, str]] = []
+    sides = [DuetSide("base", 4, log), DuetSide("head", 6, log)]
+    results = measure_pair(sides, {"op": "measure"}, 1.0, random.Random(3), together=True)
+    assert [r.reason for r in results if r is not None] == ["base", "head"]
+    steps = log[2:]  # after each side's first turn
+    # Four pairs: go, go, then both blocks read; then head's last two blocks alone.
+    for k in range(4):
+        pair = steps[4 * k : 4 * k + 4]
+        assert [step for step, _ in pair] == ["go", "go", "done", "done"]
+        assert sorted(name for _, name in pair[:2]) == ["base", "head"]
+    assert steps[16:] == [("go", "head"), ("done", "head")] * 2
+    # Which side is told first varies from pair to pair.
+    assert {steps[4 * k][1] for k in range(4)} == {"base", "head"}
