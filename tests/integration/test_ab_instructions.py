@@ -3,6 +3,7 @@ instruction counts under a real callgrind, and ``benchbench ab`` in two interpre
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -101,10 +102,13 @@ def test_an_extra_call_is_an_instruction_regression(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_ab_measures_both_sides_and_stores_two_paired_runs(tmp_path):
     suite, store = str(_suite(tmp_path)), str(tmp_path / "ab.db")
+    cores = sorted(os.sched_getaffinity(0))[:2]  # --cpus reaches the runs and the duet
+    pinned = ["--cpus", ",".join(map(str, cores))] if len(cores) == 2 else []
     done = benchbench(
         "ab",
         suite,
         "--duet",  # granted on two idle cores, lockstep with the reason on a busy machine
+        *pinned,
         "--base",
         sys.executable,
         "--head",
@@ -140,8 +144,11 @@ def test_ab_measures_both_sides_and_stores_two_paired_runs(tmp_path):
     )
     if pairing == "lockstep":
         assert "note: lockstep, not duet: " in done.stderr
-    stored = open_store(store).resolve_run(document["contender"]["run_id"])["config"]["ab"]
-    assert stored["pairing"] == pairing
+    config = open_store(store).resolve_run(document["contender"]["run_id"])["config"]
+    assert config["ab"]["pairing"] == pairing
+    if pinned:
+        assert config["cpus"] == cores
+        assert config["ab"]["duet_cores"] == (cores if pairing == "duet" else None)
     table = benchbench("compare", "base", "head", "--store", store, cwd=tmp_path)
     assert f"measured in {pairing} (benchbench ab)" in table.stdout
 
