@@ -201,19 +201,19 @@ def run_ab(
         check_sides(sides)
     # Before the suites load: their torch import here would read as a busy core.
     pairing = choose(cpus=config.cpus or None) if duet else LOCKSTEP
-    planned = plan(config)
-    if not planned:
-        raise UsageError(
-            "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing"
-        )
-    jobs = [job_for(config, p, None) for p in planned]
-    ids = [p.benchmark_id for p in planned]
+    # The zygotes import torch while the suites load here.
     pools = _pools(config, sides, pairing.cores)
     group_id = str(uuid.uuid4())
     summary = AbSummary((str(uuid.uuid4()), str(uuid.uuid4())), group_id, pairing=pairing)
     opened = False
     try:
-        _check_points(sides, pools, config, ids)
+        planned = plan(config)
+        if not planned:
+            raise UsageError(
+                "no points to run: the filters (--filter, --tag, --device, --dtype) match nothing"
+            )
+        jobs = [job_for(config, p, None) for p in planned]
+        _check_points(sides, pools, config, [p.benchmark_id for p in planned])
         environments = [_environment(pool, config.threads) for pool in pools]
         for k, side in enumerate(sides):
             store.save_environment(environments[k])

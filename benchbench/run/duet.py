@@ -4,13 +4,19 @@ Lockstep (:mod:`benchbench.run.lockstep`) lets one side sample at a time, so a r
 sampling takes the two sides' time one after the other. Duet (Bulej et al., "Duet
 Benchmarking", ICPE 2020) runs the two sides' blocks at the same moment, each pinned
 to its own core: whatever slows the machine during a block (a frequency step, another
-process's memory traffic) meets both sides, and a round's sampling takes half the time.
+process's memory traffic) meets both sides, and the two sides' sampling overlaps.
 
 It needs two cores that nothing else uses. Beside a busy neighbour on a two-core
 machine one side would share its core and the other would not: noise that pairing
 cannot cancel. So before measuring, other processes' use of the two cores is read over
-:data:`IDLE_CHECK_S`; when either core is taken (:func:`benchbench.machine.cpus.idle_cores`),
-``ab`` measures in lockstep instead and says why.
+:data:`IDLE_CHECK_S`; when it reaches a quarter of a core
+(:func:`benchbench.machine.cpus.idle_cores`), ``ab`` measures in lockstep instead and
+says why. The check is taken once: a neighbour that starts later meets the duet.
+
+On a 2-core VM duet was as sound and as powerful as lockstep and 3 % faster at the
+default budget, since a round's time there is its fresh zygotes and workers more than
+its sampling (BENCHMARKS.md, "``ab --duet`` against lockstep"): lockstep stays the
+default.
 
 The sides swap cores every round (each round's zygotes are pinned before they import
 torch, and their forks inherit it): a core that runs faster, or takes the machine's
