@@ -34,8 +34,11 @@ from benchbench.machine.cpus import format_cpus, idle_cores, usable_cpus
 from benchbench.run.workers import Zygote
 
 #: Seconds over which other processes' use of the duet's two cores is read before ``ab``
-#: starts (psutil's per-core CPU percent is a delta over it).
-IDLE_CHECK_S = 1.0
+#: starts (psutil's per-core CPU percent is a delta over it). Beside a neighbour busy and
+#: idle in phases of 0.1-1.5 s, a 1 s window granted duet in 15 of 30 checks, a 3 s one in
+#: 4 of 25; quiet, both granted it every time (BENCHMARKS.md, "``ab --duet`` against
+#: lockstep").
+IDLE_CHECK_S = 3.0
 
 #: Per-core CPU use in percent over a window of the given seconds (psutil's by default).
 Usage = Callable[[float], Sequence[float]]
