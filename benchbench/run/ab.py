@@ -15,7 +15,8 @@ a neighbour then slows both, and a paired test cancels it. Here:
   one zygote shares its address layout: one zygote for all rounds would carry one layout
   bias between the sides through every round); each visit forks a fresh worker on each
   side (which side first: seeded random) and measures the point on both in lockstep
-  (:mod:`benchbench.run.lockstep`), base and head taking turns block by block; a
+  (:mod:`benchbench.run.lockstep`), base and head taking turns block by block (the next
+  round's zygotes import torch meanwhile on the idle core: :mod:`benchbench.run.relay`); a
   point's first round calibrates its calls per sample for the rounds after it
   (:func:`benchbench.run.rounds.carried_calls`), and a round samples as
   :func:`benchbench.run.rounds.lockstep_request` says;
@@ -54,6 +55,7 @@ from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
 from benchbench.run.merge import merge_pair
 from benchbench.run.planning import suites_of
+from benchbench.run.relay import Relay, spare_core
 from benchbench.run.rounds import RoundPlan, carried_calls, target_of
 from benchbench.run.runner import RunConfig, job_for, plan
 from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
@@ -202,7 +204,7 @@ def run_ab(
     # Before the suites load: their torch import here would read as a busy core.
     pairing = choose(cpus=config.cpus or None) if duet else LOCKSTEP
     # The zygotes import torch while the suites load here.
-    pools = _pools(config, sides, pairing.cores)
+    pools, relay = _pools(config, sides, pairing.cores)
     group_id = str(uuid.uuid4())
     summary = AbSummary((str(uuid.uuid4()), str(uuid.uuid4())), group_id, pairing=pairing)
     opened = False
@@ -221,12 +223,14 @@ def run_ab(
         if duet:  # asked for: say whether it was granted
             notify("note", {"message": pairing.note})
         opened = True
-        _measure(jobs, pools, config, store, summary, notify, stop)
+        _measure(jobs, pools, config, store, summary, notify, stop, relay)
         summary.status = "interrupted" if stop.requested else "finished"
     except BaseException:
         summary.status = "interrupted"
         raise
     finally:
+        if relay is not None:
+            relay.close()
         for pool in pools:
             pool.close()
         if opened:
@@ -237,17 +241,25 @@ def run_ab(
 
 def _pools(
     config: RunConfig, sides: Sequence[Side], duet: tuple[int, int] | None = None
-) -> list[WorkerPool]:
+) -> tuple[list[WorkerPool], Relay | None]:
     """A worker pool per side, its zygote started by the side's interpreter; the pool's
-    ``renew`` starts a fresh zygote the same way (a round's). Under ``duet`` (two cores)
-    each side's zygotes are pinned to one of them, the sides swapping cores each round."""
+    ``renew`` starts a fresh zygote the same way (a round's), or takes the one the relay
+    started ahead on the spare core (:mod:`benchbench.run.relay`; None: no spare core).
+    Under ``duet`` (two cores) each side's zygotes are pinned to one of them, the sides
+    swapping cores each round."""
     env = side_environment(config.allocator)
-    pools: list[WorkerPool] = []
+    starts: list[Any] = []
     for k, side in enumerate(sides):
         make = functools.partial(Zygote, config.memory_limit_bytes, env=env, python=side.python)
-        zygote = Alternating(make, k, duet) if duet else functools.partial(make, cpus=config.cpus)
-        pools.append(WorkerPool(zygote(), relaunch=zygote))
-    return pools
+        starts.append(
+            Alternating(make, k, duet) if duet else functools.partial(make, cpus=config.cpus)
+        )
+    relay = Relay(starts) if spare_core(config.cpus, duet is not None) else None
+    pools = [
+        WorkerPool(start(), relaunch=functools.partial(relay.take, k) if relay else start)
+        for k, start in enumerate(starts)
+    ]
+    return pools, relay
 
 
 def _measure(
@@ -258,9 +270,11 @@ def _measure(
     summary: AbSummary,
     notify: ProgressFn,
     stop: StopRequest,
+    relay: Relay | None = None,
 ) -> None:
     """Every job on both sides in the rounds ``run`` takes too, a lockstep pair a visit;
-    a point's sides merged as a pair and written to the two runs when its last round is in."""
+    a point's sides merged as a pair and written to the two runs when its last round is in.
+    With a ``relay``, the next round's zygotes start after each round's first visit."""
     schedule = RoundPlan([job.request for job in jobs], config.rounds, lockstep=True)
     rng = random.Random(f"ab:{config.rounds.seed}")
     taken: list[list[list[Result]]] = [[[] for _ in jobs] for _ in pools]  # [side][job]
@@ -272,6 +286,7 @@ def _measure(
     # layout bias between the sides through every round, which a test paired by round
     # cannot see.
     for round_index in schedule.each_round(pools, lambda: not stop.requested, rng):
+        ahead = relay is not None and round_index + 1 < schedule.count
         for visit in schedule.visits(round_index):
             if stop.requested:
                 return
@@ -284,6 +299,11 @@ def _measure(
                 return  # stopped: the point's rounds are lost, as in an interrupted run
             for side, result in enumerate(pair):
                 taken[side][index].append(result)
+            if relay is not None and ahead:  # this round's zygotes have forked: ready
+                relay.prepare(rng.sample(range(len(pools)), len(pools)))
+                ahead = False
+            elif relay is not None:
+                relay.advance()
             if index not in calls and all(r.status == "ok" for r in pair):
                 calls[index] = max(r.calls_per_sample for r in pair)
             notify("advance", {"total": total})

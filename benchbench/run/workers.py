@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -254,11 +255,31 @@ class Zygote:
         self._sock = ours
         self._start_timeout_s = start_timeout_s
         self._ready = False
+        self._failed: MeasurementError | None = None
         #: The first uses (:func:`warm_ups`) the zygote has paid, as of its last fork.
         self.warmed: tuple[str, ...] = ()
 
+    def wait_ready(self) -> None:
+        """Wait for the zygote's ``ready`` (it imports torch meanwhile: ~3-15 s), once: a
+        later call returns at once or raises the first call's error."""
+        if self._failed is not None:
+            raise self._failed
+        if not self._ready:
+            try:
+                self._wait_ready()
+            except MeasurementError as failure:
+                self._failed = failure
+                raise
+
+    def poll_ready(self) -> bool:
+        """Whether the zygote is done importing torch, ready or failed (never waits; a
+        failure is raised by the next :meth:`worker`)."""
+        if not self._ready and self._failed is None and select.select([self._sock], [], [], 0)[0]:
+            with contextlib.suppress(MeasurementError):
+                self.wait_ready()
+        return self._ready or self._failed is not None
+
     def _wait_ready(self) -> None:
-        """Wait for the zygote's ``ready`` (it imports torch meanwhile: ~3-15 s)."""
         self._sock.settimeout(self._start_timeout_s)
         try:
             ready = self._sock.recv(4096)
@@ -290,8 +311,7 @@ class Zygote:
     def worker(self, warm: Sequence[str] = ()) -> Worker:
         """A fresh worker forked from the zygote (~30 ms), after its ``hello``; the
         zygote first pays the first uses in ``warm`` it has not paid yet (:func:`warm_ups`)."""
-        if not self._ready:
-            self._wait_ready()
+        self.wait_ready()
         requests_r, requests_w = os.pipe()
         events_r, events_w = os.pipe()
         fork: dict[str, Any] = {"op": "fork", "warm": list(warm)} if warm else {"op": "fork"}

@@ -179,6 +179,45 @@ def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
     assert len(rows) == 2 and all(len(row["process_samples"]) == 3 for row in rows)
 
 
+class LoggingRelay:
+    """A relay that logs when it is told to start the next zygotes and to go on."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def prepare(self, order) -> None:
+        self.log.append(f"prepare {sorted(order)}")
+
+    def advance(self) -> None:
+        self.log.append("advance")
+
+
+def test_the_next_rounds_zygotes_start_after_each_rounds_first_visit_but_the_last(tmp_path):
+    """The relay is told to start the next round's zygotes once this round's have forked
+    (its first visit), and to go on after every later visit; the last round starts none."""
+    from benchbench.run import ab
+    from benchbench.run.jobs import Job
+    from benchbench.run.rounds import Rounds
+    from benchbench.run.runner import RunConfig
+
+    store, summary = _ab_runs(tmp_path)
+    log: list[str] = []
+    pools = [RenewingPool(0, log), RenewingPool(1, log)]
+    SIDES.clear()
+    jobs = [
+        Job({"op": "measure", "size": n, "policy": {"max_time_s": 0.1}}, (POINT,), f"n={n}")
+        for n in (1, 2, 3)
+    ]
+    config = RunConfig(suites=(), rounds=Rounds.fixed(3, seed=4))
+    relay = LoggingRelay(log)
+    ab._measure(jobs, pools, config, store, summary, lambda *_: None, ab.StopRequest(), relay)  # type: ignore[arg-type]
+    steps = [entry for entry in log if not entry.startswith(("fork", "renew"))]
+    each = ["prepare [0, 1]", "advance", "advance"]
+    assert steps == each + each + ["advance"] * 3
+    # Started after the round's first pair of forks, never before it.
+    assert log[2] == "prepare [0, 1]" and log[:2] in (["fork 0", "fork 1"], ["fork 1", "fork 0"])
+
+
 def test_a_stopped_ab_renews_nothing_more(tmp_path):
     """A stop before a round leaves the sides' zygotes as they are: no fresh one is
     started for a round that will not run."""
