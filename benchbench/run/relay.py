@@ -2,9 +2,8 @@
 
 Every round of ``ab`` draws fresh zygotes, one a side (:meth:`WorkerPool.renew
 <benchbench.run.pool.WorkerPool.renew>`: every fork of one zygote shares its layout). A
-zygote imports torch before it can fork: ~2 s of one core. Started when the round
-begins, the two imports are a wait in which nothing is measured: 2.6 s a round on a
-2-core VM, 52 s of an ``ab`` at 20 rounds, and most of a two-point ``bisect`` look.
+zygote imports torch before it can fork: ~2.5 s of one core. Started when the round
+begins, the two imports are a wait in which nothing is measured.
 
 In lockstep only one side samples at a time, so one core measures and the other is
 idle. A :class:`Relay` starts the next round's zygotes there while the round measures,
@@ -15,6 +14,12 @@ before (one zygote a side and round, started in a seeded random order); the roun
 samples meet one importing process on the other core, on both sides alike, as they
 meet a neighbour. Duet uses both cores, and ``--cpus`` names the cores to use: neither
 gets a relay (:func:`spare_core`).
+
+What it bought on a 2-core VM (BENCHMARKS.md, "The next round's zygotes on the idle
+core"): a 20-point round took 7.5-8.4 s instead of 9.8-10.6 s (an ``ab`` at 20 rounds
+194 s instead of 236 s); a round that measures for less than two imports (10 points
+there) takes as long as before, but its paired ratios scattered less (the interval
+±4.5 % against ±6.5-6.8 %, identical code clean in 10 of 10 pairs).
 
 The zygotes are started by the run's main thread: a zygote dies with the thread that
 started it (its parent-death signal), so a helper thread could not start them.

@@ -10,6 +10,7 @@ from typing import Any
 from benchbench.core.defaults import AB_MIN_SAMPLES
 from benchbench.core.values import Point, Result
 from benchbench.run import ab
+from benchbench.run import relay as relay_module
 from benchbench.run.jobs import Job, RunRecord, measure_jobs
 from benchbench.run.rounds import RoundPlan, Rounds, carried_calls, lockstep_request, order
 from benchbench.run.runner import RunConfig
@@ -202,12 +203,20 @@ def test_abs_pools_renew_to_a_fresh_zygote_of_their_sides_interpreter(monkeypatc
 
     monkeypatch.setattr(ab, "Zygote", FakeZygote)
     sides = (ab.Side("base", "/envs/base/python", "b"), ab.Side("head", "/envs/head/python", "h"))
-    pools = ab._pools(RunConfig(suites=()), sides)
+    monkeypatch.setattr(relay_module.os, "sched_getaffinity", lambda _pid: {0, 1})
+    pools, relay = ab._pools(RunConfig(suites=()), sides)
+    assert relay is not None  # lockstep, no --cpus, two cores: the next zygotes start ahead
     assert [z.python for z in started] == ["/envs/base/python", "/envs/head/python"]
-    assert all(pool.renew() for pool in pools)
+    assert all(pool.renew() for pool in pools)  # nothing started ahead: started now
     assert [z.python for z in started[2:]] == ["/envs/base/python", "/envs/head/python"]
     assert [z.closed for z in started] == [True, True, False, False]
+    relay.prepare([1, 0])  # a fake has no import to wait for: both start at once
+    assert [z.python for z in started[4:]] == ["/envs/head/python", "/envs/base/python"]
+    assert all(pool.renew() for pool in pools)  # each pool takes its side's, started ahead
+    assert len(started) == 6 and [z.closed for z in started[2:]] == [True, True, False, False]
     assert all(z.env["OMP_WAIT_POLICY"] == "PASSIVE" for z in started)
+    relay.close()
+    assert not any(z.closed for z in started[4:])  # taken: their pools close them
 
 
 def test_a_lockstep_round_samples_its_share_and_warms_up_within_it():
