@@ -154,21 +154,8 @@ class RenewingPool:
 def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
     """One zygote per side for all rounds would give every fork of a side one address
     layout: before each round after the first, each side's pool renews its zygote once."""
-    from benchbench.run import ab
-    from benchbench.run.jobs import Job
-    from benchbench.run.rounds import Rounds
-    from benchbench.run.runner import RunConfig
-
-    store, summary = _ab_runs(tmp_path)
     log: list[str] = []
-    pools = [RenewingPool(0, log), RenewingPool(1, log)]
-    SIDES.clear()
-    jobs = [
-        Job({"op": "measure", "size": n, "policy": {"max_time_s": 0.1}}, (POINT,), f"n={n}")
-        for n in (1, 2)
-    ]
-    config = RunConfig(suites=(), rounds=Rounds.fixed(3, seed=4))
-    ab._measure(jobs, pools, config, store, summary, lambda *_: None, ab.StopRequest())  # type: ignore[arg-type]
+    store = _three_rounds_on_renewing_pools(tmp_path, (1, 2), log)
     # Per round: a pair of forks per point (two points), then, between rounds, each side
     # renewed once.
     steps = [entry.split()[0] for entry in log]
@@ -195,22 +182,8 @@ class LoggingRelay:
 def test_the_next_rounds_zygotes_start_after_each_rounds_first_visit_but_the_last(tmp_path):
     """The relay is told to start the next round's zygotes once this round's have forked
     (its first visit), and to go on after every later visit; the last round starts none."""
-    from benchbench.run import ab
-    from benchbench.run.jobs import Job
-    from benchbench.run.rounds import Rounds
-    from benchbench.run.runner import RunConfig
-
-    store, summary = _ab_runs(tmp_path)
     log: list[str] = []
-    pools = [RenewingPool(0, log), RenewingPool(1, log)]
-    SIDES.clear()
-    jobs = [
-        Job({"op": "measure", "size": n, "policy": {"max_time_s": 0.1}}, (POINT,), f"n={n}")
-        for n in (1, 2, 3)
-    ]
-    config = RunConfig(suites=(), rounds=Rounds.fixed(3, seed=4))
-    relay = LoggingRelay(log)
-    ab._measure(jobs, pools, config, store, summary, lambda *_: None, ab.StopRequest(), relay)  # type: ignore[arg-type]
+    _three_rounds_on_renewing_pools(tmp_path, (1, 2, 3), log, LoggingRelay(log))
     steps = [entry for entry in log if not entry.startswith(("fork", "renew"))]
     each = ["prepare [0, 1]", "advance", "advance"]
     assert steps == each + each + ["advance"] * 3
@@ -241,6 +214,26 @@ def test_a_stopped_ab_renews_nothing_more(tmp_path):
     ab._measure([job], pools, config, store, summary, progress, stop)  # type: ignore[arg-type]
     assert log == ["fork 0", "fork 1"] or log == ["fork 1", "fork 0"]
     assert store.measurements("run-a") == []  # its rounds are not all in: --resume's
+
+
+def _three_rounds_on_renewing_pools(tmp_path, sizes, log, relay=None):
+    """``ab``'s three rounds of a point per size in ``sizes``, on :class:`RenewingPool`
+    sides logging into ``log`` (and ``relay``); the store holding the runs."""
+    from benchbench.run import ab
+    from benchbench.run.jobs import Job
+    from benchbench.run.rounds import Rounds
+    from benchbench.run.runner import RunConfig
+
+    store, summary = _ab_runs(tmp_path)
+    pools = [RenewingPool(0, log), RenewingPool(1, log)]
+    SIDES.clear()
+    jobs = [
+        Job({"op": "measure", "size": n, "policy": {"max_time_s": 0.1}}, (POINT,), f"n={n}")
+        for n in sizes
+    ]
+    config = RunConfig(suites=(), rounds=Rounds.fixed(3, seed=4))
+    ab._measure(jobs, pools, config, store, summary, lambda *_: None, ab.StopRequest(), relay)  # type: ignore[arg-type]
+    return store
 
 
 def _ab_runs(tmp_path):
