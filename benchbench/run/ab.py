@@ -299,11 +299,12 @@ def _measure(
                 return  # stopped: the point's rounds are lost, as in an interrupted run
             for side, result in enumerate(pair):
                 taken[side][index].append(result)
-            if relay is not None and ahead:  # this round's zygotes have forked: ready
-                relay.prepare(rng.sample(range(len(pools)), len(pools)))
-                ahead = False
-            elif relay is not None:
-                relay.advance()
+            if relay is not None:  # after the round's first visit its zygotes are ready
+                if ahead:
+                    relay.prepare(rng.sample(range(len(pools)), len(pools)))
+                    ahead = False
+                else:
+                    relay.advance()
             if index not in calls and all(r.status == "ok" for r in pair):
                 calls[index] = max(r.calls_per_sample for r in pair)
             notify("advance", {"total": total})

@@ -41,12 +41,6 @@ def spare_core(cpus: Sequence[int], duet: bool) -> bool:
     return not duet and not cpus and len(os.sched_getaffinity(0)) >= 2
 
 
-def _done(launcher: Launcher) -> bool:
-    """Whether ``launcher`` is past its torch import (a Spawner has none to do)."""
-    poll = getattr(launcher, "poll_ready", None)
-    return poll is None or bool(poll())
-
-
 class Relay:
     """Each side's next zygote, started ahead by :meth:`prepare` and :meth:`advance` and
     handed over by :meth:`take` (a pool's ``relaunch``); ``makers[k]`` starts side k's."""
@@ -64,7 +58,7 @@ class Relay:
     def advance(self) -> None:
         """Start the next queued zygote once those started ahead are past their import
         (one import at a time; never waits)."""
-        while self._queue and all(_done(launcher) for launcher in self._ahead.values()):
+        while self._queue and all(launcher.poll_ready() for launcher in self._ahead.values()):
             side = self._queue.pop(0)
             self._ahead[side] = self._makers[side]()
 

@@ -272,8 +272,7 @@ class Zygote:
                 raise
 
     def poll_ready(self) -> bool:
-        """Whether the zygote is done importing torch, ready or failed (never waits; a
-        failure is raised by the next :meth:`worker`)."""
+        """Whether the zygote is past its torch import, ready or failed (never waits)."""
         if not self._ready and self._failed is None and select.select([self._sock], [], [], 0)[0]:
             with contextlib.suppress(MeasurementError):
                 self.wait_ready()
@@ -376,6 +375,10 @@ class Spawner:
         self.prefix = tuple(prefix)
         self.start_timeout_s = start_timeout_s
         self.python = python or sys.executable
+
+    def poll_ready(self) -> bool:
+        """Always ready: each worker is a fresh interpreter, with no import to wait for."""
+        return True
 
     def worker(self, warm: Sequence[str] = ()) -> Worker:
         """A fresh interpreter's worker, after its ``hello`` (``warm`` is for a zygote:

@@ -87,6 +87,9 @@ def test_close_ends_the_zygotes_started_ahead_and_not_taken():
 
 def test_a_spawner_has_no_import_to_wait_for():
     class Spawnerish:
+        def poll_ready(self) -> bool:
+            return True
+
         def close(self) -> None:
             return None
 

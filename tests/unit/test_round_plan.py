@@ -198,6 +198,9 @@ def test_abs_pools_renew_to_a_fresh_zygote_of_their_sides_interpreter(monkeypatc
             self.python, self.env, self.closed = python, env, False
             started.append(self)
 
+        def poll_ready(self) -> bool:
+            return True  # no import to wait for
+
         def close(self) -> None:
             self.closed = True
 
