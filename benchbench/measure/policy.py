@@ -115,6 +115,9 @@ class Policy:
     warmup_max_s: float = 1.0
     max_calibration_rounds: int = 40
     fixed_calls: int | None = None  # cold-cache mode: one call per sample
+    #: False: sample until the time cap even when precise sooner (``ab``'s lockstep, so
+    #: that both sides' samples cover the same moments: :func:`measure`).
+    stop_when_precise: bool = True
     #: ``run --cuda-graph``: CUDA points replay a captured graph (measure.cuda_graph).
     cuda_graph: bool = False
     rounds_per_batch: int = 1  # >1 on CUDA: one synchronize per batch of samples
@@ -351,7 +354,7 @@ def measure(
         if should_stop():
             reason = INTERRUPTED
             break
-        if n >= policy.min_samples and elapsed_s >= policy.min_time_s:
+        if policy.stop_when_precise and n >= policy.min_samples and elapsed_s >= policy.min_time_s:
             precise = all(
                 Stats.from_samples(s, c).rel_ci_half_width <= policy.target_rel_ci
                 for s, (c, _) in zip(samples, calibrated, strict=True)

@@ -182,6 +182,7 @@ def lockstep_request(request: Mapping[str, Any]) -> dict[str, Any]:
             policy["min_samples"] = min(int(policy["min_samples"]), AB_MIN_SAMPLES)
         if own is not None:
             policy["warmup_max_s"] = min(float(policy.get("warmup_max_s") or own), float(own))
+        policy["stop_when_precise"] = False
         out["policy"] = policy
     return out
 

@@ -1,4 +1,5 @@
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -102,6 +103,19 @@ def test_noisy_measurement_stops_at_the_time_cap_and_says_so():
     assert "time cap" in result.stop_reason
     warnings = warnings_for(result, policy)
     assert any(w.startswith("not converged") for w in warnings)
+
+
+def test_a_precise_measurement_samples_on_to_the_time_cap_when_told_to():
+    # ab's lockstep: a side that stopped once precise would leave the other sampling
+    # alone, at other moments of a machine whose speed moves under both.
+    vm = VirtualMachine(cost_ns=2_000, noise=0.01, seed=1)
+    policy = Policy(max_time_s=0.3, stop_when_precise=False)
+    (result,) = measure([_subject(vm)], CpuTimer(vm.clock), policy, vm.clock)
+    assert not result.converged and "time cap" in result.stop_reason
+    (early,) = measure(
+        [_subject(vm)], CpuTimer(vm.clock), replace(policy, stop_when_precise=True), vm.clock
+    )
+    assert early.converged and early.stats.n < result.stats.n
 
 
 def test_sample_cap_stops_sampling():

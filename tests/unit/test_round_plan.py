@@ -229,6 +229,8 @@ def test_a_lockstep_round_samples_its_share_and_warms_up_within_it():
     assert (policy["max_time_s"], policy["min_time_s"]) == (0.6, 0.06)
     # ...one median per side and round, of at least AB_MIN_SAMPLES samples...
     assert policy["min_samples"] == AB_MIN_SAMPLES < 10
+    # ...both sides sampling to the cap, so that their samples cover the same moments...
+    assert policy["stop_when_precise"] is False
     # ...and a warm-up no longer than the round's own share of the sampling.
     assert policy["warmup_max_s"] == POLICY["max_time_s"]
     short = lockstep_request({"op": "measure", "policy": {**POLICY, "warmup_max_s": 0.1}})
