@@ -9,7 +9,10 @@ reports, per point and pair:
   the time), and how often pair k's interval holds pair k+1's ratio (an estimate as noisy
   as the first: about 83 % when nothing else differs between the pairs, P(|Z| < 1.96/√2));
 - **each side's own interval** (the stored run's ``ci_low_s``-``ci_high_s``, from its
-  processes): how often run k's holds run k+1's median on the same side.
+  processes): how often run k's holds run k+1's median on the same side;
+- **the rounds' scatter**: the standard deviation of a point's per-round log ratios (one
+  median a side and round, as the paired test takes them), the median over points and
+  pairs; the paired interval's width follows from it.
 
 Usage: ``PYTHONPATH=. python benchmarks/ab_coverage.py STORE.db [--pairs N]``; numbers in
 BENCHMARKS.md, "`ab` beside the neighbour, and whether its intervals hold a rerun".
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchbench.analysis import compare
+from benchbench.analysis.sides import paired_sides
 from benchbench.store import open_store
 
 
@@ -73,6 +77,29 @@ def ratio_coverage(
     return held_one, len(ones), held_next, judged_next, statistics.median(widths)
 
 
+def round_scatter(pairs: Sequence[tuple[Sequence[Any], Sequence[Any]]]) -> float:
+    """The median, over points and pairs, of the sd of a point's per-round log ratios."""
+    spreads = []
+    for base, head in pairs:
+        heads = {row["benchmark_id"]: row for row in head if row["status"] == "ok"}
+        for row in base:
+            if row["status"] != "ok" or row["benchmark_id"] not in heads:
+                continue
+            b, b_counts, h, h_counts = paired_sides(row, heads[row["benchmark_id"]])
+            ratios = [
+                math.log(statistics.median(hs) / statistics.median(bs))
+                for bs, hs in zip(_split(b, b_counts), _split(h, h_counts), strict=True)
+            ]
+            if len(ratios) > 2:
+                spreads.append(statistics.stdev(ratios))
+    return statistics.median(spreads) if spreads else math.nan
+
+
+def _split(values: Sequence[float], counts: Sequence[int]) -> list[Sequence[float]]:
+    starts = list(itertools.accumulate(counts, initial=0))
+    return [values[a:b] for a, b in itertools.pairwise(starts)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", help="a gate_bench store (its gate.db)")
@@ -93,6 +120,8 @@ def main() -> None:
     print(f"{count} A/A pairs in {args.store}")
     print(f"  paired ratio: holds 1 at {_share(one, judged)}; holds the next pair's ratio at")
     print(f"    {_share(after, judged_after)}; median half-width ±{100 * width:.1f} %")
+    scatter = round_scatter(list(zip(*sides, strict=True)))
+    print(f"  rounds' scatter: sd of a point's per-round log ratios, median {100 * scatter:.1f} %")
     for name, runs in zip(("base", "head"), sides, strict=True):
         held, total, side_width = side_coverage(runs)
         print(

@@ -23,7 +23,6 @@ import contextlib
 import gc
 import math
 import random
-import resource
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,17 +30,13 @@ from typing import Any, Protocol
 
 from benchbench.core.defaults import POLICY_MAX_TIME_S, POLICY_TARGET_REL_CI
 from benchbench.core.stats import Stats
+from benchbench.measure.faults import fault_warning, minor_faults
 
 Clock = Callable[[], int]  # nanoseconds
 FaultCounter = Callable[[], int]  # minor page faults of this process so far
 
 #: What ``Result.extra["gc"]`` says about every point the engine measured.
 GC_NOTE = "collected, disabled while timing"
-
-
-def minor_faults() -> int:
-    """Minor page faults of this process so far (``ru_minflt``; one syscall, ~0.5 µs)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 @contextlib.contextmanager
@@ -354,17 +349,16 @@ def measure(
         if should_stop():
             reason = INTERRUPTED
             break
-        if policy.stop_when_precise and n >= policy.min_samples and elapsed_s >= policy.min_time_s:
-            precise = all(
-                Stats.from_samples(s, c).rel_ci_half_width <= policy.target_rel_ci
-                for s, (c, _) in zip(samples, calibrated, strict=True)
-            )
-            if precise:
-                converged, reason = True, f"CI within {policy.target_rel_ci:.1%} of the median"
-                break
+        enough = n >= policy.min_samples and elapsed_s >= policy.min_time_s
+        if policy.stop_when_precise and enough and _precise(samples, calibrated, policy):
+            converged, reason = True, f"CI within {policy.target_rel_ci:.1%} of the median"
+            break
         # The cap yields to min_samples (see the docstring for how far).
         overrun = elapsed_s / policy.max_time_s
         if overrun >= 1 and (n >= policy.min_samples or overrun >= (10 if long_calls else 100)):
+            # Sampled on to the cap (``stop_when_precise=False``): precise all the same?
+            converged = not policy.stop_when_precise and enough
+            converged = converged and _precise(samples, calibrated, policy)
             reason = f"time cap of {policy.max_time_s:g} s reached"
             break
         if n >= policy.max_samples:
@@ -387,6 +381,16 @@ def measure(
     ]
 
 
+def _precise(
+    samples: Sequence[Sequence[float]], calibrated: Sequence[tuple[int, Any]], policy: Policy
+) -> bool:
+    """Every subject's median within ``policy.target_rel_ci``."""
+    return all(
+        Stats.from_samples(s, c).rel_ci_half_width <= policy.target_rel_ci
+        for s, (c, _) in zip(samples, calibrated, strict=True)
+    )
+
+
 def _reading(
     faults: FaultCounter, reads: list[int], pre: Callable[[], object] | None
 ) -> Callable[[], None]:
@@ -398,34 +402,6 @@ def _reading(
             pre()
 
     return _pre
-
-
-#: Kernel time of one minor fault that maps and zeroes a fresh 4 KiB page: 2.5-4.9 µs
-#: measured here in two runs (2 cores, load 1.7-2.4, one thread): ``x + 1`` at 2^16
-#: float32 took 0.177-0.185 ms with 65 faults per call against 0.014-0.016 ms from
-#: reused heap, at 2^22 13.3-23.2 ms with 4097 faults against 1.4-3.1 ms. The lower
-#: figure keeps the warning from firing on calls the faults do not dominate.
-FAULT_COST_S = 2.5e-6
-
-#: Warn when the calls' page faults account for at least this share of a call's time:
-#: at a quarter the figure is as much the kernel's as the operator's. Fewer than 16
-#: faults per call (64 KiB) never warn: lazy first touches of a cache, not a mapping.
-FAULT_SHARE_WARNING = 0.25
-FAULT_MIN_WARNING = 16
-
-
-def fault_warning(faults_per_call: float | None, median_s: float) -> str | None:
-    """The warning for calls whose page faults are a large share of their time, or None."""
-    if faults_per_call is None or faults_per_call < FAULT_MIN_WARNING or median_s <= 0:
-        return None
-    if faults_per_call * FAULT_COST_S < FAULT_SHARE_WARNING * median_s:
-        return None
-    mapped = faults_per_call * resource.getpagesize()
-    size = f"{mapped / 2**20:.3g} MiB" if mapped >= 2**20 else f"{mapped / 2**10:.3g} KiB"
-    return (
-        f"each call maps ~{size} ({faults_per_call:.0f} page faults per call): "
-        "much of the time is the kernel zeroing fresh pages; see --allocator"
-    )
 
 
 def warnings_for(measured: Measured, policy: Policy) -> list[str]:

@@ -137,10 +137,10 @@ def test_a_ref_that_names_no_commit_is_a_usage_error_before_any_build(project, t
     assert both.returncode == 2 and "--base and --base-ref both given" in both.stderr
 
 
-BISECT_FLAGS = ("--rounds", "4", "--budget", "0.04", "--min-effect", "0.5", "--json")
+BISECT_FLAGS = ("--rounds", "3", "--budget", "0.04", "--min-effect", "0.5", "--json")
 
 
-@pytest.mark.timeout(1800)  # two steps of 4 lockstep rounds: about a minute on a quiet machine
+@pytest.mark.timeout(1800)  # two steps of 3 lockstep rounds: under a minute on a quiet machine
 def test_bisect_finds_the_commit_that_made_5x_the_calls_skips_a_broken_one_and_resumes(
     tmp_path,
 ):

@@ -111,11 +111,17 @@ def test_a_precise_measurement_samples_on_to_the_time_cap_when_told_to():
     vm = VirtualMachine(cost_ns=2_000, noise=0.01, seed=1)
     policy = Policy(max_time_s=0.3, stop_when_precise=False)
     (result,) = measure([_subject(vm)], CpuTimer(vm.clock), policy, vm.clock)
-    assert not result.converged and "time cap" in result.stop_reason
+    # Precise all the same: converged, with no warning, though it stopped at the cap.
+    assert result.converged and "time cap" in result.stop_reason
+    assert warnings_for(result, policy) == []
     (early,) = measure(
         [_subject(vm)], CpuTimer(vm.clock), replace(policy, stop_when_precise=True), vm.clock
     )
     assert early.converged and early.stats.n < result.stats.n
+    noisy = VirtualMachine(cost_ns=2_000, noise=2.0, seed=2)
+    imprecise = replace(policy, target_rel_ci=0.001)
+    (wide,) = measure([_subject(noisy)], CpuTimer(noisy.clock), imprecise, noisy.clock)
+    assert not wide.converged and "time cap" in wide.stop_reason
 
 
 def test_sample_cap_stops_sampling():

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from benchbench.core.values import Point
+from benchbench.measure.faults import fault_warning
 from benchbench.measure.pipeline import ok_result
 from benchbench.measure.policy import (
     GC_NOTE,
@@ -15,7 +16,6 @@ from benchbench.measure.policy import (
     Measured,
     Policy,
     Subject,
-    fault_warning,
     gc_disabled,
     measure,
     warnings_for,
