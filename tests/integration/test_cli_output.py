@@ -36,8 +36,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("output")
     tables = []
     for label in ("a", "b"):
-        # Three processes a point, none added: the tables' shape, not their precision.
-        args = ("run", str(LABELS), "--store", "s.db", "--label", label, "--rounds", "3")
+        args = ("run", str(LABELS), "--store", "s.db", "--label", label)
         code, out, err = to_file(*args, cwd=folder)
         assert code == 1, err  # the broken setup fails its point
         assert BROKEN in err
