@@ -285,7 +285,9 @@ def measure(
     has passed and every median's relative CI half-width is <= ``target_rel_ci``
     (``converged``); or at ``max_time_s`` once ``min_samples`` are in, or at
     ``max_samples`` (not converged). Short of ``min_samples``, calls that fill a sample
-    alone stop at 10x ``max_time_s``; shorter calls wait out a stall up to 100x.
+    alone stop at 10x ``max_time_s``; shorter calls wait out a stall up to 100x. With
+    ``stop_when_precise=False`` it samples on to the time cap and says ``converged`` there
+    if the medians met the target (``ab``'s lockstep: both sides sample the same moments).
 
     ``should_stop`` is the cooperative cancellation hook: it is asked between
     warm-up chunks and after every batch of samples, and when it returns True the

@@ -10,6 +10,10 @@ found it at 17 of 20, while identical code flagged 0 of 20. What made the differ
 - **everything side-specific randomised**: which side is forked first, and which side
   takes the first block of each pair (forking base first made 16 MiB heads look 6-19 %
   faster on identical code);
+- **both sides sampling to the round's time cap**, not stopping once precise: a side
+  that stopped after a few samples left the other sampling alone, at moments the first
+  never saw, and this VM's speed moves 1.45x under every process at once (the per-round
+  ratios' sd fell from 9.6-10.8 % to 6.1 % quiet: :func:`benchbench.run.rounds.lockstep_request`);
 - **the waiting side idle**: it blocks on its request pipe between blocks, and its
   OpenMP threads sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE`` before torch
   loads: :func:`benchbench.run.ab.side_environment`; spinning ones gave ±50 %).
