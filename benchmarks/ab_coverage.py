@@ -29,6 +29,7 @@ from typing import Any
 
 from benchbench.analysis import compare
 from benchbench.analysis.sides import paired_sides
+from benchbench.core.stats import process_medians
 from benchbench.store import open_store
 
 
@@ -87,17 +88,14 @@ def round_scatter(pairs: Sequence[tuple[Sequence[Any], Sequence[Any]]]) -> float
                 continue
             b, b_counts, h, h_counts = paired_sides(row, heads[row["benchmark_id"]])
             ratios = [
-                math.log(statistics.median(hs) / statistics.median(bs))
-                for bs, hs in zip(_split(b, b_counts), _split(h, h_counts), strict=True)
+                math.log(hm / bm)
+                for bm, hm in zip(
+                    process_medians(b, b_counts), process_medians(h, h_counts), strict=True
+                )
             ]
             if len(ratios) > 2:
                 spreads.append(statistics.stdev(ratios))
     return statistics.median(spreads) if spreads else math.nan
-
-
-def _split(values: Sequence[float], counts: Sequence[int]) -> list[Sequence[float]]:
-    starts = list(itertools.accumulate(counts, initial=0))
-    return [values[a:b] for a, b in itertools.pairwise(starts)]
 
 
 def main() -> None:

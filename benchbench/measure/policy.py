@@ -359,8 +359,8 @@ def measure(
         overrun = elapsed_s / policy.max_time_s
         if overrun >= 1 and (n >= policy.min_samples or overrun >= (10 if long_calls else 100)):
             # Sampled on to the cap (``stop_when_precise=False``): precise all the same?
-            converged = not policy.stop_when_precise and enough
-            converged = converged and _precise(samples, calibrated, policy)
+            on_to_cap = not policy.stop_when_precise and enough
+            converged = on_to_cap and _precise(samples, calibrated, policy)
             reason = f"time cap of {policy.max_time_s:g} s reached"
             break
         if n >= policy.max_samples:
