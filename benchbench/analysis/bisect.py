@@ -5,9 +5,9 @@ The oracle judges one commit against the known-good commit and answers in one of
 outcomes (Chromium's Pinpoint judges its steps in the first three):
 
 - ``different``: the points got slower there (the verdict's ``slower`` at some point);
-- ``same``: no point slower, and every point's one-sided upper bound at the look's alpha
-  below one plus the minimum effect: a slowdown as large as that is ruled out (an
-  equivalence test; :func:`step_outcome`);
+- ``same``: no point slower, and the one-sided upper bound at the look's alpha of the
+  points' geometric-mean ratio below one plus the minimum effect: a slowdown as large as
+  that is ruled out for the points together (an equivalence test; :func:`step_outcome`);
 - ``unknown``: neither (too noisy to tell): the commit is measured again, at most
   ``max_looks - 1`` more times (twice by default);
 - ``skip``: the commit cannot be measured (it fails to build, a point fails there), as
@@ -39,6 +39,8 @@ deterministic given its answers, so a resumed search retraces its steps at no co
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,21 +207,22 @@ def replaying(recorded: Iterable[Look], oracle: Oracle) -> Oracle:
 
 
 def step_outcome(
-    points: Sequence[compare.PointComparison],
-    min_effect: float,
-    upper: Sequence[float | None] | None = None,
+    points: Sequence[compare.PointComparison], min_effect: float, together: float | None
 ) -> str:
     """A step's outcome from its comparison against the good commit (the points that
     decide: the ones compared). ``different``: a point ``slower``; ``skip``: a point failing
-    or missing there; ``same``: every point's upper bound below ``1 + min_effect``; else
-    ``unknown``.
+    or missing there; ``same``: ``together`` below ``1 + min_effect`` and no point's own
+    ratio at or above it; else ``unknown``.
 
-    ``same`` is an equivalence test (one-sided: "the slowdown is less than the min
-    effect"), so each point's bound is one-sided at the look's alpha: ``upper``, the upper
-    ends of the points' two-sided 1 - 2 alpha intervals (:func:`same_alpha`), one per
-    point in ``points``' order; without it, the points' own (two-sided 1 - alpha) upper
-    ends, a test at alpha / 2. Every point must pass its own test at alpha for the step
-    to be ``same`` (an intersection-union test: no adjustment over the points).
+    ``together`` is :func:`together_bound` at the look's alpha: the one-sided upper bound
+    of the points' geometric-mean ratio, an equivalence test ("the points together got
+    slower by less than the min effect"). A point's own bound would need each point as
+    precise as the whole selection: a point's per-round log ratios scatter independently of
+    the others' (correlation ~0 over the stored ``ab`` pairs of 2026-11-29), so k points
+    together are ~1/sqrt(k) as noisy, and beside a noisy neighbour one small point's own
+    bound stayed above 1.05 after 60 pairs. A slowdown at one point of k is diluted k
+    times in ``together``: that point's own ``slower`` decides ``different`` first, and a
+    point whose ratio alone reaches the min effect keeps the step ``unknown``.
 
     Not the MDE: the verdict's MDE is the change it marks ``slower`` at its power, which
     lies above ``min_effect`` whenever there is noise, so no look would ever be ``same``."""
@@ -229,18 +232,38 @@ def step_outcome(
         return DIFFERENT
     if any(p.mark in (compare.FAILING, compare.GONE, compare.NEW) for p in points):
         return SKIP
-    bounds = list(upper) if upper is not None else [p.ratio_ci_high for p in points]
-    if len(bounds) != len(points):
-        raise ValueError(f"upper has {len(bounds)} bounds for {len(points)} points")
-    if all(high is not None and high < 1 + min_effect for high in bounds):
+    alone = all(p.ratio is not None and p.ratio < 1 + min_effect for p in points)
+    if together is not None and together < 1 + min_effect and alone:
         return SAME
     return UNKNOWN
 
 
-def same_alpha(alpha: float) -> float:
-    """The two-sided level whose interval's upper end is the one-sided bound at ``alpha``
-    (``same``'s equivalence test at a look's alpha): ``2 * alpha``."""
-    return 2 * alpha
+def together_bound(
+    base_rows: Sequence[Mapping[str, Any]],
+    head_rows: Sequence[Mapping[str, Any]],
+    alpha: float,
+) -> float | None:
+    """The one-sided upper bound at ``alpha`` of the points' geometric-mean ratio, head
+    over base, paired by round: each round's mean over the points of their log ratios
+    (:func:`~benchbench.analysis.sides.round_log_ratios`; the rounds every point kept),
+    then ``exp(mean + t(1 - alpha, n - 1) * sd / sqrt(n))`` over the n rounds. None when
+    a point is missing or not ``ok`` on a side, or fewer than two rounds are common."""
+    from benchbench.analysis.sides import round_log_ratios
+    from benchbench.core.stats import t_quantile
+
+    heads = {row["benchmark_id"]: row for row in head_rows}
+    per_point: list[dict[int, float]] = []
+    for row in base_rows:
+        head = heads.get(row["benchmark_id"])
+        if head is None or row["status"] != "ok" or head["status"] != "ok":
+            return None
+        per_point.append(round_log_ratios(row, head))
+    common = sorted(set.intersection(*(set(p) for p in per_point))) if per_point else []
+    if len(common) < 2:
+        return None
+    rounds = [statistics.fmean(p[r] for p in per_point) for r in common]
+    spread = statistics.stdev(rounds) / math.sqrt(len(rounds))
+    return math.exp(statistics.fmean(rounds) + t_quantile(len(rounds) - 1, 1 - 2 * alpha) * spread)
 
 
 def point_evidence(points: Sequence[compare.PointComparison]) -> list[dict[str, Any]]:

@@ -6,11 +6,13 @@ pooled into one (``bisect``'s looks at a commit)
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchbench.analysis.verdict import estimate_counts, mark_counts
+from benchbench.core.stats import process_medians
 
 Row = Mapping[str, Any]
 
@@ -66,6 +68,24 @@ def paired_sides(
         return per_call(base), processes(base), per_call(contender), processes(contender)
     common = [r for r in base_rounds if r in set(con_rounds)]
     return (*in_rounds(base, common), *in_rounds(contender, common))
+
+
+def round_log_ratios(base: Row, contender: Row) -> dict[int, float]:
+    """A point's per-round log ratios, contender over base, by round: one median a side
+    and round, as the paired test takes them, for the rounds both sides kept (by position
+    where the rows do not name their rounds; empty when their process counts differ)."""
+    b, b_counts, c, c_counts = paired_sides(base, contender)
+    b_medians, c_medians = process_medians(b, b_counts), process_medians(c, c_counts)
+    if len(b_medians) != len(c_medians):
+        return {}
+    base_rounds, con_rounds = rounds_of(base), rounds_of(contender)
+    if base_rounds is None or con_rounds is None:
+        keys = list(range(len(b_medians)))
+    else:
+        keys = [r for r in base_rounds if r in set(con_rounds)]
+    return {
+        key: math.log(c_m / b_m) for key, b_m, c_m in zip(keys, b_medians, c_medians, strict=True)
+    }
 
 
 def instructions(row: Row) -> tuple[list[float], float] | None:

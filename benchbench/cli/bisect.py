@@ -2,10 +2,11 @@
 
 Each step builds a commit's side as `ab --base-ref` does (cached by commit, torch shared)
 and judges it against the good commit with ab's paired verdict: different (a point
-slower), same (no point slower, every point's one-sided bound below 1 + --min-effect) or
-unknown, then measured again at most twice, each look at --alpha / 3 and judged on the
-commit's looks so far pooled. The bad end is measured first; commits that fail to build
-are skipped, as `git bisect skip`. Every look goes to --log; --resume continues it.
+slower), same (no point slower, and the one-sided bound of the points' geometric-mean
+ratio below 1 + --min-effect) or unknown, then measured again at most twice, each look
+at --alpha / 3 and judged on the commit's looks so far pooled. The bad end is measured
+first; commits that fail to build are skipped, as `git bisect skip`. Every look goes to
+--log; --resume continues it.
 Method and recipe: docs/compare.md, "Which commit did it".
 
 Exit codes: 3 a culprit named (or its candidates, when skipped commits hide it; 0 with
@@ -216,9 +217,12 @@ class _Step:
         self.remember([found])
         self.log.write(json.dumps(found.to_dict()) + "\n")
         self.log.flush()
+        together = found.evidence.get("together")
         flags.stderr().print(
             f"step: {self.commits[sha].name} look {look}: {found.outcome} "
-            f"({found.seconds:.1f} s)"
+            f"({found.seconds:.1f} s"
+            + (f"; together < {together:.3f}" if together and found.outcome != "different" else "")
+            + ")"
             + (f": {found.evidence['reason']}" if "reason" in found.evidence else ""),
             markup=False,
             highlight=False,
@@ -248,8 +252,8 @@ class _Step:
             Look,
             look_alpha,
             point_evidence,
-            same_alpha,
             step_outcome,
+            together_bound,
         )
         from benchbench.analysis.sides import pooled_runs
         from benchbench.run.ab import check_sides, run_ab
@@ -292,19 +296,17 @@ class _Step:
             paired=True,
             power=self.args.power,
         )
-        # `same` is one-sided at the look's alpha: the upper ends of 1 - 2 alpha intervals.
-        two_alpha = same_alpha(look_alpha(self.args.alpha))
-        bounds = analysis.compare_rows(rows[0], rows[1], alpha=two_alpha, paired=True).points
-        upper = [p.ratio_ci_high for p in bounds]
+        # `same`: the points together, one-sided at the look's alpha (an equivalence test).
+        together = together_bound(rows[0], rows[1], look_alpha(self.args.alpha))
         evidence = {
             "runs": list(summary.run_ids),
             "pooled": looks[:-1],
             "built": not side.built.cached,
             "alpha": look_alpha(self.args.alpha),
             "points": point_evidence(result.points),
-            "upper": upper,
+            "together": together,
         }
-        outcome = step_outcome(result.points, self.args.min_effect, upper)
+        outcome = step_outcome(result.points, self.args.min_effect, together)
         return Look(commit.sha, look, outcome, time.monotonic() - started, evidence)
 
 
