@@ -12,7 +12,11 @@ reports, per point and pair:
   processes): how often run k's holds run k+1's median on the same side;
 - **the rounds' scatter**: the standard deviation of a point's per-round log ratios (one
   median a side and round, as the paired test takes them), the median over points and
-  pairs; the paired interval's width follows from it.
+  pairs; the paired interval's width follows from it;
+- **points together**: the correlation of two points' per-round log ratios in the same
+  pair, and the scatter of their per-round mean (what ``bisect``'s ``same`` judges), the
+  median over every two points of a pair: about 1/sqrt(2) of one point's when the
+  points' rounds scatter independently.
 
 Usage: ``PYTHONPATH=. python benchmarks/ab_coverage.py STORE.db [--pairs N]``; numbers in
 BENCHMARKS.md, "`ab` beside the neighbour, and whether its intervals hold a rerun".
@@ -28,8 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchbench.analysis import compare
-from benchbench.analysis.sides import paired_sides
-from benchbench.core.stats import process_medians
+from benchbench.analysis.sides import round_log_ratios
 from benchbench.store import open_store
 
 
@@ -78,24 +81,44 @@ def ratio_coverage(
     return held_one, len(ones), held_next, judged_next, statistics.median(widths)
 
 
+def _round_ratios(base: Sequence[Any], head: Sequence[Any]) -> list[dict[int, float]]:
+    """Each point's per-round log ratios in one pair, by round."""
+    heads = {row["benchmark_id"]: row for row in head if row["status"] == "ok"}
+    return [
+        round_log_ratios(row, heads[row["benchmark_id"]])
+        for row in base
+        if row["status"] == "ok" and row["benchmark_id"] in heads
+    ]
+
+
 def round_scatter(pairs: Sequence[tuple[Sequence[Any], Sequence[Any]]]) -> float:
     """The median, over points and pairs, of the sd of a point's per-round log ratios."""
-    spreads = []
-    for base, head in pairs:
-        heads = {row["benchmark_id"]: row for row in head if row["status"] == "ok"}
-        for row in base:
-            if row["status"] != "ok" or row["benchmark_id"] not in heads:
-                continue
-            b, b_counts, h, h_counts = paired_sides(row, heads[row["benchmark_id"]])
-            ratios = [
-                math.log(hm / bm)
-                for bm, hm in zip(
-                    process_medians(b, b_counts), process_medians(h, h_counts), strict=True
-                )
-            ]
-            if len(ratios) > 2:
-                spreads.append(statistics.stdev(ratios))
+    spreads = [
+        statistics.stdev(ratios.values())
+        for base, head in pairs
+        for ratios in _round_ratios(base, head)
+        if len(ratios) > 2
+    ]
     return statistics.median(spreads) if spreads else math.nan
+
+
+def points_together(
+    pairs: Sequence[tuple[Sequence[Any], Sequence[Any]]],
+) -> tuple[float, float]:
+    """Over every two points of a pair (their common rounds): the median correlation of
+    their per-round log ratios, and the median sd of the two points' per-round mean."""
+    correlations, spreads = [], []
+    for base, head in pairs:
+        for one, other in itertools.combinations(_round_ratios(base, head), 2):
+            common = sorted(set(one) & set(other))
+            if len(common) < 3:
+                continue
+            x, y = [one[r] for r in common], [other[r] for r in common]
+            correlations.append(statistics.correlation(x, y))
+            spreads.append(statistics.stdev((a + b) / 2 for a, b in zip(x, y, strict=True)))
+    if not spreads:
+        return math.nan, math.nan
+    return statistics.median(correlations), statistics.median(spreads)
 
 
 def main() -> None:
@@ -120,6 +143,11 @@ def main() -> None:
     print(f"    {_share(after, judged_after)}; median half-width ±{100 * width:.1f} %")
     scatter = round_scatter(list(zip(*sides, strict=True)))
     print(f"  rounds' scatter: sd of a point's per-round log ratios, median {100 * scatter:.1f} %")
+    correlation, together = points_together(list(zip(*sides, strict=True)))
+    print(
+        f"  two points together: correlation of their round ratios, median {correlation:.2f};"
+        f" sd of their per-round mean, median {100 * together:.1f} %"
+    )
     for name, runs in zip(("base", "head"), sides, strict=True):
         held, total, side_width = side_coverage(runs)
         print(

@@ -12,6 +12,7 @@ the commits whose trees are new: every try's repository is new, so every try bui
 
     python benchmarks/bisect_bench.py --neighbour              # the acceptance run
     python benchmarks/bisect_bench.py --commits 4 --tries 1 --rounds 2 --budget 0.02
+    python benchmarks/bisect_bench.py --neighbour --first 2 --tries 8   # tries 2-9 of a set
 
 Prints one line per try and a summary (found, mean steps, re-measurements, wall times),
 with the machine's load before and after: paste it into BENCHMARKS.md.
@@ -108,6 +109,7 @@ def one_try(args: argparse.Namespace, index: int, cache: Path) -> dict:
         "remeasured": found["remeasured"],
         "wall_s": wall_s,
         "exit": done.returncode,
+        "looks": found["looks"],
     }
 
 
@@ -115,6 +117,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=16)
     parser.add_argument("--tries", type=int, default=10)
+    parser.add_argument(
+        "--first", type=int, default=0, help="the first try's index (resume a set of tries)"
+    )
     parser.add_argument("--calls", type=int, default=10, help="whole calls before the culprit")
     parser.add_argument("--extra", type=float, default=0.10, help="the culprit's extra work")
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536])
@@ -134,7 +139,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="bisect-bench-cache-") as scratch:
             cache = args.cache or Path(scratch)
             tries = []
-            for index in range(args.tries):
+            for index in range(args.first, args.first + args.tries):
                 result = one_try(args, index, cache)
                 tries.append(result)
                 print(json.dumps(result), flush=True)
