@@ -57,16 +57,26 @@ def in_rounds(row: Row, rounds: list[int]) -> tuple[list[float], tuple[int, ...]
     return kept_times, tuple(kept_counts)
 
 
-def paired_sides(
-    base: Row, contender: Row
-) -> tuple[list[float], tuple[int, ...], list[float], tuple[int, ...]]:
-    """Two ``ab`` rows as the per-call times and process counts of the rounds both sides
-    kept, round by round (a round lost on one side is dropped from both); rows that do
-    not name their rounds are as stored (paired by position when their counts match)."""
+def common_rounds(base: Row, contender: Row) -> list[int] | None:
+    """The rounds both ``ab`` rows kept, in the base's order; None where a row does not
+    name its rounds."""
     base_rounds, con_rounds = rounds_of(base), rounds_of(contender)
     if base_rounds is None or con_rounds is None:
+        return None
+    kept = set(con_rounds)
+    return [r for r in base_rounds if r in kept]
+
+
+def paired_sides(
+    base: Row, contender: Row, rounds: list[int] | None = None
+) -> tuple[list[float], tuple[int, ...], list[float], tuple[int, ...]]:
+    """Two ``ab`` rows as the per-call times and process counts of the rounds both sides
+    kept (``rounds``: :func:`common_rounds`, found when not given), round by round (a
+    round lost on one side is dropped from both); rows that do not name their rounds are
+    as stored (paired by position when their counts match)."""
+    common = rounds if rounds is not None else common_rounds(base, contender)
+    if common is None:
         return per_call(base), processes(base), per_call(contender), processes(contender)
-    common = [r for r in base_rounds if r in set(con_rounds)]
     return (*in_rounds(base, common), *in_rounds(contender, common))
 
 
@@ -74,15 +84,12 @@ def round_log_ratios(base: Row, contender: Row) -> dict[int, float]:
     """A point's per-round log ratios, contender over base, by round: one median a side
     and round, as the paired test takes them, for the rounds both sides kept (by position
     where the rows do not name their rounds; empty when their process counts differ)."""
-    b, b_counts, c, c_counts = paired_sides(base, contender)
+    common = common_rounds(base, contender)
+    b, b_counts, c, c_counts = paired_sides(base, contender, common)
     b_medians, c_medians = process_medians(b, b_counts), process_medians(c, c_counts)
     if len(b_medians) != len(c_medians):
         return {}
-    base_rounds, con_rounds = rounds_of(base), rounds_of(contender)
-    if base_rounds is None or con_rounds is None:
-        keys = list(range(len(b_medians)))
-    else:
-        keys = [r for r in base_rounds if r in set(con_rounds)]
+    keys = common if common is not None else list(range(len(b_medians)))
     return {
         key: math.log(c_m / b_m) for key, b_m, c_m in zip(keys, b_medians, c_medians, strict=True)
     }
