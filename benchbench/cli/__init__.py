@@ -105,12 +105,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+#: The top help is printed as written (its groups keep their layout, whatever the
+#: terminal), so it is wrapped here, at the width the CLI reference page is generated at.
+TOP_WIDTH = 100
+
+
 def _grouped(helps: dict[str, str]) -> str:
     width = max(len(name) for name in helps) + 2
     lines = []
     for title, names in GROUPS:
         lines.append(f"{title}:")
-        lines += [f"  {name:<{width}}{helps[name]}" for name in names]
+        for name in names:
+            lines += textwrap.wrap(
+                helps[name],
+                TOP_WIDTH,
+                initial_indent=f"  {name:<{width}}",
+                subsequent_indent=" " * (width + 2),
+            )
     return "\n".join(lines)
 
 
@@ -123,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="benchbench",
         description="Benchmark PyTorch operators on CPU, CUDA and MPS; store and compare "
         "results.\n\n" + _grouped(helps),
-        epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 130/143 interrupted. "
+        epilog="Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 130/143 interrupted.\n"
         "`benchbench COMMAND --help` for a command's flags.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
