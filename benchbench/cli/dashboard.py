@@ -51,7 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "pages then mark the alerts' first bad runs, not every change point",
     )
     flags.add_store(build)
-    srv = sub.add_parser("serve", help="serve the site on 127.0.0.1, rebuilding on request")
+    srv = sub.add_parser(
+        "serve",
+        help="serve the site on 127.0.0.1, rebuilding on request",
+        description="Serve the dashboard in DIR on HOST:PORT, and rebuild it from the store "
+        "when the overview is opened or /__rebuild is requested (how often: `benchbench "
+        "dashboard --help`).",
+    )
     srv.add_argument(
         "-d",
         "--directory",

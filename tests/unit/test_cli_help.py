@@ -55,14 +55,32 @@ def _prose_lines(parser: argparse.ArgumentParser) -> list[str]:
     return prose
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
-def test_every_command_s_help_is_a_synopsis_a_paragraph_and_its_options(name, monkeypatch):
+#: Every command below the top, nested ones included: ("run",), ("dashboard", "build").
+COMMAND_PATHS = [path for path, _ in walk_parsers(build_parser()) if path]
+
+
+@pytest.mark.parametrize("path", COMMAND_PATHS, ids="-".join)
+def test_every_command_s_help_is_a_synopsis_a_paragraph_and_its_options(path, monkeypatch):
     """At 100 columns, at most 25 lines of prose around the options (pip's and pytest's
     shape); the rest of a command's text is on the generated reference page."""
     monkeypatch.setenv("COLUMNS", "100")
-    parser = dict(walk_parsers(build_parser()))[(name,)]
+    parser = dict(walk_parsers(build_parser()))[path]
+    name = " ".join(path)
     prose = _prose_lines(parser)
     assert prose, f"benchbench {name} --help says nothing of what it does"
     assert len(prose) <= 25, f"benchbench {name} --help: {len(prose)} lines of prose\n" + "\n".join(
         prose
     )
+
+
+def test_every_help_fits_100_columns(monkeypatch):
+    """The top help is printed as written (benchbench.cli.TOP_WIDTH), the others wrapped
+    to the terminal: at 100 columns, no line of any of them is wider."""
+    monkeypatch.setenv("COLUMNS", "100")
+    wide = [
+        f"benchbench {' '.join(path)} --help: {line}"
+        for path, parser in walk_parsers(build_parser())
+        for line in parser.format_help().splitlines()
+        if len(line) > 100
+    ]
+    assert not wide, "\n".join(wide)
