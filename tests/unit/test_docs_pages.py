@@ -3,7 +3,6 @@ prints, and the site's navigation holds the tutorial, troubleshooting and change
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
@@ -44,6 +43,7 @@ OUTPUT_AS_OF = re.compile(
 def test_docs_and_help_speak_of_base_and_head() -> None:
     from benchbench.cli import COMMANDS, build_parser
     from tests.docblocks import doc_pages
+    from tests.integration.cli import walk_parsers
 
     found = [
         f"{page.name}: {match.group(0)}"
@@ -51,11 +51,13 @@ def test_docs_and_help_speak_of_base_and_head() -> None:
         if page.name not in QUOTING
         for match in RETIRED.finditer(OUTPUT_AS_OF.sub("", page.read_text()))
     ]
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for name in COMMANDS:
+    walked = list(walk_parsers(build_parser()))  # the top, every command, nested ones too
+    assert {("dashboard", "build"), ("dashboard", "serve")} | {(n,) for n in COMMANDS} <= {
+        path for path, _ in walked
+    }
+    for path, parser in walked:
         found += [
-            f"{name} --help: {m.group(0)}"
-            for m in RETIRED.finditer(sub.choices[name].format_help())
+            f"benchbench {' '.join(path)} --help: {m.group(0)}"
+            for m in RETIRED.finditer(parser.format_help())
         ]
     assert not found, f"retired words (say base and head, docs/concepts.md): {found}"
