@@ -302,8 +302,8 @@ def add_rounds(parser: argparse.ArgumentParser) -> None:
         metavar="M",
         help="a point whose processes disagree beyond --target may take more processes, up "
         "to M in all, while the run's sampling budget (--budget x points) lasts; the points "
-        "furthest from the target get them first (default {{ default.max_rounds }}; --rounds: "
-        "none)",
+        "furthest from the target get them first (default: the larger of --rounds and "
+        "{{ default.max_rounds }}; with --rounds 1, none)",
     )
 
 

@@ -44,8 +44,24 @@ def test_run_uses_the_budget_target_and_rounds_its_help_quotes(monkeypatch) -> N
     assert f"(default {config.policy.max_time_s:g})" in _help("run", "--budget")
     assert f"(default {config.policy.target_rel_ci:g})" in _help("run", "--target")
     assert f"$BENCHBENCH_ROUNDS or {config.rounds.count};" in _help("run", "--rounds")
-    assert f"(default {config.rounds.max_count};" in _help("run", "--max-rounds")
     assert f"(default {config.timeout_s:g};" in _help("run", "--timeout")
+
+
+def test_max_rounds_is_the_larger_of_rounds_and_the_number_its_help_quotes(monkeypatch) -> None:
+    from benchbench.cli import flags
+
+    monkeypatch.delenv("BENCHBENCH_ROUNDS", raising=False)
+    quoted = re.search(
+        r"\(default: the larger of --rounds and (\d+);", _help("run", "--max-rounds")
+    )
+    assert quoted is not None
+    least = int(quoted.group(1))
+    suite = str(SUITES / "tiny.py")
+    config = run_cli._fresh_config(_parsed("run", suite))
+    assert config.rounds.max_count == max(config.rounds.count, least)
+    for count in (2, least + 3):  # below the quoted number, then above it
+        rounds = flags.rounds_from(_parsed("run", suite, "--rounds", str(count)))
+        assert rounds.max_count == max(count, least)
 
 
 def test_a_compile_variants_timeout_is_the_one_the_help_quotes(monkeypatch) -> None:
