@@ -3,8 +3,8 @@
 A default a page or a help text states about current behaviour is markup
 (``{{ default.rounds }}``, :mod:`benchbench.core.facts`), filled in from the code; a
 sentence of a dated measurement carries ``{{ asof YYYY-MM-DD }}``; a pasted output is a
-fenced block. Anything else that reads "(default 3)", "3 by default" or "`--rounds` (3)"
-is a default typed by hand, bound to drift.
+fenced block. Anything else that reads "(default 3)", "3 by default", "`--rounds` (3)",
+"the 5 % minimum effect" or "its 300 s timeout" is a default typed by hand, bound to drift.
 """
 
 from __future__ import annotations
@@ -22,6 +22,14 @@ _BY_HAND = (
     re.compile(r"\d[\d.]*\s*%?\s+defaults?\b"),
     re.compile(r"`--[a-z-]+`\s*\(\s*(?:default\s*)?[±~]?\d"),
     re.compile(r"--[a-z-]+ \((?:default )?\d"),
+    # The verdict's threshold and level, and the timeouts, named rather than flagged:
+    # "the 5 % minimum effect" ("a 50 % min effect" is a value chosen for an example),
+    # "the minimum effect (5 %)", "1 − alpha (95 %)", "its 300 s timeout",
+    # "300 s rather than 60 s unless `--timeout`".
+    re.compile(r"\b(?:the|its|[a-z]+'s)\s+\d[\d.]*\s*%\s+min(?:imum)?\s+effect\b", re.IGNORECASE),
+    re.compile(r"\bmin(?:imum)?\s+effect\s*(?:of\s+|\(\s*)\d[\d.]*\s*%", re.IGNORECASE),
+    re.compile(r"\balpha\s*\(\s*\d[\d.]*\s*%\s*\)", re.IGNORECASE),
+    re.compile(r"\d[\d.]*\s*s\s+(?:timeout\b|rather\s+than\s+\d[\d.]*\s*s\b)"),
 )
 
 

@@ -47,6 +47,60 @@ def test_no_page_types_a_default(page: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("typed", "marked"),
+    [
+        (
+            "within the verdict's 5 % minimum effect do not",
+            "within the verdict's {{ default.min_effect_pct }} minimum effect do not",
+        ),
+        (
+            "with m the minimum effect (5 %), symmetric",
+            "with m the minimum effect ({{ default.min_effect_pct }}), symmetric",
+        ),
+        (
+            "`not significant` beyond a minimum effect of 5 % (Comparing runs)",
+            "`not significant` beyond a minimum effect of {{ default.min_effect_pct }}",
+        ),
+        (
+            "of the ratio of medians at 1 − alpha (95 %): 2,000 resamples",
+            "of the ratio of medians at 1 − alpha ({{ default.confidence_pct }}): 2,000",
+        ),
+        (
+            "a cold compile takes 20-90 s, hence its points' 300 s timeout.",
+            "a cold compile takes 20-90 s, hence its points' {{ default.compile_timeout }} s "
+            "timeout.",
+        ),
+        (
+            "Their points get 300 s rather than 60 s unless `--timeout` is given",
+            "Their points get {{ default.compile_timeout }} s rather than {{ default.timeout }} s "
+            "unless `--timeout` is given",
+        ),
+    ],
+    ids=[
+        "pct-minimum-effect",
+        "minimum-effect-paren",
+        "minimum-effect-of",
+        "alpha-paren",
+        "s-timeout",
+        "s-rather-than-s",
+    ],
+)
+def test_a_threshold_or_timeout_typed_by_hand_is_caught(typed: str, marked: str) -> None:
+    assert stated_by_hand(typed), typed
+    assert not stated_by_hand(marked), marked
+
+
+def test_a_dated_figure_a_pasted_output_or_an_example_s_value_is_no_default() -> None:
+    dated = "Taken {{ asof 2026-11-27 }}: the MDE counts the 5 % minimum effect."
+    pasted = "```text\n0 regressed (min effect 5%, alpha 0.05): the 5 % minimum effect\n```\n"
+    example = "four rounds and a 50 % min effect, on a 2-core VM beside five busy jobs"
+    assert stated_by_hand(dated.replace("{{ asof 2026-11-27 }}", ""))  # undated, it is one
+    assert not stated_by_hand(dated)
+    assert not stated_by_hand(pasted)
+    assert not stated_by_hand(example)
+
+
 def test_no_help_text_types_a_default() -> None:
     typed = [(where, found) for where, text in _help_texts() for found in stated_by_hand(text)]
     assert not typed, f"help states a default by hand; write {{{{ default.NAME }}}}: {typed}"
