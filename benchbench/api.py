@@ -391,7 +391,8 @@ def compare(
 ) -> Comparison:
     """Judge ``b`` against ``a`` by ``benchbench compare``'s verdict: the ratio of their
     medians (b over a) with its interval, and ``faster``, ``slower``, ``same`` or ``not
-    significant`` beyond ``min_effect`` (5 %) at ``alpha`` (0.05)."""
+    significant`` beyond ``min_effect`` at ``alpha`` (by default
+    :data:`benchbench.core.defaults.MIN_EFFECT` and :data:`~benchbench.core.defaults.ALPHA`)."""
     for side, value in (("a", a), ("b", b)):
         if not isinstance(value, Measurement):
             raise BenchError(

@@ -44,15 +44,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from benchbench.core.defaults import MIN_EFFECT
 from benchbench.core.errors import UsageError
 
 if TYPE_CHECKING:  # imported when used: the engine pulls in scipy (~1 s)
     from benchbench.core.stats import Stats
     from benchbench.core.values import Point
     from benchbench.measure.policy import Policy
-
-#: Smallest relative change of the median reported as faster or slower.
-MIN_EFFECT = 0.05
 
 
 @dataclass(frozen=True)
