@@ -8,6 +8,8 @@ import io
 import re
 from typing import Any
 
+import pytest
+
 from benchbench.views.results import results_grid
 from benchbench.views.run_notes import (
     drift_line,
@@ -99,6 +101,23 @@ def test_an_unstable_range_in_one_unit_names_it_once():
     grid = results_grid(rows, title="run x", footer=footer(rows))
     assert plain(grid.rows[0][6]) == "9.59–23.6 µs"
     assert "9.59–23.6 µs over 3 processes" in " ".join(grid.notes)
+
+
+@pytest.mark.parametrize(
+    ("medians", "cell"),
+    [
+        ([390e-6, 1.19e-3, 500e-6], "0.39–1.19 ms"),  # 390 µs–1.19 ms made a table 162 wide
+        ([814e-6, 5.11e-3, 1e-3], "0.81–5.11 ms"),
+        ([0.39, 1.19, 0.5], "0.39–1.19 s"),
+        ([24e-6, 19.8e-3, 1e-3], "24 µs–19.8 ms"),  # under 0.1 ms: both units say more
+    ],
+)
+def test_an_unstable_range_across_units_is_in_the_upper_unit_where_it_reads(medians, cell):
+    rows = [_row(1024, half=3.0)]
+    rows[0]["process_medians_s"] = medians
+    grid = results_grid(rows, title="run x", footer=footer(rows))
+    assert plain(grid.rows[0][6]) == cell
+    assert f"{cell} over 3 processes" in " ".join(grid.notes)
 
 
 def test_the_title_says_the_cpu_threads():
