@@ -1,13 +1,15 @@
 """The pictures of the docs, from real measured runs: one command makes them all.
 
-    PYTHONPATH=. python benchmarks/docs_pictures.py [--nights 3] [--rounds 2] [--skip-quick]
+    PYTHONPATH=. python benchmarks/docs_pictures.py [--nights 3] [--rounds N] [--skip-quick]
 
 - ``docs/quick.png`` (the README's plot): ``benchbench run quick`` at today's defaults,
   then ``benchbench plot``;
 - ``docs/screenshots/*.png`` (the README's and the History page's): a small nightly of
   a few nights of ``torch.sqrt`` and ``torch.rsqrt`` from the quick suite, each night a
-  real ``benchbench run --kind nightly`` into a fresh store under one machine name, then
-  ``benchbench dashboard build`` and its pages in headless Chromium.
+  real ``benchbench run --kind nightly`` at today's defaults (rounds and budget: a
+  picture of two processes at 0.05 s showed intervals of ±28,000 %, which no default run
+  prints) into a fresh store under one machine name, then ``benchbench dashboard build``
+  and its pages in headless Chromium.
 
 Nothing comes from test fixtures: every figure on a picture was measured on the machine
 that ran this script, which it prints with its load. A few minutes on a quiet 2-core
@@ -57,14 +59,15 @@ def benchbench(*argv: str, env: dict[str, str], cwd: Path) -> str:
     return done.stdout
 
 
-def nightly(work: Path, nights: int, rounds: int, env: dict[str, str]) -> list[str]:
-    """A few nights of the nightly filter; the run ids, oldest first."""
+def nightly(work: Path, nights: int, rounds: int | None, env: dict[str, str]) -> list[str]:
+    """A few nights of the nightly filter (``rounds`` None: run's default); their labels."""
     ids = []
     for night in range(1, nights + 1):
         label = f"night-{night}"
+        chosen = ["--rounds", str(rounds)] if rounds is not None else []
         benchbench(
             "run", "quick", "--filter", NIGHTLY_FILTER, "--kind", "nightly", "--label", label,
-            "--rounds", str(rounds), "--budget", "0.05", env=env, cwd=work,
+            *chosen, env=env, cwd=work,
         )  # fmt: skip
         ids.append(label)
     return ids
@@ -107,7 +110,7 @@ def screenshots(site: Path, first: str, last: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nights", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of each night's run")
+    parser.add_argument("--rounds", type=int, help="rounds of each night's run (run's default)")
     parser.add_argument("--skip-quick", action="store_true", help="leave docs/quick.png")
     args = parser.parse_args()
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
