@@ -129,7 +129,6 @@ def test_the_stated_defaults_are_what_a_run_and_time_use(monkeypatch) -> None:
     run = run_cli._fresh_config(_parsed("run", str(SUITES / "tiny.py")))
     used = {
         "default.rounds": str(run.rounds.count),
-        "default.max_rounds": str(run.rounds.max_count),
         "default.budget": f"{run.policy.max_time_s:g}",
         "default.target": f"{run.policy.target_rel_ci:g}",
         "default.timeout": f"{run.timeout_s:g}",
@@ -141,6 +140,8 @@ def test_the_stated_defaults_are_what_a_run_and_time_use(monkeypatch) -> None:
     used["default.time_budget"] = f"{timed.policy.max_time_s:g}"
     used["default.bench_rounds"] = str(inspect.signature(api.bench).parameters["rounds"].default)
     assert {name: stated[name] for name in used} == used
+    # --max-rounds' help: "the larger of --rounds and {{ default.max_rounds }}".
+    assert run.rounds.max_count == max(run.rounds.count, int(stated["default.max_rounds"]))
 
 
 def test_the_stated_thresholds_are_what_the_verdict_and_ab_apply() -> None:
