@@ -295,6 +295,10 @@ def _time_cell(row: Row | None) -> Text:
     if row.status != "ok" or row.median_s is None:
         style = "yellow" if row.status == "skipped" else "red"
         return Text((row.reason or row.status).split(":")[0], style=style)
+    from benchbench.views.run_notes import unstable  # numpy and the store: not for --help
+
+    if unstable(dataclasses.asdict(row)):  # as `run`'s table: no ±5,000,000,000 %
+        return Text(f"{format_time(row.median_s)} unstable", style="yellow")
     half = (row.ci_high_s or 0) - (row.ci_low_s or 0)
     return Text(f"{format_time(row.median_s)} ±{half / (2 * row.median_s):.1%}")
 
@@ -302,7 +306,16 @@ def _time_cell(row: Row | None) -> Text:
 def _ratio_cell(row: Row | None) -> Text:
     if row is None or row.ratio is None:
         return Text("-")
-    text = Text(f"{row.ratio:.3f} [{row.ratio_ci_low:.3f}, {row.ratio_ci_high:.3f}] ")
+    from benchbench.views.run_notes import UNSTABLE
+
+    low, high = row.ratio_ci_low, row.ratio_ci_high
+    if low is None or high is None:
+        interval = "[-]"
+    elif not (high - low) / (2 * row.ratio) <= UNSTABLE:  # [0.000, 2940908358486.411] said less
+        interval = "[unstable]"
+    else:
+        interval = f"[{low:.3f}, {high:.3f}]"
+    text = Text(f"{row.ratio:.3f} {interval} ")
     text.append(row.verdict or "", style=_VERDICT_STYLE.get(row.verdict or "", ""))
     return text
 
