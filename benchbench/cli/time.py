@@ -306,13 +306,13 @@ def _time_cell(row: Row | None) -> Text:
 def _ratio_cell(row: Row | None) -> Text:
     if row is None or row.ratio is None:
         return Text("-")
-    from benchbench.views.run_notes import UNSTABLE
+    from benchbench.views.run_notes import unstable
 
     low, high = row.ratio_ci_low, row.ratio_ci_high
     if low is None or high is None:
         interval = "[-]"
-    elif not (high - low) / (2 * row.ratio) <= UNSTABLE:  # [0.000, 2940908358486.411] said less
-        interval = "[unstable]"
+    elif unstable({"median_s": row.ratio, "ci_low_s": low, "ci_high_s": high}):
+        interval = "[unstable]"  # [0.000, 2940908358486.411] said less
     else:
         interval = f"[{low:.3f}, {high:.3f}]"
     text = Text(f"{row.ratio:.3f} {interval} ")

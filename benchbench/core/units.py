@@ -7,12 +7,15 @@ import re
 
 from benchbench.core.errors import UsageError
 
+#: The units :func:`format_time` writes, largest first, with their seconds.
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+
 
 def format_time(seconds: float | None) -> str:
     """``1.23 µs``-style, three significant digits."""
     if seconds is None or not math.isfinite(seconds):
         return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+    for unit, scale in TIME_UNITS.items():
         if abs(seconds) >= scale or unit == "ns":
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds:.3g} s"

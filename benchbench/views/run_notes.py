@@ -31,7 +31,7 @@ from benchbench.core.notes import (
     merge_warnings,
     names_process,
 )
-from benchbench.core.units import format_size, format_time
+from benchbench.core.units import TIME_UNITS, format_size, format_time
 from benchbench.store import Store
 from benchbench.views.tables import wrap_note
 
@@ -123,14 +123,10 @@ def _span(low: float | None, high: float | None) -> str:
     number, _, unit = first.partition(" ")
     if unit and last.endswith(f" {unit}"):
         return f"{number}–{last}"
-    scale = _UNIT_SCALE.get(last.rpartition(" ")[2])
+    scale = TIME_UNITS.get(last.rpartition(" ")[2])
     if low is not None and scale is not None and 0.1 <= low / scale < 1:
         return f"{low / scale:.2f}–{last}"
     return f"{first}–{last}"
-
-
-#: The seconds of each unit :func:`~benchbench.core.units.format_time` writes.
-_UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
 
 
 #: Process medians this far apart (max / min) are the cause of an unstable interval.
