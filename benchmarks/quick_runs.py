@@ -31,6 +31,7 @@ import itertools
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,7 @@ sys.path.insert(1, str(ROOT / "benchmarks"))
 
 from gate_bench import NEIGHBOUR  # noqa: E402
 
+from benchbench.analysis.rerun import history_factor, widened  # noqa: E402
 from benchbench.store import open_store  # noqa: E402
 
 #: Agreement is judged on points at least this long: below it, timer and call overheads
@@ -116,6 +118,7 @@ def main() -> None:
         entry["unstable"] = int((half > UNSTABLE).sum())
         entry["widest_show_line"] = _widest_show_line(store_path, run_id)
     report["holding"] = _holding(frame, run_ids)
+    report["printed"] = _printed(store_path, run_ids)
     ok = frame[frame["status"] == "ok"]
     by_point = ok.groupby("benchmark_id")["median_s"]
     spans = (by_point.max() / by_point.min())[
@@ -188,6 +191,44 @@ def _holding(frame: Any, run_ids: list[str]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _printed(store_path: str, run_ids: list[str]) -> dict[str, Any]:
+    """The intervals as each run's table printed them (widened by the run-to-run factor
+    read from the runs before it, :mod:`benchbench.analysis.rerun`): run i's interval
+    holding run i+1's median, the factor, the median half-width and unstable rows."""
+    store = open_store(store_path, create=False)
+    shown = {}
+    for run_id in run_ids:
+        rows = store.measurements(run_id)
+        rerun = history_factor(store, store.resolve_run(run_id), rows)
+        shown[run_id] = ({r["benchmark_id"]: r for r in widened(rows, rerun)}, rerun)
+    held = judged = 0
+    for before, after in itertools.pairwise(run_ids):
+        first, second = shown[before][0], shown[after][0]
+        for key, row in first.items():
+            other = second.get(key)
+            if row["status"] != "ok" or other is None or other["status"] != "ok":
+                continue
+            judged += 1
+            held += row["ci_low_s"] <= other["median_s"] <= row["ci_high_s"]
+    runs = []
+    for run_id in run_ids:
+        rows, rerun = shown[run_id]
+        halves = [
+            (r["ci_high_s"] - r["ci_low_s"]) / (2 * r["median_s"])
+            for r in rows.values()
+            if r["status"] == "ok" and r["ci_low_s"] is not None
+        ]
+        runs.append(
+            {
+                "factor": round(rerun.factor, 3) if rerun else None,
+                "median_half_width": round(statistics.median(halves), 4) if halves else None,
+                "unstable": sum(h > UNSTABLE for h in halves),
+            }
+        )
+    share = round(held / judged, 3) if judged else None
+    return {"held": held, "judged": judged, "share": share, "runs": runs}
 
 
 if __name__ == "__main__":

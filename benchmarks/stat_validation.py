@@ -45,6 +45,7 @@ import itertools
 
 import gate_bench
 
+from benchbench.analysis.rerun import history_factor, widened
 from benchbench.store import open_store
 
 #: Calls per measured call: one extra call is +5 %.
@@ -63,12 +64,22 @@ def _rows(store: str, run_id: str) -> dict[str, dict]:
     return {r["benchmark_id"]: r for r in open_store(store).measurements(run_id)}
 
 
+def _printed(store: str, run_id: str) -> dict[str, dict]:
+    """A run's rows with the intervals its table printed: widened by the run-to-run factor
+    read from the runs before it (:mod:`benchbench.analysis.rerun`)."""
+    opened = open_store(store)
+    rows = opened.measurements(run_id)
+    rerun = history_factor(opened, opened.resolve_run(run_id), rows)
+    return {r["benchmark_id"]: r for r in widened(rows, rerun)}
+
+
 def _coverage(store: str, runs: list[str]) -> tuple[int, int, list[float]]:
-    """Points where run i's interval holds run i+1's headline, points judged, widths."""
+    """Points where run i's interval, as its table printed it, holds run i+1's headline;
+    points judged; the printed half-widths."""
     held = judged = 0
     widths: list[float] = []
     for before, after in itertools.pairwise(runs):
-        first, second = _rows(store, before), _rows(store, after)
+        first, second = _printed(store, before), _rows(store, after)
         for key, row in first.items():
             other = second.get(key)
             if row["status"] != "ok" or other is None or other["status"] != "ok":

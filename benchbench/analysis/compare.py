@@ -42,6 +42,7 @@ from benchbench.analysis.detectable import (
     family_effects,
     finite,
 )
+from benchbench.analysis.rerun import Rerun, rerun_dict
 from benchbench.analysis.sides import (
     counted_fields,
     lockstep_pair,
@@ -205,6 +206,9 @@ class Comparison:
     #: True when the runs were measured in lockstep (``benchbench ab``) and judged paired.
     paired: bool = False
     power: float = POWER
+    #: The run-to-run factor the unpaired tests' standard errors were multiplied by
+    #: (:mod:`.rerun`); None: the intervals are within these runs only.
+    rerun: Rerun | None = None
 
     @property
     def detectable(self) -> Detectable:
@@ -251,6 +255,7 @@ class Comparison:
             "min_effect": self.min_effect,
             "alpha": self.alpha,
             "paired": self.paired,
+            "run_to_run": rerun_dict(self.rerun),
             "same_environment": self.same_environment,
             "environment_diff": {
                 k: {"base": b, "contender": c} for k, (b, c) in self.environment_diff.items()
@@ -283,12 +288,14 @@ def compare_samples(
     base_processes: Sequence[int] = (),
     contender_processes: Sequence[int] = (),
     paired: bool = False,
+    rerun: float = 1.0,
 ) -> SampleComparison:
     """Ratio, CI, p-value and mark of two runs' per-call times, by
     :func:`benchbench.analysis.verdict.estimate` and :func:`~benchbench.analysis.verdict.mark`;
     at the process level when both runs measured the point in several processes.
     ``paired``: the runs were measured in lockstep (``benchbench ab``), process *k* of one
-    beside process *k* of the other: the test is on the per-round log ratios."""
+    beside process *k* of the other: the test is on the per-round log ratios. ``rerun``:
+    the run-to-run factor of an unpaired process-level test (:mod:`.rerun`)."""
     found = estimate(
         base_s,
         contender_s,
@@ -297,6 +304,7 @@ def compare_samples(
         seed=seed,
         base_processes=base_processes,
         contender_processes=contender_processes,
+        rerun=rerun,
     )
     return SampleComparison(
         found.ratio,
@@ -324,9 +332,10 @@ def compare_point(
     seed: int = SEED,
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
     paired: bool = False,
+    rerun: float = 1.0,
 ) -> PointComparison:
     """The comparison of one benchmark's rows in the base and the contender (``paired``:
-    measured in lockstep, see :func:`compare_samples`)."""
+    measured in lockstep, ``rerun``: the run-to-run factor, see :func:`compare_samples`)."""
     row = contender if contender is not None else base
     if row is None:
         raise ValueError("compare_point needs a row on at least one side")
@@ -371,6 +380,7 @@ def compare_point(
         base_processes=base_k,
         contender_processes=con_k,
         paired=paired,
+        rerun=rerun,
     )
     return PointComparison(
         mark=result.mark,
@@ -399,11 +409,14 @@ def compare_rows(
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
     paired: bool = False,
     power: float = POWER,
+    rerun: Rerun | None = None,
 ) -> Comparison:
     """Compare two runs' rows point by point (base order, then points new in the contender).
 
     ``*_environment`` are the environments' comparability fields; their differences
-    are reported (comparing across environments is allowed but labelled).
+    are reported (comparing across environments is allowed but labelled). ``rerun``:
+    the run-to-run factor of two runs measured apart (:mod:`.rerun`); a paired comparison
+    takes none.
     """
     if not 0 <= min_effect < 1:
         raise ValueError(f"min_effect must be a fraction in [0, 1), got {min_effect}")
@@ -421,6 +434,7 @@ def compare_rows(
             seed=seed,
             instructions_min_effect=instructions_min_effect,
             paired=paired,
+            rerun=rerun.factor if rerun is not None and not paired else 1.0,
         )
         for b in order
     ]
@@ -431,6 +445,7 @@ def compare_rows(
         instructions_min_effect=instructions_min_effect,
         paired=paired,
         power=power,
+        rerun=None if paired else rerun,
         environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
     )
 

@@ -179,6 +179,7 @@ def estimate(
     seed: int = SEED,
     base_processes: Sequence[int] = (),
     contender_processes: Sequence[int] = (),
+    rerun: float = 1.0,
 ) -> Estimate:
     """Ratio of medians of two sides' per-call times, its CI and p-value.
 
@@ -188,7 +189,8 @@ def estimate(
     docstring), otherwise the bootstrap. Raises ``ValueError`` for an empty side, for
     non-positive or non-finite times, paired sides of different lengths, process counts
     that do not add up, or too few ``resamples`` to place the interval's bounds (fewer
-    than 2 / alpha).
+    than 2 / alpha). ``rerun``: the run-to-run factor (:mod:`benchbench.analysis.rerun`)
+    that multiplies an unpaired process-level test's standard error.
     """
     base = np.asarray(base_s, dtype=np.float64)
     contender = np.asarray(contender_s, dtype=np.float64)
@@ -212,7 +214,9 @@ def estimate(
         )
     ratio = float(np.median(contender) / np.median(base))
     if by_process:
-        return _process_level(base, contender, base_processes, contender_processes, paired, alpha)
+        return _process_level(
+            base, contender, base_processes, contender_processes, paired, alpha, rerun
+        )
     ratios = np.sort(_bootstrap_ratios(base, contender, paired, resamples, seed))
     # Order statistics matched to the p-value: with a = alpha/2 * resamples, the lower
     # bound exceeds 1 iff fewer than a resampled ratios are <= 1 (and so for the upper).
@@ -247,6 +251,7 @@ def _process_level(
     contender_processes: Sequence[int],
     paired: bool,
     alpha: float,
+    rerun: float = 1.0,
 ) -> Estimate:
     base_m = process_medians(base, base_processes)
     con_m = process_medians(contender, contender_processes)
@@ -263,7 +268,7 @@ def _process_level(
         m_c, s_c = log_spread(con_m)
         log_ratio = m_c - m_b
         v_b, v_c = s_b**2 / len(base_m), s_c**2 / len(con_m)
-        se = math.sqrt(v_b + v_c)
+        se = math.sqrt(v_b + v_c) * rerun  # the runs' own scatter beyond their intervals
         # Welch-Satterthwaite; with both variances zero any df gives the same answer.
         denominator = v_b**2 / (len(base_m) - 1) + v_c**2 / (len(con_m) - 1)
         df = (

@@ -186,11 +186,14 @@ def judge(
     ``rows`` are the two sides' measurements when they are not the runs' own (a run
     group's shards); by default each run's."""
     from benchbench.analysis import compare
+    from benchbench.analysis.rerun import history_factor
 
     base_rows, contender_rows = rows or (
         store.measurements(base["id"]),
         store.measurements(contender["id"]),
     )
+    paired = compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base)
+    rerun = None if paired else history_factor(store, contender, contender_rows, (base, base_rows))
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
@@ -203,8 +206,9 @@ def judge(
         base_environment=(envs[0] or {}).get("fields"),
         contender_environment=(envs[1] or {}).get("fields"),
         instructions_min_effect=args.instructions_min_effect,
-        paired=compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base),
+        paired=paired,
         power=args.power,
+        rerun=rerun,
     )
     if args.format == "json":
         flags.print_json(
@@ -237,6 +241,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     from rich.text import Text
 
     from benchbench.analysis.detectable import format_effect, point_alpha
+    from benchbench.analysis.rerun import scope
 
     rows: list[tuple[str | Text, ...]] = [
         (
@@ -289,10 +294,10 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
             (*r[:-1], *_instruction_cells(p), r[-1])
             for r, p in zip(rows, result.points, strict=True)
         ]
-    # Two runs measured apart also differ by the machine's drift between runs, which
-    # these intervals do not hold: the title says so.
-    scope = "paired by round" if result.paired else "within these runs only"
-    title = f"head {_name(contender)} vs base {_name(base)}: {1 - result.alpha:.0%} CI {scope}"
+    # Two runs measured apart also differ by the machine's drift between runs: the title
+    # says whether the intervals hold it (the run-to-run factor) or not.
+    held = "paired by round" if result.paired else scope(result.rerun, "these runs")
+    title = f"head {_name(contender)} vs base {_name(base)}: {1 - result.alpha:.0%} CI {held}"
     return Grid.of(columns, rows, title=title, notes=notes)
 
 

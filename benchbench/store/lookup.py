@@ -85,10 +85,20 @@ def runs(engine: Engine, limit: int | None = None, *, counts: bool = True) -> li
 def previous_run(engine: Engine, run: Mapping[str, Any], scan: int = 200) -> dict[str, Any] | None:
     """The newest finished run started before ``run`` in its environment, of the same
     suites (names and hashes), among the newest ``scan`` runs; None when there is none."""
+    before = earlier_runs(engine, run, 1, scan)
+    return before[0] if before else None
+
+
+def earlier_runs(
+    engine: Engine, run: Mapping[str, Any], count: int, scan: int = 200
+) -> list[dict[str, Any]]:
+    """Up to ``count`` finished runs started before ``run`` in its environment, of the
+    same suites (names and hashes), among the newest ``scan`` runs, newest first."""
 
     def suites(row: Mapping[str, Any]) -> list[tuple[Any, Any]]:
         return sorted((s.get("name"), s.get("hash")) for s in row.get("suites") or [])
 
+    found: list[dict[str, Any]] = []
     for row in runs(engine, scan, counts=False):
         if (
             row["id"] != run["id"]
@@ -99,8 +109,10 @@ def previous_run(engine: Engine, run: Mapping[str, Any], scan: int = 200) -> dic
             and run.get("started_at") is not None
             and row["started_at"] < run["started_at"]
         ):
-            return row
-    return None
+            found.append(row)
+            if len(found) >= count:
+                break
+    return found
 
 
 def _latest_offset(ref: str) -> int | None:

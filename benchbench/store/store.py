@@ -262,6 +262,11 @@ class Store:
         """The newest finished run before ``run`` of its suites on its environment."""
         return lookup.previous_run(self.engine, run)
 
+    def earlier_runs(self, run: Mapping[str, Any], count: int) -> list[dict[str, Any]]:
+        """Up to ``count`` finished runs before ``run`` of its suites on its environment,
+        newest first."""
+        return lookup.earlier_runs(self.engine, run, count)
+
     def environment_ids(self, ref: str) -> list[str]:
         """Ids of the environments ``ref`` names: an id, an id prefix or a machine label.
 

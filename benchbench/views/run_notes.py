@@ -214,6 +214,18 @@ def run_footer(
     return [*wrap_note(ab_side_line(str(side.get("side") or "base"), base, head)), *lines]
 
 
+def with_rerun(
+    store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], str, dict[str, Any] | None]:
+    """A run's rows as its table shows them: each several-process interval widened by
+    the run-to-run factor read from the runs before it (:mod:`benchbench.analysis.rerun`);
+    with the title's words for the intervals and the factor for ``--format json``."""
+    from benchbench.analysis.rerun import history_factor, rerun_dict, scope, widened
+
+    rerun = history_factor(store, run, rows)
+    return widened(rows, rerun), f"95% CI {scope(rerun)}", rerun_dict(rerun)
+
+
 def ab_side_line(side: str, base: str, head: str) -> str:
     """What an ``ab`` side's own intervals are, and where its verdict is. Each side's
     interval comes from this run's processes alone, and on a shared machine a later

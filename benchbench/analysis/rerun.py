@@ -1,0 +1,157 @@
+"""The run-to-run term: how much further apart runs of one suite on one machine lie than
+their own intervals say, read from the runs the store already holds.
+
+A point's interval comes from its processes in one run (:mod:`benchbench.core.stats`).
+Between two runs on a shared machine the medians move by more than that: the machine's
+speed at the moments each run sampled, a layout that lasted a run. Kalibera & Jones
+("Rigorous Benchmarking in Reasonable Time", ISMM 2013) give that level its own variance;
+here it is read as one factor for the environment and suite, from consecutive runs.
+
+**The rule.** For each pair of consecutive runs (same environment, same suites) and each
+point both measured ok in two or more processes, the log ratio of the medians over its
+standard error, ``z = log(m_b / m_a) / sqrt(se_a² + se_b²)``, each ``se`` the half-width of
+the point's log interval over its ``t(k-1)``. If the intervals held what they claim, ``z``
+would follow Student's t with about ``2(k-1)`` degrees of freedom, whose median ``|z|``
+is ``t_0.75``; :func:`rerun_factor` is the points' median ``|z|`` over that, or 1 when
+runs scatter less. A median, because a change that shows at a few points (a real
+regression, one busy moment) must not make every interval wider; a nightly's history
+changes sha every night, and one changed point in three moves the median little.
+
+**Where it goes.** A run's table (``run``, ``show``) widens each several-process interval
+by the factor in log space and says so in its title (``95 % CI incl. run-to-run (x1.31,
+from 4 pairs of runs)``; ``within this run only`` without a pair); ``compare`` multiplies
+each side's standard error by it (the pair compared is one of the pairs it reads, so two
+runs with no history are judged by how much their own points scatter beyond their
+intervals). What is stored does not change: the factor is read again whenever a run is
+shown, from the runs before it, so an old run is widened as a new one is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchbench.core.stats import t_quantile
+
+Row = Mapping[str, Any]
+
+#: Matched points a factor needs: fewer say too little about the machine.
+MIN_POINTS = 10
+#: Earlier runs a factor reads at most (the newest): the machine of a month ago is not
+#: today's.
+HISTORY = 10
+#: The t-quantile whose value is the median of |t|.
+_MEDIAN_ABS = 0.5
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """The run-to-run factor (>= 1) and what it was read from."""
+
+    factor: float
+    pairs: int
+    points: int
+
+    @property
+    def words(self) -> str:
+        """What an interval holds, for a table's title."""
+        pairs = f"{self.pairs} pair{'s' if self.pairs != 1 else ''} of runs"
+        return f"incl. run-to-run (x{self.factor:.2f}, from {pairs})"
+
+
+def scope(rerun: Rerun | None, runs: str = "this run") -> str:
+    """``incl. run-to-run (x1.31, from 4 pairs of runs)``, or ``within this run only``."""
+    return rerun.words if rerun is not None else f"within {runs} only"
+
+
+def rerun_dict(rerun: Rerun | None) -> dict[str, Any] | None:
+    """A factor for ``--format json``: ``{"factor", "pairs", "points"}``, or None."""
+    if rerun is None:
+        return None
+    return {"factor": rerun.factor, "pairs": rerun.pairs, "points": rerun.points}
+
+
+def _log_se(row: Row) -> tuple[float, int] | None:
+    """A several-process ok row's standard error of its log headline, and its processes."""
+    medians = row.get("process_medians_s") or []
+    median, low, high = row.get("median_s"), row.get("ci_low_s"), row.get("ci_high_s")
+    if row.get("status") != "ok" or len(medians) < 2 or not (median and low and high):
+        return None
+    if not 0 < low <= median <= high:
+        return None
+    half = math.log(float(high) / float(low)) / 2.0
+    return half / t_quantile(len(medians) - 1), len(medians)
+
+
+def pair_scores(before: Sequence[Row], after: Sequence[Row]) -> list[tuple[float, int]]:
+    """Each point both runs measured in several processes: (z, degrees of freedom)."""
+    first = {r.get("benchmark_id"): r for r in before}
+    out: list[tuple[float, int]] = []
+    for row in after:
+        old = first.get(row.get("benchmark_id"))
+        a = _log_se(old) if old is not None else None
+        b = _log_se(row)
+        if a is None or b is None:
+            continue
+        se = math.hypot(a[0], b[0])
+        if se <= 0:
+            continue
+        z = math.log(float(row["median_s"]) / float(old["median_s"])) / se  # type: ignore[index]
+        out.append((z, a[1] + b[1] - 2))
+    return out
+
+
+def rerun_factor(runs: Sequence[Sequence[Row]]) -> Rerun | None:
+    """The factor from ``runs``' rows, oldest first (consecutive runs are paired); None
+    when fewer than :data:`MIN_POINTS` points could be matched."""
+    scores = [s for before, after in itertools.pairwise(runs) for s in pair_scores(before, after)]
+    if len(scores) < MIN_POINTS:
+        return None
+    df = statistics.median(d for _, d in scores)
+    expected = t_quantile(max(1.0, df), _MEDIAN_ABS)
+    found = statistics.median(abs(z) for z, _ in scores)
+    pairs = sum(bool(pair_scores(a, b)) for a, b in itertools.pairwise(runs))
+    return Rerun(max(1.0, found / expected), pairs, len(scores))
+
+
+def widened(rows: Sequence[Row], rerun: Rerun | None) -> list[dict[str, Any]]:
+    """``rows`` with each several-process interval widened by the factor in log space
+    around its headline (one-process rows, and every row without a factor, as they are)."""
+    if rerun is None or rerun.factor == 1.0:
+        return [dict(r) for r in rows]
+    out = []
+    for row in rows:
+        row = dict(row)
+        if _log_se(row) is not None:
+            median = float(row["median_s"])
+            up = math.log(float(row["ci_high_s"]) / median) * rerun.factor
+            down = math.log(median / float(row["ci_low_s"])) * rerun.factor
+            row["ci_low_s"], row["ci_high_s"] = median * math.exp(-down), median * math.exp(up)
+        out.append(row)
+    return out
+
+
+def history_factor(
+    store: Any,
+    run: Row,
+    rows: Sequence[Row],
+    base: tuple[Row, Sequence[Row]] | None = None,
+) -> Rerun | None:
+    """The factor for ``run`` (its ``rows``) from the store: its earlier runs of the same
+    suites on its environment (the newest :data:`HISTORY`, oldest first), then ``run``.
+    ``base``: a run compared with it, and its rows; it comes just before ``run`` (and is
+    left out of the earlier runs), so that two runs with no history are judged by their
+    own points' scatter."""
+    if not run.get("id"):
+        return None
+    skip = {run.get("id"), base[0].get("id") if base else None}
+    earlier = [r for r in store.earlier_runs(run, HISTORY + 1) if r["id"] not in skip][:HISTORY]
+    sequence = [store.measurements(r["id"]) for r in reversed(earlier)]
+    if base is not None:
+        sequence.append(base[1])
+    sequence.append(rows)
+    return rerun_factor(sequence)
