@@ -18,12 +18,16 @@ regression, one busy moment) must not make every interval wider; a nightly's his
 changes sha every night, and one changed point in three moves the median little.
 
 **Where it goes.** A run's table (``run``, ``show``) widens each several-process interval
-by the factor in log space and says so in its title (``95 % CI incl. run-to-run (x1.31,
+by the factor in log space and says so in its title (``95% CI incl. run-to-run (x1.31,
 from 4 pairs of runs)``; ``within this run only`` without a pair); ``compare`` multiplies
-each side's standard error by it (the pair compared is one of the pairs it reads, so two
-runs with no history are judged by how much their own points scatter beyond their
-intervals). What is stored does not change: the factor is read again whenever a run is
-shown, from the runs before it, so an old run is widened as a new one is.
+each side's standard error by it. The factor is read from the runs before the one shown
+(for ``compare``: before the head, the base last), so that a change in that run does not
+widen its own intervals; only where the store holds no earlier pair is the run itself
+paired with the one before it, and two runs with no history are judged by how much their
+own points scatter beyond their intervals (there a change at a third of the points
+widens the factor too: a lone pair cannot tell the two apart). What is stored does not
+change: the factor is read again whenever a run is shown, from the runs before it, so an
+old run is widened as a new one is.
 """
 
 from __future__ import annotations
@@ -141,11 +145,12 @@ def history_factor(
     rows: Sequence[Row],
     base: tuple[Row, Sequence[Row]] | None = None,
 ) -> Rerun | None:
-    """The factor for ``run`` (its ``rows``) from the store: its earlier runs of the same
-    suites on its environment (the newest :data:`HISTORY`, oldest first), then ``run``.
-    ``base``: a run compared with it, and its rows; it comes just before ``run`` (and is
-    left out of the earlier runs), so that two runs with no history are judged by their
-    own points' scatter."""
+    """The factor for ``run`` (its ``rows``) from the store: the pairs of its earlier runs
+    of the same suites on its environment (the newest :data:`HISTORY`, oldest first), and
+    ``base`` (a run compared with it, and its rows) after them, left out of the earlier
+    runs. Only when those hold no pair with :data:`MIN_POINTS` points is ``run`` itself
+    read as the last run of the sequence: a change in ``run`` then widens its own factor,
+    so a history keeps it from doing so."""
     if not run.get("id"):
         return None
     skip = {run.get("id"), base[0].get("id") if base else None}
@@ -153,5 +158,4 @@ def history_factor(
     sequence = [store.measurements(r["id"]) for r in reversed(earlier)]
     if base is not None:
         sequence.append(base[1])
-    sequence.append(rows)
-    return rerun_factor(sequence)
+    return rerun_factor(sequence) or rerun_factor([*sequence, rows])

@@ -1,0 +1,200 @@
+"""The run-to-run factor (analysis/rerun.py), judged like an interval: by coverage.
+
+Injected process medians (log-normal, a point's processes 3-12 % apart), five processes a
+point, intervals as core.stats makes them. Calibrated runs (no run-level term) must give
+a factor near 1; runs with a run-level term must give a factor that, applied to run i's
+intervals, makes them hold run i+1's median about as often as calibrated intervals do
+(a 95 % interval of five processes holds the next run's headline at about 88 %: both
+vary, P(|T4| < 2.78 / sqrt(2))).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from typing import Any
+
+import pytest
+
+from benchbench.analysis.compare import compare_rows
+from benchbench.analysis.rerun import (
+    MIN_POINTS,
+    Rerun,
+    history_factor,
+    rerun_factor,
+    scope,
+    widened,
+)
+from benchbench.core.stats import process_interval
+
+POINTS = 60
+PROCESSES = 5
+
+
+def _row(key: str, medians: list[float]) -> dict[str, Any]:
+    centre, low, high = process_interval(medians)
+    samples = [m for m in medians for _ in range(3)]
+    return {
+        "benchmark_id": key,
+        "label": key,
+        "suite": "s",
+        "workload": key,
+        "variant": "torch",
+        "size": 1024,
+        "shape": [1024],
+        "dtype": "float32",
+        "device": "cpu",
+        "params": {},
+        "status": "ok",
+        "process_medians_s": medians,
+        "median_s": centre,
+        "ci_low_s": low,
+        "ci_high_s": high,
+        "samples_s": samples,
+        "calls_per_sample": 1,
+        "process_samples": [3] * len(medians),
+    }
+
+
+def _runs(
+    count: int, rng: random.Random, run_sd: float = 0.0, slower: dict[int, float] | None = None
+) -> list[list[dict[str, Any]]]:
+    """``count`` runs of POINTS points; ``run_sd``: each point's own run-level term (log
+    sd, drawn afresh per run and point); ``slower``: {run index: factor} at a third."""
+    spreads = [rng.uniform(0.03, 0.12) for _ in range(POINTS)]
+    runs = []
+    for r in range(count):
+        rows = []
+        for p, sd in enumerate(spreads):
+            level = math.log(1e-4 * (1 + p)) + rng.gauss(0.0, run_sd)
+            if slower and r in slower and p % 3 == 0:
+                level += math.log(slower[r])
+            medians = [math.exp(level + rng.gauss(0.0, sd)) for _ in range(PROCESSES)]
+            rows.append(_row(f"p{p}", medians))
+        runs.append(rows)
+    return runs
+
+
+def _coverage(runs: list[list[dict[str, Any]]], rerun: Rerun | None) -> float:
+    held = judged = 0
+    for before, after in itertools.pairwise(runs):
+        shown = {r["benchmark_id"]: r for r in widened(before, rerun)}
+        for row in after:
+            old = shown[row["benchmark_id"]]
+            judged += 1
+            held += old["ci_low_s"] <= row["median_s"] <= old["ci_high_s"]
+    return held / judged
+
+
+def test_calibrated_runs_give_a_factor_near_one() -> None:
+    factors = []
+    for seed in range(20):
+        found = rerun_factor(_runs(6, random.Random(seed)))
+        assert found is not None and found.pairs == 5 and found.points == 5 * POINTS
+        factors.append(found.factor)
+    # The median |z| of 300 points scatters ~7 %; the factor is never below 1.
+    assert min(factors) == 1.0
+    assert sorted(factors)[len(factors) // 2] < 1.05
+    assert max(factors) < 1.2
+
+
+@pytest.mark.parametrize("run_sd", [0.03, 0.06, 0.12])
+def test_a_run_level_term_is_found_and_the_widened_intervals_cover_a_rerun(run_sd: float) -> None:
+    within, printed, calibrated = [], [], []
+    for seed in range(10):
+        rng = random.Random(100 + seed)
+        runs = _runs(8, rng, run_sd)
+        found = rerun_factor(runs[:6])  # read from the history, judged on the runs after it
+        assert found is not None and found.factor > 1.0
+        within.append(_coverage(runs[5:], None))
+        printed.append(_coverage(runs[5:], found))
+        calibrated.append(_coverage(_runs(3, rng), None))
+    average = sum(printed) / len(printed)
+    assert sum(within) / len(within) < average
+    # Calibrated intervals of five processes hold the next run's headline at about 88 %.
+    target = sum(calibrated) / len(calibrated)
+    assert abs(average - target) < 0.07, (average, target)
+
+
+def test_a_change_at_a_third_of_the_points_widens_a_lone_pair_but_not_a_history() -> None:
+    rng = random.Random(7)
+    runs = _runs(6, rng, slower={5: 1.25})
+    alone = rerun_factor(runs[4:])
+    assert alone is not None and alone.factor > 1.3  # a lone pair cannot tell
+    store = _Store([({"id": f"r{k}"}, rows) for k, rows in enumerate(runs)])
+    judged = history_factor(store, {"id": "r5"}, runs[5])
+    assert judged == rerun_factor(runs[:5])  # the changed run is not read
+    assert judged is not None and judged.factor < 1.15
+
+
+def test_too_few_points_give_no_factor_and_the_intervals_stay() -> None:
+    runs = [rows[: MIN_POINTS - 1] for rows in _runs(2, random.Random(1))]
+    assert rerun_factor(runs) is None
+    assert rerun_factor(_runs(1, random.Random(1))) is None  # one run: no pair
+    assert widened(runs[0], None) == runs[0]
+    assert scope(None) == "within this run only"
+    assert scope(Rerun(1.31, 4, 200)) == "incl. run-to-run (x1.31, from 4 pairs of runs)"
+
+
+def test_widened_scales_the_log_interval_and_keeps_one_process_rows() -> None:
+    row = _row("a", [1.0e-3, 1.1e-3, 0.9e-3, 1.05e-3, 0.95e-3])
+    single = {**row, "process_medians_s": [1.0e-3], "benchmark_id": "b"}
+    wide, same = widened([row, single], Rerun(2.0, 1, 20))
+    assert wide["median_s"] == row["median_s"]
+    assert math.log(wide["ci_high_s"] / wide["median_s"]) == pytest.approx(
+        2 * math.log(row["ci_high_s"] / row["median_s"])
+    )
+    assert math.log(wide["median_s"] / wide["ci_low_s"]) == pytest.approx(
+        2 * math.log(row["median_s"] / row["ci_low_s"])
+    )
+    assert same == single
+
+
+def test_compare_multiplies_the_unpaired_standard_error_by_the_factor() -> None:
+    base, head = _runs(2, random.Random(3), slower={1: 1.10})
+    plain = compare_rows(base, head)
+    wider = compare_rows(base, head, rerun=Rerun(2.0, 1, POINTS))
+    assert wider.rerun == Rerun(2.0, 1, POINTS)
+    assert wider.to_dict()["run_to_run"] == {"factor": 2.0, "pairs": 1, "points": POINTS}
+    for a, b in zip(plain.points, wider.points, strict=True):
+        assert b.se_log == pytest.approx(2 * a.se_log)
+        assert b.p_value >= a.p_value
+        assert b.ratio == a.ratio
+    assert sum(p.mark == "slower" for p in wider.points) <= sum(
+        p.mark == "slower" for p in plain.points
+    )
+    # A paired comparison (ab's two sides) takes no factor.
+    assert compare_rows(base, head, paired=True, rerun=Rerun(2.0, 1, POINTS)).rerun is None
+
+
+class _Store:
+    """The two reads history_factor makes, over runs given oldest first."""
+
+    def __init__(self, runs: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> None:
+        self.runs = runs
+        self.asked: list[int] = []
+
+    def earlier_runs(self, run: dict[str, Any], count: int) -> list[dict[str, Any]]:
+        self.asked.append(count)
+        ids = [r["id"] for r, _ in self.runs]
+        return [r for r, _ in reversed(self.runs[: ids.index(run["id"])])][:count]
+
+    def measurements(self, run_id: str) -> list[dict[str, Any]]:
+        return next(rows for r, rows in self.runs if r["id"] == run_id)
+
+
+def test_history_factor_reads_the_runs_before_and_puts_a_compared_base_last() -> None:
+    runs = _runs(4, random.Random(5), run_sd=0.1)
+    store = _Store([({"id": f"r{k}"}, rows) for k, rows in enumerate(runs)])
+    assert history_factor(store, {"id": "r3"}, runs[3]) == rerun_factor(runs[:3])
+    # One run before it: no earlier pair, so the run itself is paired with it.
+    assert history_factor(store, {"id": "r1"}, runs[1]) == rerun_factor(runs[:2])
+    assert history_factor(store, {"id": "r0"}, runs[0]) is None  # nothing before it
+    # Compared with r0, r3's history is r1, r2, then r0 (r3 itself not read).
+    against = history_factor(store, {"id": "r3"}, runs[3], ({"id": "r0"}, runs[0]))
+    assert against == rerun_factor([runs[1], runs[2], runs[0]])
+    # Two runs and no history: the compared pair itself.
+    lone = history_factor(store, {"id": "r1"}, runs[1], ({"id": "r0"}, runs[0]))
+    assert lone == rerun_factor([runs[0], runs[1]])
+    assert history_factor(store, {}, runs[3]) is None  # a run not stored
