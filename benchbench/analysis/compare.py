@@ -42,7 +42,7 @@ from benchbench.analysis.detectable import (
     family_effects,
     finite,
 )
-from benchbench.analysis.rerun import Rerun, rerun_dict
+from benchbench.analysis.rerun import Rerun, Shift, rerun_dict
 from benchbench.analysis.sides import (
     counted_fields,
     lockstep_pair,
@@ -209,6 +209,14 @@ class Comparison:
     #: The run-to-run factor the unpaired tests' standard errors were multiplied by
     #: (:mod:`.rerun`); None: the intervals are within these runs only.
     rerun: Rerun | None = None
+    #: What every point moved by together, judged against the store's earlier shifts
+    #: (:func:`.rerun.shared_shift`); None for a paired comparison or too few points.
+    shift: Shift | None = None
+
+    @property
+    def shift_regressed(self) -> bool:
+        """The shared shift is ``slower``: every point together, beyond the machine's."""
+        return self.shift is not None and self.shift.mark == SLOWER
 
     @property
     def detectable(self) -> Detectable:
@@ -256,6 +264,7 @@ class Comparison:
             "alpha": self.alpha,
             "paired": self.paired,
             "run_to_run": rerun_dict(self.rerun),
+            "shift": self.shift.to_dict() if self.shift is not None else None,
             "same_environment": self.same_environment,
             "environment_diff": {
                 k: {"base": b, "contender": c} for k, (b, c) in self.environment_diff.items()

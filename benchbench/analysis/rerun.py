@@ -139,23 +139,148 @@ def widened(rows: Sequence[Row], rerun: Rerun | None) -> list[dict[str, Any]]:
     return out
 
 
+def history_runs(
+    store: Any, run: Row, base: tuple[Row, Sequence[Row]] | None = None
+) -> list[Sequence[Row]]:
+    """The rows of ``run``'s earlier runs of the same suites on its environment (the newest
+    :data:`HISTORY`, oldest first), then ``base``'s (a run compared with it, left out of
+    the earlier runs); ``run`` itself is not among them."""
+    if not run.get("id"):
+        return []
+    skip = {run.get("id"), base[0].get("id") if base else None}
+    earlier = [r for r in store.earlier_runs(run, HISTORY + 1) if r["id"] not in skip][:HISTORY]
+    sequence: list[Sequence[Row]] = [store.measurements(r["id"]) for r in reversed(earlier)]
+    if base is not None:
+        sequence.append(base[1])
+    return sequence
+
+
 def history_factor(
     store: Any,
     run: Row,
     rows: Sequence[Row],
     base: tuple[Row, Sequence[Row]] | None = None,
 ) -> Rerun | None:
-    """The factor for ``run`` (its ``rows``) from the store: the pairs of its earlier runs
-    of the same suites on its environment (the newest :data:`HISTORY`, oldest first), and
-    ``base`` (a run compared with it, and its rows) after them, left out of the earlier
-    runs. Only when those hold no pair with :data:`MIN_POINTS` points is ``run`` itself
-    read as the last run of the sequence: a change in ``run`` then widens its own factor,
-    so a history keeps it from doing so."""
+    """The factor for ``run`` (its ``rows``) from the pairs of :func:`history_runs`. Only
+    when those hold no pair with :data:`MIN_POINTS` points is ``run`` itself read as the
+    last run of the sequence: a change in ``run`` then widens its own factor, so a
+    history keeps it from doing so."""
     if not run.get("id"):
         return None
-    skip = {run.get("id"), base[0].get("id") if base else None}
-    earlier = [r for r in store.earlier_runs(run, HISTORY + 1) if r["id"] not in skip][:HISTORY]
-    sequence = [store.measurements(r["id"]) for r in reversed(earlier)]
-    if base is not None:
-        sequence.append(base[1])
+    sequence = history_runs(store, run, base)
     return rerun_factor(sequence) or rerun_factor([*sequence, rows])
+
+
+#: Earlier pairs of runs a shared shift is judged against, at least.
+MIN_SHIFTS = 3
+#: The mark of a shift with too few earlier pairs to judge it by.
+NOT_JUDGED = "not judged"
+
+
+@dataclass(frozen=True)
+class Shift:
+    """What every point of two runs moved by together: the median of the points' log
+    ratios, as a ratio, with its interval and mark (:func:`shared_shift`)."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    points: int
+    #: Earlier pairs of runs whose shifts it was judged against, and their RMS (log).
+    pairs: int
+    rms: float | None
+    p_value: float | None
+    mark: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "points": self.points,
+            "pairs": self.pairs,
+            "rms": self.rms,
+            "p_value": self.p_value,
+            "mark": self.mark,
+        }
+
+    @property
+    def line(self) -> str:
+        """The shift for a person: one line under ``compare``'s table."""
+        interval = f"{self.ci_low:.3f}-{self.ci_high:.3f}"
+        if self.mark == NOT_JUDGED:
+            return (
+                f"shared shift: every point x{self.ratio:.3f} together (median of {self.points}; "
+                f"95% CI {interval} within these runs only): not judged, {self.pairs} earlier "
+                f"pair(s) of runs of this machine and suites, {MIN_SHIFTS} needed"
+            )
+        return (
+            f"shared shift: every point x{self.ratio:.3f} together (median of {self.points}), "
+            f"against the shifts of {self.pairs} earlier pairs of runs (RMS "
+            f"{100 * math.expm1(self.rms or 0.0):.1f} %; 95% CI {interval}, p "
+            f"{self.p_value:.2g}): {self.mark}"
+        )
+
+
+def pair_shift(before: Sequence[Row], after: Sequence[Row]) -> tuple[float, float, int] | None:
+    """The median log ratio of the points both runs measured in several processes, its
+    standard error over the points (1.2533 sd / sqrt(n), a median's), and n; None below
+    :data:`MIN_POINTS` points."""
+    first = {r.get("benchmark_id"): r for r in before}
+    logs = [
+        math.log(float(row["median_s"]) / float(old["median_s"]))
+        for row in after
+        if (old := first.get(row.get("benchmark_id"))) is not None
+        and _log_se(old) is not None
+        and _log_se(row) is not None
+    ]
+    if len(logs) < MIN_POINTS:
+        return None
+    se = 1.2533 * statistics.stdev(logs) / math.sqrt(len(logs))
+    return statistics.median(logs), se, len(logs)
+
+
+def shared_shift(
+    history: Sequence[Sequence[Row]],
+    base: Sequence[Row],
+    head: Sequence[Row],
+    alpha: float,
+    min_effect: float,
+) -> Shift | None:
+    """The shift from ``base`` to ``head``, judged against the shifts between the
+    consecutive runs of ``history`` (oldest first, ``base`` last; :func:`history_runs`):
+    identical code moves every point together by what the machine does between runs, so
+    a shift is significant when it stands out from those (a Student t on their RMS,
+    ``pairs`` degrees of freedom) and marked as a point is (:func:`~benchbench.analysis.
+    verdict.mark_ratio`: past ``min_effect`` too). Fewer than :data:`MIN_SHIFTS` earlier
+    pairs: not judged, the interval from the points' scatter alone. None below
+    :data:`MIN_POINTS` matched points."""
+    from scipy.special import stdtr
+
+    from benchbench.analysis.verdict import mark_ratio
+
+    found = pair_shift(base, head)
+    if found is None:
+        return None
+    shift, se, points = found
+    earlier = [s[0] for a, b in itertools.pairwise(history) if (s := pair_shift(a, b))]
+    if len(earlier) < MIN_SHIFTS:
+        half = t_quantile(points - 1, 1.0 - alpha) * se
+        low, high = math.exp(shift - half), math.exp(shift + half)
+        return Shift(math.exp(shift), low, high, points, len(earlier), None, None, NOT_JUDGED)
+    rms = math.sqrt(sum(s * s for s in earlier) / len(earlier))
+    spread = math.hypot(rms, se)  # the machine's shifts, and this median's own error
+    df = float(len(earlier))
+    p = float(min(1.0, 2.0 * stdtr(df, -abs(shift) / spread))) if spread > 0 else 1.0
+    half = t_quantile(df, 1.0 - alpha) * spread
+    mark = mark_ratio(math.exp(shift), p < alpha, min_effect)
+    return Shift(
+        math.exp(shift),
+        math.exp(shift - half),
+        math.exp(shift + half),
+        points,
+        len(earlier),
+        rms,
+        p,
+        mark,
+    )

@@ -51,6 +51,7 @@ environments can be compared; the differing fields are shown.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -186,14 +187,18 @@ def judge(
     ``rows`` are the two sides' measurements when they are not the runs' own (a run
     group's shards); by default each run's."""
     from benchbench.analysis import compare
-    from benchbench.analysis.rerun import history_factor
+    from benchbench.analysis.rerun import history_runs, rerun_factor, shared_shift
 
     base_rows, contender_rows = rows or (
         store.measurements(base["id"]),
         store.measurements(contender["id"]),
     )
     paired = compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base)
-    rerun = None if paired else history_factor(store, contender, contender_rows, (base, base_rows))
+    rerun = shift = None
+    if not paired:  # two runs measured apart: the store's earlier runs say how runs differ
+        history = history_runs(store, contender, (base, base_rows))
+        rerun = rerun_factor(history) or rerun_factor([*history, contender_rows])
+        shift = shared_shift(history, base_rows, contender_rows, args.alpha, args.min_effect)
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
@@ -210,13 +215,14 @@ def judge(
         power=args.power,
         rerun=rerun,
     )
+    result = dataclasses.replace(result, shift=shift)
     if args.format == "json":
         flags.print_json(
             {"base": _run_info(base), "contender": _run_info(contender), **result.to_dict()}
         )
     else:
         _print(args, result, base, contender)
-    regressed = bool(result.regressions)
+    regressed = bool(result.regressions) or result.shift_regressed
     return EXIT_REGRESSION if regressed and args.fail_on_regression else 0
 
 
@@ -278,6 +284,8 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         notes.insert(0, paired_note(result, pairing or "lockstep"))
     if result.geomean is not None and math.isfinite(result.geomean):
         notes.append(f"geometric mean overall: {result.geomean:.3f} (head / base)")
+    if result.shift is not None:
+        notes.append(result.shift.line)
     columns: tuple[Column, ...] = (
         Column("point"),
         Column("base", "right"),
@@ -372,6 +380,8 @@ def _print(
         f"{counts}; {len(result.regressions)} regressed (min effect {result.min_effect:.0%}, "
         f"alpha {result.alpha})"
     )
+    if result.shift_regressed:
+        verdict += "; every point slower together beyond the machine's shifts (the shift line)"
     for text in wrap_note(verdict):
         err.print(text)
     if (line := result.detectable.sentence(result.paired)) is not None:

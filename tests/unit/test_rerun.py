@@ -20,10 +20,12 @@ import pytest
 from benchbench.analysis.compare import compare_rows
 from benchbench.analysis.rerun import (
     MIN_POINTS,
+    NOT_JUDGED,
     Rerun,
     history_factor,
     rerun_factor,
     scope,
+    shared_shift,
     widened,
 )
 from benchbench.core.stats import process_interval
@@ -198,3 +200,48 @@ def test_history_factor_reads_the_runs_before_and_puts_a_compared_base_last() ->
     lone = history_factor(store, {"id": "r1"}, runs[1], ({"id": "r0"}, runs[0]))
     assert lone == rerun_factor([runs[0], runs[1]])
     assert history_factor(store, {}, runs[3]) is None  # a run not stored
+
+
+def _shifted(count: int, rng: random.Random, shift_sd: float) -> list[list[dict[str, Any]]]:
+    """Runs whose every point moves together by a run-level shift (log sd ``shift_sd``)."""
+    runs = _runs(count, rng)
+    out = []
+    for rows in runs:
+        factor = math.exp(rng.gauss(0.0, shift_sd))
+        out.append(
+            [_row(r["benchmark_id"], [m * factor for m in r["process_medians_s"]]) for r in rows]
+        )
+    return out
+
+
+def test_the_shift_line_is_quiet_on_identical_code_and_finds_a_whole_run_slowdown() -> None:
+    alarms = found = 0
+    trials = 200
+    for seed in range(trials):
+        rng = random.Random(1000 + seed)
+        runs = _shifted(12, rng, shift_sd=0.03)  # ten earlier pairs, as HISTORY reads
+        quiet = shared_shift(runs[:11], runs[10], runs[11], 0.05, 0.05)
+        assert quiet is not None and quiet.pairs == 10
+        alarms += quiet.mark in ("slower", "faster")
+        slow = [
+            _row(r["benchmark_id"], [m * 1.15 for m in r["process_medians_s"]]) for r in runs[7]
+        ]
+        judged = shared_shift(runs[:7], runs[6], slow, 0.05, 0.05)
+        assert judged is not None
+        found += judged.mark == "slower"
+        assert judged.ci_low <= judged.ratio <= judged.ci_high
+    # Identical code: 6 of 200 (3 %) at these seeds, about alpha.
+    assert alarms <= 0.05 * trials + 3 * math.sqrt(0.05 * 0.95 * trials), alarms
+    # +15 % at every point against the machine's 3 % a run (4.2 % between two runs): found
+    # in 154 of 200 (77 %); the shift of the two runs compared is part of what it must beat.
+    assert found >= 0.7 * trials, found
+
+
+def test_a_shift_with_too_little_history_is_not_judged() -> None:
+    runs = _shifted(3, random.Random(2), shift_sd=0.03)
+    shift = shared_shift(runs[:2], runs[1], runs[2], 0.05, 0.05)
+    assert shift is not None and shift.mark == NOT_JUDGED and shift.pairs == 1
+    assert "not judged" in shift.line and "3 needed" in shift.line
+    assert (
+        shared_shift([], runs[0][: MIN_POINTS - 1], runs[1][: MIN_POINTS - 1], 0.05, 0.05) is None
+    )
