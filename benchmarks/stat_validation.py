@@ -10,10 +10,13 @@ into a throwaway store, as a user runs them:
   interval is too wide);
 - **A/A run against run**: ``compare`` of each consecutive pair: pairs with any point
   flagged (``slower``/``faster``), exit codes, and the shift line's mark where ``compare``
-  reports a shared shift (it reports none while its run-to-run term is out);
+  judges a shared shift (with three earlier pairs of runs or more);
 - **power**: per pair, a run with whole extra calls at a random third of the points
   (``GATE_CALLS`` 20: +1 call is +5 %, +2 is +10 %, +5 is +25 %), compared with the A
   run before it: the share of those points marked ``slower``;
+- **the shift line's power** (``--shift-effects``): for each A run after the first, a run
+  with whole extra calls at every point, into a copy of the store (so that no later
+  history holds it), compared with that A run: pairs whose shift line is ``slower``;
 - **A/A in ab** (``--ab``): ``benchbench ab`` of one interpreter against itself: pairs
   with any point flagged, and whether the pair count equals the rounds;
 - **bimodal points**: points whose note says their processes fell in two groups, and how
@@ -23,7 +26,8 @@ into a throwaway store, as a user runs them:
 idle in seeded random phases). Usage::
 
     python benchmarks/stat_validation.py [--pairs 10] [--filter REGEX] [--neighbour]
-        [--ab] [--ab-rounds 20] [--effects 0.25,0.10,0.05] [--seed 0]
+        [--ab] [--ab-rounds 20] [--effects 0.25,0.10,0.05] [--shift-effects 0.10]
+        [--seed 0]
 
 The table it prints goes in BENCHMARKS.md with the date, CPU and load.
 """
@@ -35,6 +39,7 @@ import json
 import math
 import os
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -114,6 +119,20 @@ def _power(
     return sum(marks.get(r["benchmark_id"]) == "slower" for r in picked), len(picked)
 
 
+def _shift_trial(suite: str, store: str, base: str, effect: float) -> tuple[bool, bool]:
+    """A run with +effect (whole calls) at every point, into a copy of ``store``, compared
+    with ``base``: (its shift line ``slower``, the line judged at all)."""
+    copy = Path(store).with_name("shift-trial.db")
+    copy.unlink(missing_ok=True)
+    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
+        source.backup(target)  # whole, whatever the journal mode
+    rows = _rows(store, base).values()
+    every = {f"{r['workload']}:{r['size']}": round(effect * CALLS) for r in rows}
+    head = _run(suite, str(copy), f"shift-{effect:g}", every)
+    mark = (_compare(str(copy), base, head).get("shift") or {}).get("mark")
+    return mark == "slower", mark not in (None, "not judged")
+
+
 def _bimodal(store: str, runs: list[str]) -> tuple[int, int]:
     notes = [
         any(str(w).startswith("bimodal") for w in (r.get("warnings") or []))
@@ -158,11 +177,13 @@ def main() -> None:
     parser.add_argument("--ab", action="store_true", help="also ab A/A, --pairs of them")
     parser.add_argument("--ab-rounds", type=int, default=20)
     parser.add_argument("--effects", default="0.25,0.10,0.05", help="injected slowdowns")
+    parser.add_argument("--shift-effects", default="", help="slowdowns at every point")
     parser.add_argument("--seed", type=int, default=0, help="which points get the extra calls")
     args = parser.parse_args()
     if args.pairs < 1:
         raise SystemExit(f"--pairs must be >= 1, got {args.pairs}")
     effects = [float(e) for e in args.effects.split(",") if e.strip()]
+    shifts = [float(e) for e in args.shift_effects.split(",") if e.strip()]
     os.environ["GATE_CALLS"] = str(CALLS)  # every run and ab of the script
     if args.filter:
         gate_bench.RUN_FLAGS.extend(["--filter", args.filter])
@@ -178,27 +199,39 @@ def main() -> None:
         rng = random.Random(args.seed)
         runs = [_run(suite, store, "a0")]
         found = {e: [0, 0] for e in effects}
-        aa_flagged = aa_exit = shift_flagged = 0
+        aa_flagged = aa_exit = shift_flagged = shift_judged = 0
+        shift_found = {e: [0, 0] for e in shifts}
         for k in range(1, args.pairs + 1):
             runs.append(_run(suite, store, f"a{k}"))
             document = _compare(store, runs[-2], runs[-1])
             aa_flagged += _flagged(document) > 0
             aa_exit += document["exit"] == 3
-            shift_flagged += (document.get("shift") or {}).get("mark") in ("slower", "faster")
+            mark = (document.get("shift") or {}).get("mark")
+            shift_flagged += mark in ("slower", "faster")
+            shift_judged += mark not in (None, "not judged")
             for effect in effects:
                 hit, changed = _power(suite, store, runs[-1], k, effect, rng)
                 found[effect][0] += hit
                 found[effect][1] += changed
+        for effect in shifts:  # each in a copy of the store, so that no history holds one
+            for base in runs[1:]:
+                hit, judged_pair = _shift_trial(suite, store, base, effect)
+                shift_found[effect][0] += hit
+                shift_found[effect][1] += judged_pair
         held, judged, widths = _coverage(store, runs)
         print(f"coverage: run i's interval held run i+1's headline at {held} of {judged} "
               f"points ({100 * held / max(1, judged):.0f} %); median half-width "
               f"±{100 * statistics.median(widths or [0]):.1f} %")  # fmt: skip
         print(f"run against run, identical code: {aa_flagged} of {args.pairs} pairs flagged a "
-              f"point, {aa_exit} exited 3, the shift line flagged {shift_flagged}")  # fmt: skip
+              f"point, {aa_exit} exited 3, the shift line flagged {shift_flagged} of the "
+              f"{shift_judged} it judged")  # fmt: skip
         for effect, (hit, changed) in found.items():
             share = 100 * hit / max(1, changed)
             print(f"power at +{100 * effect:g} % (whole calls, a third of the points): "
                   f"{hit} of {changed} points slower ({share:.0f} %)")  # fmt: skip
+        for effect, (hit, judged_pairs) in shift_found.items():
+            print(f"the shift line at +{100 * effect:g} % at every point: slower in {hit} of "
+                  f"{judged_pairs} pairs it judged")  # fmt: skip
         bimodal, points = _bimodal(store, runs)
         spread = 100 * _spread(store, runs)
         print(f"bimodal: {bimodal} of {points} points (all kept); a point's processes differ "
