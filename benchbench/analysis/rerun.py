@@ -14,8 +14,10 @@ the point's log interval over its ``t(k-1)``. If the intervals held what they cl
 would follow Student's t with about ``2(k-1)`` degrees of freedom, whose median ``|z|``
 is ``t_0.75``; :func:`rerun_factor` is the points' median ``|z|`` over that, or 1 when
 runs scatter less. A median, because a change that shows at a few points (a real
-regression, one busy moment) must not make every interval wider; a nightly's history
-changes sha every night, and one changed point in three moves the median little.
+regression, one busy moment) must not make every interval wider, and a nightly's history
+changes sha every night; a change at a third of the points does move it (x1.8 for one
+pair of runs with +25 % there: ``tests/unit/test_rerun.py``), which is why the run shown
+is left out where a history exists.
 
 **Where it goes.** A run's table (``run``, ``show``) widens each several-process interval
 by the factor in log space and says so in its title (``95% CI incl. run-to-run (x1.31,
@@ -191,6 +193,7 @@ class Shift:
     rms: float | None
     p_value: float | None
     mark: str
+    confidence: float = 0.95
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -207,17 +210,17 @@ class Shift:
     @property
     def line(self) -> str:
         """The shift for a person: one line under ``compare``'s table."""
-        interval = f"{self.ci_low:.3f}-{self.ci_high:.3f}"
+        interval = f"{self.confidence:.0%} CI {self.ci_low:.3f}-{self.ci_high:.3f}"
         if self.mark == NOT_JUDGED:
             return (
                 f"shared shift: every point x{self.ratio:.3f} together (median of {self.points}; "
-                f"95% CI {interval} within these runs only): not judged, {self.pairs} earlier "
+                f"{interval} within these runs only): not judged, {self.pairs} earlier "
                 f"pair(s) of runs of this machine and suites, {MIN_SHIFTS} needed"
             )
         return (
             f"shared shift: every point x{self.ratio:.3f} together (median of {self.points}), "
             f"against the shifts of {self.pairs} earlier pairs of runs (RMS "
-            f"{100 * math.expm1(self.rms or 0.0):.1f} %; 95% CI {interval}, p "
+            f"{100 * math.expm1(self.rms or 0.0):.1f} %; {interval}, p "
             f"{self.p_value:.2g}): {self.mark}"
         )
 
@@ -267,7 +270,9 @@ def shared_shift(
     if len(earlier) < MIN_SHIFTS:
         half = t_quantile(points - 1, 1.0 - alpha) * se
         low, high = math.exp(shift - half), math.exp(shift + half)
-        return Shift(math.exp(shift), low, high, points, len(earlier), None, None, NOT_JUDGED)
+        return Shift(
+            math.exp(shift), low, high, points, len(earlier), None, None, NOT_JUDGED, 1.0 - alpha
+        )
     rms = math.sqrt(sum(s * s for s in earlier) / len(earlier))
     spread = math.hypot(rms, se)  # the machine's shifts, and this median's own error
     df = float(len(earlier))
@@ -283,4 +288,5 @@ def shared_shift(
         rms,
         p,
         mark,
+        1.0 - alpha,
     )

@@ -30,8 +30,11 @@ one point alone needs alpha / N, `mde_alone` in --format json). Below --min-effe
 reads "< {{ default.min_effect_pct }}": the verdict calls nothing smaller a change. The
 summary line gives the comparison's median MDE; when every point's MDE is above
 --min-effect it says the comparison could not have seen a change below the smallest of
-them. Drift of the
-whole machine between the two runs is not in the figure (`benchbench ab` cancels it).
+them. Two runs measured apart also differ from run to run: the test's standard error is
+multiplied by the run-to-run factor read from the store's earlier runs of these suites on
+this machine (the title says so), and what every point moved by together is one shift
+line under the table, judged against the shifts between those runs (`benchbench ab`
+cancels both).
 
 Where both runs counted a point's instructions (run --metric instructions), the
 table adds the instructions per call of each run, their ratio and a mark by the
@@ -43,7 +46,7 @@ of two counters (run --counter callgrind or pmu) are never compared: such a poin
 is "counters differ", and a note says how many.
 
 Exit codes: 3 when a point is slower (in time or in instructions) or newly failing
-(regressed), unless
+(regressed), or the shift line is slower, unless
 --no-fail-on-regression; 0 otherwise; 1 error; 2 usage. Runs from different
 environments can be compared; the differing fields are shown.
 """
