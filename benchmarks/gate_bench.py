@@ -121,6 +121,17 @@ def start_neighbour(seed: int = 0, max_s: float = 7200.0) -> subprocess.Popen[by
     return subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(seed), str(max_s)])
 
 
+def held_pairs(first: dict[str, dict], second: dict[str, dict]) -> list[tuple[dict, bool]]:
+    """Each point ok in both runs' rows (by benchmark id): its row in ``first`` and
+    whether that row's interval holds ``second``'s headline (coverage of a rerun)."""
+    out = []
+    for key, row in first.items():
+        other = second.get(key)
+        if row["status"] == "ok" and other is not None and other["status"] == "ok":
+            out.append((row, row["ci_low_s"] <= other["median_s"] <= row["ci_high_s"]))
+    return out
+
+
 def _bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "benchbench", *args],

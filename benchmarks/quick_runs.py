@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "benchmarks"))
 
-from gate_bench import NEIGHBOUR  # noqa: E402
+from gate_bench import NEIGHBOUR, held_pairs  # noqa: E402
 
 from benchbench.analysis.rerun import history_factor, widened  # noqa: E402
 from benchbench.store import open_store  # noqa: E402
@@ -205,13 +205,9 @@ def _printed(store_path: str, run_ids: list[str]) -> dict[str, Any]:
         shown[run_id] = ({r["benchmark_id"]: r for r in widened(rows, rerun)}, rerun)
     held = judged = 0
     for before, after in itertools.pairwise(run_ids):
-        first, second = shown[before][0], shown[after][0]
-        for key, row in first.items():
-            other = second.get(key)
-            if row["status"] != "ok" or other is None or other["status"] != "ok":
-                continue
-            judged += 1
-            held += row["ci_low_s"] <= other["median_s"] <= row["ci_high_s"]
+        pairs = held_pairs(shown[before][0], shown[after][0])
+        judged += len(pairs)
+        held += sum(holds for _, holds in pairs)
     runs = []
     for run_id in run_ids:
         rows, rerun = shown[run_id]

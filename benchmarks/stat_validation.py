@@ -84,13 +84,9 @@ def _coverage(store: str, runs: list[str]) -> tuple[int, int, list[float]]:
     held = judged = 0
     widths: list[float] = []
     for before, after in itertools.pairwise(runs):
-        first, second = _printed(store, before), _rows(store, after)
-        for key, row in first.items():
-            other = second.get(key)
-            if row["status"] != "ok" or other is None or other["status"] != "ok":
-                continue
+        for row, holds in gate_bench.held_pairs(_printed(store, before), _rows(store, after)):
             judged += 1
-            held += row["ci_low_s"] <= other["median_s"] <= row["ci_high_s"]
+            held += holds
             widths.append((row["ci_high_s"] - row["ci_low_s"]) / (2 * row["median_s"]))
     return held, judged, widths
 
