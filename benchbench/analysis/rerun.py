@@ -114,14 +114,14 @@ def pair_scores(before: Sequence[Row], after: Sequence[Row]) -> list[tuple[float
 def rerun_factor(runs: Sequence[Sequence[Row]]) -> Rerun | None:
     """The factor from ``runs``' rows, oldest first (consecutive runs are paired); None
     when fewer than :data:`MIN_POINTS` points could be matched."""
-    scores = [s for before, after in itertools.pairwise(runs) for s in pair_scores(before, after)]
+    each = [pair_scores(before, after) for before, after in itertools.pairwise(runs)]
+    scores = [s for pair in each for s in pair]
     if len(scores) < MIN_POINTS:
         return None
     df = statistics.median(d for _, d in scores)
     expected = t_quantile(max(1.0, df), _MEDIAN_ABS)
     found = statistics.median(abs(z) for z, _ in scores)
-    pairs = sum(bool(pair_scores(a, b)) for a, b in itertools.pairwise(runs))
-    return Rerun(max(1.0, found / expected), pairs, len(scores))
+    return Rerun(max(1.0, found / expected), sum(map(bool, each)), len(scores))
 
 
 def widened(rows: Sequence[Row], rerun: Rerun | None) -> list[dict[str, Any]]:
@@ -167,10 +167,12 @@ def history_factor(
     when those hold no pair with :data:`MIN_POINTS` points is ``run`` itself read as the
     last run of the sequence: a change in ``run`` then widens its own factor, so a
     history keeps it from doing so."""
-    if not run.get("id"):
-        return None
-    sequence = history_runs(store, run, base)
-    return rerun_factor(sequence) or rerun_factor([*sequence, rows])
+    return factor_of(history_runs(store, run, base), rows)
+
+
+def factor_of(history: Sequence[Sequence[Row]], rows: Sequence[Row]) -> Rerun | None:
+    """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it."""
+    return rerun_factor(history) or rerun_factor([*history, rows])
 
 
 #: Earlier pairs of runs a shared shift is judged against, at least.

@@ -190,7 +190,7 @@ def judge(
     ``rows`` are the two sides' measurements when they are not the runs' own (a run
     group's shards); by default each run's."""
     from benchbench.analysis import compare
-    from benchbench.analysis.rerun import history_runs, rerun_factor, shared_shift
+    from benchbench.analysis.rerun import factor_of, history_runs, shared_shift
 
     base_rows, contender_rows = rows or (
         store.measurements(base["id"]),
@@ -200,7 +200,7 @@ def judge(
     rerun = shift = None
     if not paired:  # two runs measured apart: the store's earlier runs say how runs differ
         history = history_runs(store, contender, (base, base_rows))
-        rerun = rerun_factor(history) or rerun_factor([*history, contender_rows])
+        rerun = factor_of(history, contender_rows)
         shift = shared_shift(history, base_rows, contender_rows, args.alpha, args.min_effect)
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None

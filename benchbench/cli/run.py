@@ -322,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
     from benchbench.run.deadline import DEADLINE_SIGNAL, deadline
     from benchbench.store.profiles import latest_profiles
     from benchbench.views import results as views
-    from benchbench.views.run_notes import run_footer, with_rerun
+    from benchbench.views.run_notes import run_footer, shown
 
     # Every flag, the suites and the points they select are checked before the store is
     # opened: a bad command line never creates a store (or its folder).
@@ -366,15 +366,15 @@ def run(args: argparse.Namespace) -> int:
     profiles = latest_profiles(store, run_row["environment_id"], {r["device"] for r in stored})
     rows = views.with_roofline(stored, profiles)
     elapsed = time.monotonic() - started
-    shown, held, rerun = with_rerun(store, run_row, rows)
+    table = shown(store, run_row, rows)
     if args.format == "json":
-        flags.print_json(views.run_document(run_row, rows, {"run_to_run": rerun}))
+        flags.print_json(views.run_document(run_row, rows, {"run_to_run": table.rerun}))
     else:
         grid = views.results_grid(
-            shown,
-            title=f"run {summary.run_id} · {held}",
+            table.rows,
+            title=f"run {summary.run_id} · {table.words}",
             profiled=bool(profiles),
-            footer=run_footer(store, run_row, shown),
+            footer=run_footer(run_row, table.rows, table.previous),
         )
         flags.print_tables(args, [grid])
     flags.print_failures(views.failures(rows))

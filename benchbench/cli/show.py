@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         summary_line,
         with_roofline,
     )
-    from benchbench.views.run_notes import run_footer, with_rerun
+    from benchbench.views.run_notes import run_footer, shown
 
     store = flags.store_from(args)
     run_row, stored = sharding.run_or_group(store, args.run_ref)
@@ -50,13 +50,18 @@ def run(args: argparse.Namespace) -> int:
     profiles = latest_profiles(store, run_row.get("environment_id"), {r["device"] for r in stored})
     rows = with_roofline(stored, profiles)
     analysis = analyze(with_run(run_row, stored))
-    shown, held, rerun = with_rerun(store, run_row, rows)
+    table = shown(store, run_row, rows)
     if args.format == "json":
-        flags.print_json(run_document(run_row, rows, {**fits_json(analysis), "run_to_run": rerun}))
+        document = {**fits_json(analysis), "run_to_run": table.rerun}
+        flags.print_json(run_document(run_row, rows, document))
         return 0
     title = f"run {run_row['id']}" + (f" ({run_row['label']})" if run_row["label"] else "")
-    footer = run_footer(store, run_row, shown)
-    grids = [results_grid(shown, title=f"{title} · {held}", profiled=bool(profiles), footer=footer)]
+    footer = run_footer(run_row, table.rows, table.previous)
+    grids = [
+        results_grid(
+            table.rows, title=f"{title} · {table.words}", profiled=bool(profiles), footer=footer
+        )
+    ]
     if analysis.curves:
         grids.append(fits_grid(analysis))
     flags.print_tables(args, grids)

@@ -82,13 +82,6 @@ def runs(engine: Engine, limit: int | None = None, *, counts: bool = True) -> li
         return [dict(r._mapping) for r in conn.execute(query)]
 
 
-def previous_run(engine: Engine, run: Mapping[str, Any], scan: int = 200) -> dict[str, Any] | None:
-    """The newest finished run started before ``run`` in its environment, of the same
-    suites (names and hashes), among the newest ``scan`` runs; None when there is none."""
-    before = earlier_runs(engine, run, 1, scan)
-    return before[0] if before else None
-
-
 def earlier_runs(
     engine: Engine, run: Mapping[str, Any], count: int, scan: int = 200
 ) -> list[dict[str, Any]]:

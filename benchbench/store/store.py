@@ -258,10 +258,6 @@ class Store:
         """
         return lookup.resolve_run(self.engine, ref, environment)
 
-    def previous_run(self, run: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The newest finished run before ``run`` of its suites on its environment."""
-        return lookup.previous_run(self.engine, run)
-
     def earlier_runs(self, run: Mapping[str, Any], count: int) -> list[dict[str, Any]]:
         """Up to ``count`` finished runs before ``run`` of its suites on its environment,
         newest first."""

@@ -19,6 +19,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -195,16 +196,17 @@ def _named(labels: Sequence[str], named: int = NAMED) -> str:
 
 
 def run_footer(
-    store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+    run: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    previous: Sequence[Mapping[str, Any]] | None,
 ) -> list[str]:
     """:func:`footer` of a stored run: its target from its config, and the drift from
-    the run before it of the same suites on the same environment, when there is one;
-    first, for one side of an ``ab`` run, :func:`ab_side_line`."""
+    ``previous``, the rows of the run before it of the same suites on the same
+    environment (:class:`Shown`), when there is one; first, for one side of an ``ab``
+    run, :func:`ab_side_line`."""
     config = run.get("config") or {}
     policy = config.get("policy") or {}
     target = policy.get("target_rel_ci")
-    before = store.previous_run(run) if run.get("id") else None
-    previous = store.measurements(before["id"]) if before else None
     lines = footer(rows, float(target) if target else None, previous)
     side = config.get("ab") or {}
     if not side.get("paired_run") or not run.get("id"):
@@ -214,16 +216,30 @@ def run_footer(
     return [*wrap_note(ab_side_line(str(side.get("side") or "base"), base, head)), *lines]
 
 
-def with_rerun(
-    store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
-) -> tuple[list[dict[str, Any]], str, dict[str, Any] | None]:
-    """A run's rows as its table shows them: each several-process interval widened by
-    the run-to-run factor read from the runs before it (:mod:`benchbench.analysis.rerun`);
-    with the title's words for the intervals and the factor for ``--format json``."""
-    from benchbench.analysis.rerun import history_factor, rerun_dict, scope, widened
+@dataclass(frozen=True)
+class Shown:
+    """A run as its table shows it (:func:`shown`)."""
 
-    rerun = history_factor(store, run, rows)
-    return widened(rows, rerun), f"95% CI {scope(rerun)}", rerun_dict(rerun)
+    #: The rows, each several-process interval widened by the run-to-run factor.
+    rows: list[dict[str, Any]]
+    #: What the intervals hold, for the title: ``95% CI incl. run-to-run (...)``.
+    words: str
+    #: The factor for ``--format json`` (``run_to_run``), or None.
+    rerun: dict[str, Any] | None
+    #: The rows of the run before it (same suites and environment), for the drift line.
+    previous: Sequence[Mapping[str, Any]] | None
+
+
+def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Shown:
+    """A run's rows as its table shows them, the run-to-run factor read from the runs
+    before it (:mod:`benchbench.analysis.rerun`), which are read once: the newest of
+    them is also the footer's previous run."""
+    from benchbench.analysis.rerun import factor_of, history_runs, rerun_dict, scope, widened
+
+    history = history_runs(store, run)
+    rerun = factor_of(history, rows)
+    previous = history[-1] if history else None
+    return Shown(widened(rows, rerun), f"95% CI {scope(rerun)}", rerun_dict(rerun), previous)
 
 
 def ab_side_line(side: str, base: str, head: str) -> str:

@@ -230,21 +230,14 @@ def test_the_footer_fits_160_columns_with_the_longest_content_it_can_hold():
     assert "z" * 400 in "".join(line.strip() for line in text)  # wrapped, not cut
 
 
-class _NoHistory:
-    """A store with no run before the one shown."""
-
-    def previous_run(self, run: Any) -> None:
-        return None
-
-
 def test_an_ab_sides_footer_says_its_interval_is_this_runs_and_names_the_paired_verdict():
     from benchbench.views.run_notes import run_footer
 
     head = {"id": "head-run-0001", "config": {"ab": {"side": "head", "paired_run": "base-run-01"}}}
-    lines = run_footer(_NoHistory(), head, [_row()])  # type: ignore[arg-type]
+    lines = run_footer(head, [_row()], None)  # no run before the one shown
     text = " ".join(line.strip() for line in lines)
     assert "ab head side (base base-run, head head-run)" in text
     assert "±95% CI within this run only" in text
     assert "`benchbench compare base-run head-run`" in text
-    plain_run = run_footer(_NoHistory(), {"id": "r", "config": {}}, [_row()])  # type: ignore[arg-type]
+    plain_run = run_footer({"id": "r", "config": {}}, [_row()], None)
     assert not any("ab " in line for line in plain_run) and plain_run[-1].startswith("verdict:")
