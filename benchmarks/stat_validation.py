@@ -12,8 +12,9 @@ into a throwaway store, as a user runs them:
   flagged (``slower``/``faster``), exit codes, and the shift line's mark where ``compare``
   judges a shared shift (with three earlier pairs of runs or more);
 - **power**: per pair, a run with whole extra calls at a random third of the points
-  (``GATE_CALLS`` 20: +1 call is +5 %, +2 is +10 %, +5 is +25 %), compared with the A
-  run before it: the share of those points marked ``slower``;
+  (``GATE_CALLS`` 20: +1 call is +5 %, +2 is +10 %, +5 is +25 %), into a copy of the
+  store (so that no later history holds it), compared with the A run before it: the
+  share of those points marked ``slower``;
 - **the shift line's power** (``--shift-effects``): for each A run after the first, a run
   with whole extra calls at every point, into a copy of the store (so that no later
   history holds it), compared with that A run: pairs whose shift line is ``slower``;
@@ -104,28 +105,38 @@ def _flagged(document: dict) -> int:
 
 def _power(
     suite: str, store: str, base: str, k: int, effect: float, rng: random.Random
-) -> tuple[int, int]:
-    """A run with +effect (whole calls) at a random third of the points, compared with
-    ``base``: (points found slower among them, points changed)."""
+) -> tuple[int, int, bool]:
+    """A run with +effect (whole calls) at a random third of the points, into a copy of
+    ``store`` (so that no later history holds it), compared with ``base``: (points found
+    slower among them, points changed, judged beyond the shared shift)."""
     rows = [r for r in _rows(store, base).values() if r["status"] == "ok"]
     picked = rng.sample(rows, max(1, len(rows) // 3))
     extra = {f"{r['workload']}:{r['size']}": round(effect * CALLS) for r in picked}
-    head = _run(suite, store, f"b{k}-{effect:g}", extra)
-    marks = {p["benchmark_id"]: p["mark"] for p in _compare(store, base, head)["points"]}
-    return sum(marks.get(r["benchmark_id"]) == "slower" for r in picked), len(picked)
+    copy = _copy(store)
+    head = _run(suite, copy, f"b{k}-{effect:g}", extra)
+    document = _compare(copy, base, head)
+    marks = {p["benchmark_id"]: p["mark"] for p in document["points"]}
+    hit = sum(marks.get(r["benchmark_id"]) == "slower" for r in picked)
+    return hit, len(picked), bool(document.get("after_shift"))
+
+
+def _copy(store: str) -> str:
+    """A copy of ``store`` beside it for one trial, replacing the last trial's."""
+    copy = Path(store).with_name("trial.db")
+    copy.unlink(missing_ok=True)
+    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
+        source.backup(target)  # whole, whatever the journal mode
+    return str(copy)
 
 
 def _shift_trial(suite: str, store: str, base: str, effect: float) -> tuple[bool, bool]:
     """A run with +effect (whole calls) at every point, into a copy of ``store``, compared
     with ``base``: (its shift line ``slower``, the line judged at all)."""
-    copy = Path(store).with_name("shift-trial.db")
-    copy.unlink(missing_ok=True)
-    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
-        source.backup(target)  # whole, whatever the journal mode
+    copy = _copy(store)
     rows = _rows(store, base).values()
     every = {f"{r['workload']}:{r['size']}": round(effect * CALLS) for r in rows}
-    head = _run(suite, str(copy), f"shift-{effect:g}", every)
-    mark = (_compare(str(copy), base, head).get("shift") or {}).get("mark")
+    head = _run(suite, copy, f"shift-{effect:g}", every)
+    mark = (_compare(copy, base, head).get("shift") or {}).get("mark")
     return mark == "slower", mark not in (None, "not judged")
 
 
@@ -194,7 +205,7 @@ def main() -> None:
     try:
         rng = random.Random(args.seed)
         runs = [_run(suite, store, "a0")]
-        found = {e: [0, 0] for e in effects}
+        found = {(e, after): [0, 0] for e in effects for after in (False, True)}
         aa_flagged = aa_exit = shift_flagged = shift_judged = 0
         shift_found = {e: [0, 0] for e in shifts}
         for k in range(1, args.pairs + 1):
@@ -206,9 +217,9 @@ def main() -> None:
             shift_flagged += mark in ("slower", "faster")
             shift_judged += mark not in (None, "not judged")
             for effect in effects:
-                hit, changed = _power(suite, store, runs[-1], k, effect, rng)
-                found[effect][0] += hit
-                found[effect][1] += changed
+                hit, changed, after = _power(suite, store, runs[-1], k, effect, rng)
+                found[effect, after][0] += hit
+                found[effect, after][1] += changed
         for effect in shifts:  # each in a copy of the store, so that no history holds one
             for base in runs[1:]:
                 hit, judged_pair = _shift_trial(suite, store, base, effect)
@@ -221,10 +232,12 @@ def main() -> None:
         print(f"run against run, identical code: {aa_flagged} of {args.pairs} pairs flagged a "
               f"point, {aa_exit} exited 3, the shift line flagged {shift_flagged} of the "
               f"{shift_judged} it judged")  # fmt: skip
-        for effect, (hit, changed) in found.items():
+        for (effect, after), (hit, changed) in found.items():
             share = 100 * hit / max(1, changed)
-            print(f"power at +{100 * effect:g} % (whole calls, a third of the points): "
-                  f"{hit} of {changed} points slower ({share:.0f} %)")  # fmt: skip
+            how = "beyond the shared shift" if after else "the shift left in (too little history)"
+            if changed:
+                print(f"power at +{100 * effect:g} % (whole calls, a third of the points), {how}: "
+                      f"{hit} of {changed} points slower ({share:.0f} %)")  # fmt: skip
         for effect, (hit, judged_pairs) in shift_found.items():
             print(f"the shift line at +{100 * effect:g} % at every point: slower in {hit} of "
                   f"{judged_pairs} pairs it judged")  # fmt: skip

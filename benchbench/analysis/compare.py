@@ -154,6 +154,14 @@ class PointComparison:
     contender_instructions: float | None = None
     instructions_ratio: float | None = None
     instructions_mark: str | None = None
+    #: The shared shift the head's times were divided by before the test (1: none); the
+    #: ratio, its interval, p, q, MDE and mark are then of the point beyond the shift.
+    shift: float = 1.0
+
+    @property
+    def raw_ratio(self) -> float | None:
+        """The point's own ratio, the shift not taken out (``ratio`` when there is none)."""
+        return self.ratio * self.shift if self.ratio is not None else None
 
     @property
     def regressed(self) -> bool:
@@ -178,6 +186,8 @@ class PointComparison:
             "base_median_s": self.base_median_s,
             "contender_median_s": self.contender_median_s,
             "ratio": self.ratio,
+            "raw_ratio": self.raw_ratio,
+            "shift": self.shift,
             "ratio_ci_low": self.ratio_ci_low,
             "ratio_ci_high": self.ratio_ci_high,
             "p_value": self.p_value,
@@ -214,6 +224,11 @@ class Comparison:
     shift: Shift | None = None
 
     @property
+    def after_shift(self) -> bool:
+        """The points were judged beyond the shared shift (it was judged on its own)."""
+        return self.shift is not None and self.shift.judged and not self.paired
+
+    @property
     def shift_regressed(self) -> bool:
         """The shared shift is ``slower``: every point together, beyond the machine's."""
         return self.shift is not None and self.shift.mark == SLOWER
@@ -246,16 +261,17 @@ class Comparison:
         return any(p.instructions_mark is not None for p in self.points)
 
     def geomean_by_workload(self) -> dict[str, float]:
-        """Geometric mean of the ratios per ``suite/workload`` (points both runs measured)."""
+        """Geometric mean of the points' own ratios per ``suite/workload`` (points both
+        runs measured; the shared shift not taken out)."""
         groups: dict[str, list[float]] = defaultdict(list)
         for p in self.points:
-            if p.ratio is not None:
-                groups[f"{p.suite}/{p.workload}"].append(p.ratio)
+            if p.raw_ratio is not None:
+                groups[f"{p.suite}/{p.workload}"].append(p.raw_ratio)
         return {key: geometric_mean(values) for key, values in sorted(groups.items())}
 
     @property
     def geomean(self) -> float | None:
-        ratios = [p.ratio for p in self.points if p.ratio is not None]
+        ratios = [p.raw_ratio for p in self.points if p.raw_ratio is not None]
         return geometric_mean(ratios) if ratios else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -265,6 +281,7 @@ class Comparison:
             "paired": self.paired,
             "run_to_run": rerun_dict(self.rerun),
             "shift": self.shift.to_dict() if self.shift is not None else None,
+            "after_shift": self.after_shift,
             "same_environment": self.same_environment,
             "environment_diff": {
                 k: {"base": b, "contender": c} for k, (b, c) in self.environment_diff.items()
@@ -342,9 +359,12 @@ def compare_point(
     instructions_min_effect: float = INSTRUCTIONS_MIN_EFFECT,
     paired: bool = False,
     rerun: float = 1.0,
+    shift: float = 1.0,
 ) -> PointComparison:
     """The comparison of one benchmark's rows in the base and the contender (``paired``:
-    measured in lockstep, ``rerun``: the run-to-run factor, see :func:`compare_samples`)."""
+    measured in lockstep, ``rerun``: the run-to-run factor, see :func:`compare_samples`;
+    ``shift``: the shared shift of two runs measured apart, which the contender's times
+    are divided by before the test, so that the point is judged beyond it)."""
     row = contender if contender is not None else base
     if row is None:
         raise ValueError("compare_point needs a row on at least one side")
@@ -377,7 +397,7 @@ def compare_point(
         base_s, base_k, con_s, con_k = (
             per_call(base),
             processes(base),
-            per_call(contender),
+            [t / shift for t in per_call(contender)],
             processes(contender),
         )
     result = compare_samples(
@@ -401,6 +421,7 @@ def compare_point(
         df=result.df,
         test=result.test,
         pairs=result.pairs,
+        shift=1.0 if paired else shift,
         **counted,
         **common,
     )
@@ -419,13 +440,16 @@ def compare_rows(
     paired: bool = False,
     power: float = POWER,
     rerun: Rerun | None = None,
+    shift: Shift | None = None,
 ) -> Comparison:
     """Compare two runs' rows point by point (base order, then points new in the contender).
 
     ``*_environment`` are the environments' comparability fields; their differences
     are reported (comparing across environments is allowed but labelled). ``rerun``:
     the run-to-run factor of two runs measured apart (:mod:`.rerun`); a paired comparison
-    takes none.
+    takes none. ``shift``: their shared shift (:func:`.rerun.shared_shift`); when it was
+    judged against earlier shifts, each point is judged beyond it (the head's times
+    divided by it; ``rerun`` should then be read after the shift too), otherwise as it is.
     """
     if not 0 <= min_effect < 1:
         raise ValueError(f"min_effect must be a fraction in [0, 1), got {min_effect}")
@@ -444,6 +468,7 @@ def compare_rows(
             instructions_min_effect=instructions_min_effect,
             paired=paired,
             rerun=rerun.factor if rerun is not None and not paired else 1.0,
+            shift=shift.ratio if shift is not None and shift.judged and not paired else 1.0,
         )
         for b in order
     ]
@@ -455,6 +480,7 @@ def compare_rows(
         paired=paired,
         power=power,
         rerun=None if paired else rerun,
+        shift=None if paired else shift,
         environment_diff=environment_diff(base_environment or {}, contender_environment or {}),
     )
 

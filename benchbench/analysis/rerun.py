@@ -61,12 +61,16 @@ class Rerun:
     factor: float
     pairs: int
     points: int
+    #: Read from each pair's log ratios less that pair's shared shift (:func:`pair_shift`):
+    #: the factor of ``compare``'s verdicts after the shift.
+    after_shift: bool = False
 
     @property
     def words(self) -> str:
         """What an interval holds, for a table's title."""
         pairs = f"{self.pairs} pair{'s' if self.pairs != 1 else ''} of runs"
-        return f"incl. run-to-run (x{self.factor:.2f}, from {pairs})"
+        after = " after the shared shift" if self.after_shift else ""
+        return f"incl. run-to-run{after} (x{self.factor:.2f}, from {pairs})"
 
 
 def scope(rerun: Rerun | None, runs: str = "this run") -> str:
@@ -78,7 +82,12 @@ def rerun_dict(rerun: Rerun | None) -> dict[str, Any] | None:
     """A factor for ``--format json``: ``{"factor", "pairs", "points"}``, or None."""
     if rerun is None:
         return None
-    return {"factor": rerun.factor, "pairs": rerun.pairs, "points": rerun.points}
+    return {
+        "factor": rerun.factor,
+        "pairs": rerun.pairs,
+        "points": rerun.points,
+        "after_shift": rerun.after_shift,
+    }
 
 
 def _log_se(row: Row) -> tuple[float, int] | None:
@@ -93,9 +102,19 @@ def _log_se(row: Row) -> tuple[float, int] | None:
     return half / t_quantile(len(medians) - 1), len(medians)
 
 
-def pair_scores(before: Sequence[Row], after: Sequence[Row]) -> list[tuple[float, int]]:
-    """Each point both runs measured in several processes: (z, degrees of freedom)."""
+def pair_scores(
+    before: Sequence[Row], after: Sequence[Row], after_shift: bool = False
+) -> list[tuple[float, int]]:
+    """Each point both runs measured in several processes: (z, degrees of freedom);
+    ``after_shift``: each log ratio less the pair's shared shift (none below
+    :data:`MIN_POINTS` points)."""
     first = {r.get("benchmark_id"): r for r in before}
+    shift = 0.0
+    if after_shift:
+        found = pair_shift(before, after)
+        if found is None:
+            return []
+        shift = found[0]
     out: list[tuple[float, int]] = []
     for row in after:
         old = first.get(row.get("benchmark_id"))
@@ -106,22 +125,24 @@ def pair_scores(before: Sequence[Row], after: Sequence[Row]) -> list[tuple[float
         se = math.hypot(a[0], b[0])
         if se <= 0:
             continue
-        z = math.log(float(row["median_s"]) / float(old["median_s"])) / se  # type: ignore[index]
+        log_ratio = math.log(float(row["median_s"]) / float(old["median_s"]))  # type: ignore[index]
+        z = (log_ratio - shift) / se
         out.append((z, a[1] + b[1] - 2))
     return out
 
 
-def rerun_factor(runs: Sequence[Sequence[Row]]) -> Rerun | None:
+def rerun_factor(runs: Sequence[Sequence[Row]], after_shift: bool = False) -> Rerun | None:
     """The factor from ``runs``' rows, oldest first (consecutive runs are paired); None
-    when fewer than :data:`MIN_POINTS` points could be matched."""
-    each = [pair_scores(before, after) for before, after in itertools.pairwise(runs)]
+    when fewer than :data:`MIN_POINTS` points could be matched. ``after_shift``: of the
+    points' log ratios less each pair's shared shift (:func:`pair_scores`)."""
+    each = [pair_scores(before, after, after_shift) for before, after in itertools.pairwise(runs)]
     scores = [s for pair in each for s in pair]
     if len(scores) < MIN_POINTS:
         return None
     df = statistics.median(d for _, d in scores)
     expected = t_quantile(max(1.0, df), _MEDIAN_ABS)
     found = statistics.median(abs(z) for z, _ in scores)
-    return Rerun(max(1.0, found / expected), sum(map(bool, each)), len(scores))
+    return Rerun(max(1.0, found / expected), sum(map(bool, each)), len(scores), after_shift)
 
 
 def widened(rows: Sequence[Row], rerun: Rerun | None) -> list[dict[str, Any]]:
@@ -170,9 +191,12 @@ def history_factor(
     return factor_of(history_runs(store, run, base), rows)
 
 
-def factor_of(history: Sequence[Sequence[Row]], rows: Sequence[Row]) -> Rerun | None:
-    """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it."""
-    return rerun_factor(history) or rerun_factor([*history, rows])
+def factor_of(
+    history: Sequence[Sequence[Row]], rows: Sequence[Row], after_shift: bool = False
+) -> Rerun | None:
+    """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it
+    (``after_shift``: see :func:`rerun_factor`)."""
+    return rerun_factor(history, after_shift) or rerun_factor([*history, rows], after_shift)
 
 
 #: Earlier pairs of runs a shared shift is judged against, at least.
@@ -196,6 +220,11 @@ class Shift:
     p_value: float | None
     mark: str
     confidence: float = 0.95
+
+    @property
+    def judged(self) -> bool:
+        """Judged against the store's earlier shifts (else too few pairs to say)."""
+        return self.mark != NOT_JUDGED
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -54,7 +54,6 @@ environments can be compared; the differing fields are shown.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -200,8 +199,11 @@ def judge(
     rerun = shift = None
     if not paired:  # two runs measured apart: the store's earlier runs say how runs differ
         history = history_runs(store, contender, (base, base_rows))
-        rerun = factor_of(history, contender_rows)
         shift = shared_shift(history, base_rows, contender_rows, args.alpha, args.min_effect)
+        # A shift judged against earlier ones is taken out of every point, and the factor
+        # is then read from the earlier pairs' points beyond their own shifts.
+        after = shift is not None and shift.judged
+        rerun = factor_of(history, contender_rows, after_shift=after)
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)
@@ -217,8 +219,8 @@ def judge(
         paired=paired,
         power=args.power,
         rerun=rerun,
+        shift=shift,
     )
-    result = dataclasses.replace(result, shift=shift)
     if args.format == "json":
         flags.print_json(
             {"base": _run_info(base), "contender": _run_info(contender), **result.to_dict()}
@@ -289,11 +291,17 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         notes.append(f"geometric mean overall: {result.geomean:.3f} (head / base)")
     if result.shift is not None:
         notes.append(result.shift.line)
+    if result.after_shift and result.shift is not None:
+        notes.append(
+            f"ratio ÷ shift: each point's ratio over the shared shift (x{result.shift.ratio:.3f}),"
+            " as its interval, q, MDE and mark are; the geometric means are of the points' own"
+            " ratios"
+        )
     columns: tuple[Column, ...] = (
         Column("point"),
         Column("base", "right"),
         Column("head", "right"),
-        Column("ratio", "right"),
+        Column("ratio ÷ shift" if result.after_shift else "ratio", "right"),
         Column(f"{1 - result.alpha:.0%} CI", "right"),
         Column("q", "right"),
         Column("MDE", "right"),

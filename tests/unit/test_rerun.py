@@ -22,6 +22,7 @@ from benchbench.analysis.rerun import (
     MIN_POINTS,
     NOT_JUDGED,
     Rerun,
+    factor_of,
     history_factor,
     rerun_factor,
     scope,
@@ -158,7 +159,12 @@ def test_compare_multiplies_the_unpaired_standard_error_by_the_factor() -> None:
     plain = compare_rows(base, head)
     wider = compare_rows(base, head, rerun=Rerun(2.0, 1, POINTS))
     assert wider.rerun == Rerun(2.0, 1, POINTS)
-    assert wider.to_dict()["run_to_run"] == {"factor": 2.0, "pairs": 1, "points": POINTS}
+    assert wider.to_dict()["run_to_run"] == {
+        "factor": 2.0,
+        "pairs": 1,
+        "points": POINTS,
+        "after_shift": False,
+    }
     for a, b in zip(plain.points, wider.points, strict=True):
         assert b.se_log == pytest.approx(2 * a.se_log)
         assert b.p_value >= a.p_value
@@ -244,4 +250,81 @@ def test_a_shift_with_too_little_history_is_not_judged() -> None:
     assert "not judged" in shift.line and "3 needed" in shift.line
     assert (
         shared_shift([], runs[0][: MIN_POINTS - 1], runs[1][: MIN_POINTS - 1], 0.05, 0.05) is None
+    )
+
+
+def _judged(
+    runs: list[list[dict[str, Any]]], head: list[dict[str, Any]], after: bool
+) -> tuple[Any, Any]:
+    """compare's judgement of ``head`` against ``runs[-1]`` with ``runs`` as the history:
+    beyond the shared shift (``after``) or with the shift left in every point."""
+    shift = shared_shift(runs, runs[-1], head, 0.05, 0.05)
+    assert shift is not None and shift.judged
+    rerun = factor_of(runs, head, after_shift=after)
+    assert rerun is not None and rerun.after_shift is after
+    return compare_rows(runs[-1], head, rerun=rerun, shift=shift if after else None), shift
+
+
+def test_points_judged_beyond_the_shared_shift_keep_alpha_and_find_more() -> None:
+    """Runs whose every point moves together by the machine's 6 % a run, beside each
+    point's own 3 % (log sd): taken out, the shift no longer hides a change at a third of
+    the points, and identical code is flagged no more often."""
+    trials, alarms, found, raw_found, changed = 20, 0, 0, 0, 0
+    for seed in range(trials):
+        rng = random.Random(3000 + seed)
+        runs = [
+            [_row(r["benchmark_id"], r["process_medians_s"]) for r in rows]
+            for rows in _shifted(7, rng, shift_sd=0.06)
+        ]
+        runs = [_rows_with_run_term(rows, rng, 0.03) for rows in runs]
+        same, _ = _judged(runs[:6], runs[6], after=True)
+        alarms += any(p.mark in ("slower", "faster") for p in same.points)
+        slow = [
+            _row(
+                r["benchmark_id"],
+                [m * (1.25 if k % 3 == 0 else 1.0) for m in r["process_medians_s"]],
+            )
+            for k, r in enumerate(runs[6])
+        ]
+        beyond, shift = _judged(runs[:6], slow, after=True)
+        raw, _ = _judged(runs[:6], slow, after=False)
+        assert beyond.after_shift and not raw.after_shift
+        for k, (p, q) in enumerate(zip(beyond.points, raw.points, strict=True)):
+            assert p.raw_ratio == pytest.approx(q.ratio)
+            assert p.ratio == pytest.approx(q.ratio / shift.ratio)
+            if k % 3 == 0:
+                changed += 1
+                found += p.mark == "slower"
+                raw_found += q.mark == "slower"
+    # A comparison flags any of its 60 points in at most about alpha of trials (q-values).
+    assert alarms <= 0.05 * trials + 3 * math.sqrt(0.05 * 0.95 * trials), alarms
+    assert found > raw_found, (found, raw_found)
+    # 40 trials found 323 of 800 changed points beyond the shift, 165 with it left in.
+    assert found >= 1.5 * raw_found, (found, raw_found, changed)
+
+
+def _rows_with_run_term(
+    rows: list[dict[str, Any]], rng: random.Random, sd: float
+) -> list[dict[str, Any]]:
+    """``rows`` with each point's own run-level term (log sd ``sd``) on its processes."""
+    out = []
+    for r in rows:
+        level = math.exp(rng.gauss(0.0, sd))
+        out.append(_row(r["benchmark_id"], [m * level for m in r["process_medians_s"]]))
+    return out
+
+
+def test_a_whole_run_slowdown_is_the_shift_line_s_not_every_point_s() -> None:
+    rng = random.Random(11)
+    runs = _shifted(7, rng, shift_sd=0.03)
+    slow = [_row(r["benchmark_id"], [m * 1.2 for m in r["process_medians_s"]]) for r in runs[6]]
+    judged, shift = _judged(runs[:6], slow, after=True)
+    assert shift.mark == "slower" and judged.shift_regressed
+    assert not any(p.mark in ("slower", "faster") for p in judged.points)
+    # The geometric mean is of the points' own ratios (beyond the shift it would be ~1).
+    assert judged.geomean == pytest.approx(shift.ratio, rel=0.03) and shift.ratio > 1.1
+    document = judged.to_dict()
+    assert document["after_shift"] and document["run_to_run"]["after_shift"]
+    assert document["points"][0]["raw_ratio"] == pytest.approx(
+        document["points"][0]["ratio"] * shift.ratio
     )
