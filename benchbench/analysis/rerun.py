@@ -102,32 +102,45 @@ def _log_se(row: Row) -> tuple[float, int] | None:
     return half / t_quantile(len(medians) - 1), len(medians)
 
 
+#: A run's several-process ok points: benchmark id -> (log headline, its standard error,
+#: processes), read once a run however many pairs it is in (:func:`points`).
+Points = dict[Any, tuple[float, float, int]]
+
+
+def points(rows: Sequence[Row]) -> Points:
+    """The points of ``rows`` that the term reads (:func:`_log_se`)."""
+    out: Points = {}
+    for row in rows:
+        found = _log_se(row)
+        if found is not None:
+            out[row.get("benchmark_id")] = (math.log(float(row["median_s"])), *found)
+    return out
+
+
 def pair_scores(
     before: Sequence[Row], after: Sequence[Row], after_shift: bool = False
 ) -> list[tuple[float, int]]:
     """Each point both runs measured in several processes: (z, degrees of freedom);
     ``after_shift``: each log ratio less the pair's shared shift (none below
     :data:`MIN_POINTS` points)."""
-    first = {r.get("benchmark_id"): r for r in before}
+    return _scores(points(before), points(after), after_shift)
+
+
+def _scores(first: Points, then: Points, after_shift: bool) -> list[tuple[float, int]]:
     shift = 0.0
     if after_shift:
-        found = pair_shift(before, after)
+        found = _shift(first, then)
         if found is None:
             return []
         shift = found[0]
     out: list[tuple[float, int]] = []
-    for row in after:
-        old = first.get(row.get("benchmark_id"))
-        a = _log_se(old) if old is not None else None
-        b = _log_se(row)
-        if a is None or b is None:
+    for key, (log_b, se_b, k_b) in then.items():
+        old = first.get(key)
+        if old is None:
             continue
-        se = math.hypot(a[0], b[0])
-        if se <= 0:
-            continue
-        log_ratio = math.log(float(row["median_s"]) / float(old["median_s"]))  # type: ignore[index]
-        z = (log_ratio - shift) / se
-        out.append((z, a[1] + b[1] - 2))
+        se = math.hypot(old[1], se_b)
+        if se > 0:
+            out.append(((log_b - old[0] - shift) / se, old[2] + k_b - 2))
     return out
 
 
@@ -135,7 +148,8 @@ def rerun_factor(runs: Sequence[Sequence[Row]], after_shift: bool = False) -> Re
     """The factor from ``runs``' rows, oldest first (consecutive runs are paired); None
     when fewer than :data:`MIN_POINTS` points could be matched. ``after_shift``: of the
     points' log ratios less each pair's shared shift (:func:`pair_scores`)."""
-    each = [pair_scores(before, after, after_shift) for before, after in itertools.pairwise(runs)]
+    read = [points(rows) for rows in runs]
+    each = [_scores(before, after, after_shift) for before, after in itertools.pairwise(read)]
     scores = [s for pair in each for s in pair]
     if len(scores) < MIN_POINTS:
         return None
@@ -260,18 +274,16 @@ def pair_shift(before: Sequence[Row], after: Sequence[Row]) -> tuple[float, floa
     """The median log ratio of the points both runs measured in several processes, its
     standard error over the points (1.2533 sd / sqrt(n), a median's), and n; None below
     :data:`MIN_POINTS` points."""
-    first = {r.get("benchmark_id"): r for r in before}
-    logs = [
-        math.log(float(row["median_s"]) / float(old["median_s"]))
-        for row in after
-        if (old := first.get(row.get("benchmark_id"))) is not None
-        and _log_se(old) is not None
-        and _log_se(row) is not None
-    ]
+    return _shift(points(before), points(after))
+
+
+def _shift(first: Points, then: Points) -> tuple[float, float, int] | None:
+    logs = [log_b - first[key][0] for key, (log_b, _, _) in then.items() if key in first]
     if len(logs) < MIN_POINTS:
         return None
-    se = 1.2533 * statistics.stdev(logs) / math.sqrt(len(logs))
-    return statistics.median(logs), se, len(logs)
+    mean = math.fsum(logs) / len(logs)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+    return statistics.median(logs), 1.2533 * sd / math.sqrt(len(logs)), len(logs)
 
 
 def shared_shift(
@@ -296,13 +308,14 @@ def shared_shift(
     found = pair_shift(base, head)
     if found is None:
         return None
-    shift, se, points = found
-    earlier = [s[0] for a, b in itertools.pairwise(history) if (s := pair_shift(a, b))]
+    shift, se, matched = found
+    read = [points(rows) for rows in history]
+    earlier = [s[0] for a, b in itertools.pairwise(read) if (s := _shift(a, b))]
     if len(earlier) < MIN_SHIFTS:
-        half = t_quantile(points - 1, 1.0 - alpha) * se
+        half = t_quantile(matched - 1, 1.0 - alpha) * se
         low, high = math.exp(shift - half), math.exp(shift + half)
         return Shift(
-            math.exp(shift), low, high, points, len(earlier), None, None, NOT_JUDGED, 1.0 - alpha
+            math.exp(shift), low, high, matched, len(earlier), None, None, NOT_JUDGED, 1.0 - alpha
         )
     rms = math.sqrt(sum(s * s for s in earlier) / len(earlier))
     spread = math.hypot(rms, se)  # the machine's shifts, and this median's own error
@@ -314,10 +327,28 @@ def shared_shift(
         math.exp(shift),
         math.exp(shift - half),
         math.exp(shift + half),
-        points,
+        matched,
         len(earlier),
         rms,
         p,
         mark,
         1.0 - alpha,
     )
+
+
+def run_to_run(
+    store: Any,
+    base: tuple[Row, Sequence[Row]],
+    head: tuple[Row, Sequence[Row]],
+    alpha: float,
+    min_effect: float,
+) -> tuple[Rerun | None, Shift | None]:
+    """The factor and the shared shift of two runs measured apart (each a run and its
+    rows), as ``compare`` judges them: the shift against the earlier shifts of ``head``'s
+    history (:func:`history_runs`, ``base`` last), and, when the shift was judged, the
+    factor read beyond each earlier pair's shift. ``store`` needs ``earlier_runs`` and
+    ``measurements`` only (the dashboard passes its rows read once)."""
+    history = history_runs(store, head[0], base)
+    shift = shared_shift(history, base[1], head[1], alpha, min_effect)
+    after = shift is not None and shift.judged
+    return factor_of(history, head[1], after_shift=after), shift

@@ -189,7 +189,7 @@ def judge(
     ``rows`` are the two sides' measurements when they are not the runs' own (a run
     group's shards); by default each run's."""
     from benchbench.analysis import compare
-    from benchbench.analysis.rerun import factor_of, history_runs, shared_shift
+    from benchbench.analysis.rerun import run_to_run
 
     base_rows, contender_rows = rows or (
         store.measurements(base["id"]),
@@ -198,12 +198,11 @@ def judge(
     paired = compare.lockstep_pair(base, contender) or compare.lockstep_pair(contender, base)
     rerun = shift = None
     if not paired:  # two runs measured apart: the store's earlier runs say how runs differ
-        history = history_runs(store, contender, (base, base_rows))
-        shift = shared_shift(history, base_rows, contender_rows, args.alpha, args.min_effect)
         # A shift judged against earlier ones is taken out of every point, and the factor
         # is then read from the earlier pairs' points beyond their own shifts.
-        after = shift is not None and shift.judged
-        rerun = factor_of(history, contender_rows, after_shift=after)
+        rerun, shift = run_to_run(
+            store, (base, base_rows), (contender, contender_rows), args.alpha, args.min_effect
+        )
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None
         for r in (base, contender)

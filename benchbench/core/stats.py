@@ -26,6 +26,7 @@ interval wide, and its note says so.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,8 +111,10 @@ def log_spread(medians: Sequence[float]) -> tuple[float, float]:
     return float(logs.mean()), float(logs.std(ddof=1))
 
 
+@functools.lru_cache(maxsize=4096)
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
-    """Two-sided Student's t critical value: ``P(|T_df| <= t) = confidence``."""
+    """Two-sided Student's t critical value: ``P(|T_df| <= t) = confidence`` (kept per
+    ``df`` and ``confidence``: the run-to-run term asks it for every point of every run)."""
     from scipy.special import stdtrit  # ~0.3 s to import: only the commands that need it pay
 
     return float(stdtrit(df, 0.5 + confidence / 2.0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -118,7 +119,11 @@ class DashboardData:
     Without ``series`` every run's rows are in ``measurements`` and all of it is shown.
     ``change_points`` maps (benchmark_id, environment_id) to the runs where the
     regression detector found a change (the history pages mark them); without it,
-    ``build_site``'s ``changepoints`` callback finds them.
+    ``build_site``'s ``changepoints`` callback finds them. ``run_to_run`` maps the id of
+    an environment's newest run or an open alert's first bad run to ``compare``'s
+    run-to-run term and shared shift against the run before it
+    (:func:`benchbench.dashboard.run_to_run.consecutive`); the compare page judges that
+    pair with them, and any pair without them within its two runs only.
     """
 
     runs: pd.DataFrame = field(default_factory=lambda: _empty(RUN_COLUMNS))
@@ -132,3 +137,4 @@ class DashboardData:
     benchmarks: pd.DataFrame | None = None
     change_points: Mapping[tuple[str, str], Sequence[str]] | None = None
     newest_runs: int | None = None
+    run_to_run: Mapping[str, Mapping[str, Any]] | None = None

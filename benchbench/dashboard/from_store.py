@@ -30,6 +30,7 @@ from benchbench.dashboard.contract import (
     RUN_COLUMNS,
     DashboardData,
 )
+from benchbench.dashboard.run_to_run import asked, consecutive
 from benchbench.dashboard.shown_runs import NEWEST_RUNS, shown_runs
 from benchbench.machine.hardware import Profile
 from benchbench.measure.cuda_graph import TIMING_KEYS, timing_method
@@ -71,6 +72,7 @@ def load(
     """
     if series is None:
         series = series_rows(store)
+    stored_runs = store.runs(counts=False)
     runs = _frame(
         [
             {
@@ -79,7 +81,7 @@ def load(
                 "suites": [s.get("name") for s in r.get("suites") or []],
                 "tags": list(r.get("tags") or []),
             }
-            for r in store.runs(counts=False)
+            for r in stored_runs
         ],
         RUN_COLUMNS,
     )
@@ -110,6 +112,7 @@ def load(
         ALERT_COLUMNS,
     )
     shown = shown_runs(runs, series, benchmarks, alerts)
+    term_ids = asked(runs, alerts, set(shown))
     frame = store.dataframe(run_ids=shown, columns=_READ) if shown else pd.DataFrame()
     if frame.empty:
         measurements = _frame([], MEASUREMENT_COLUMNS)
@@ -148,6 +151,7 @@ def load(
         benchmarks=benchmarks,
         change_points=change_points,
         newest_runs=NEWEST_RUNS,
+        run_to_run=consecutive(store, [r for r in stored_runs if r["id"] in term_ids]),
     )
 
 

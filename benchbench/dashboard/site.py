@@ -29,6 +29,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -250,6 +251,7 @@ def build_site(
             bounds=history.workload_bounds(keys.bench_workload, len(keys.workload)),
             annotations=data.annotations,
             keys=keys,
+            run_to_run=data.run_to_run or {},
             profiles=data.profiles or {},
             fit=fit,
             changepoints=changepoints,
@@ -293,6 +295,7 @@ class _Pages:
     bounds: np.ndarray
     annotations: pd.DataFrame
     keys: Keys
+    run_to_run: Mapping[str, Mapping[str, Any]]
     profiles: dict[str, dict]
     fit: FitFn | None
     changepoints: ChangepointFn | None
@@ -312,7 +315,11 @@ class _Pages:
             _write(data / "overview.js", data_script("overview", overview))
             return
         if task == "runs":
+            ids = self.keys.runs["run_id"].astype(str).tolist()
             for r, doc in run_payloads(self.shown):
+                term = self.run_to_run.get(ids[r])
+                if term is not None:  # compare's term against the run before it
+                    doc["rr"] = term
                 _write(data / "runs" / f"r{r}.js", data_script(f"runs/r{r}", doc))
             return
         w = int(task)

@@ -22,6 +22,13 @@
  * factor Python computed on a grid of df and log(1 + m) / se (ix.verdict.mde),
  * interpolated here. The summary gives the median and, when no point could see the minimum
  * effect, says so, as `benchbench compare` does.
+ * The run-to-run term (analysis/rerun.py) is compare's too, for each environment's
+ * newest run and each open alert's first bad run against the run before it (the page's
+ * first pair, an alert's link; the run file's rr, read by dashboard/run_to_run.py): every point's se multiplied by the run-to-run factor, and,
+ * once the shared shift is judged against the earlier shifts (rr.after_shift), every
+ * point judged beyond it (head/base ÷ shift), the shift on its own line. Any other pair
+ * is judged within its two runs only, and the page says so with the command that adds
+ * the term.
  * With one run only, the page lists every point of it with its status and reason.
  * A site built from a store holds the points of some runs only (the newest per
  * environment, those open alerts name: index runs with `data`); the pickers offer
@@ -209,6 +216,10 @@
       }
       const [da, db] = await Promise.all([BB.load("runs/r" + a.i), BB.load("runs/r" + b.i)]);
       const ra = rows(da), rb = rows(db);
+      // compare's run-to-run term and shared shift, where the page holds them for this pair.
+      const rr = db.rr && db.rr.base === a.id ? db.rr : null;
+      const factor = rr && rr.run_to_run ? rr.run_to_run.factor : 1;
+      const shift = rr && rr.after_shift ? rr.shift.ratio : 1;
       const benches = [...new Set([...da.b, ...db.b])].filter((k) => BB.passBench(k, st));
       const out = [];
       let logSum = 0, n = 0, insLogSum = 0, insN = 0;
@@ -226,8 +237,9 @@
         else if (!okA) mark = "new";
         else if (!da.m[i] || !db.m[j]) mark = counts ? "untimed" : "new";
         else {
-          ratio = db.m[j] / da.m[i];
-          const w = welch(da, i, db, j);
+          logSum += Math.log(db.m[j] / da.m[i]); n++;  // the geometric mean: the points' own ratios
+          ratio = db.m[j] / da.m[i] / shift;
+          const own = welch(da, i, db, j), w = own && { se: own.se * factor, df: own.df };
           if (w && w.se > 0) {
             // compare's interval: ratio * exp(± t(df, 1 - alpha / 2) * se), from the p-value's t.
             p = tTwoSided(Math.abs(Math.log(ratio)) / w.se, w.df);
@@ -236,10 +248,9 @@
           } else if (w) {
             p = ratio === 1 ? 1 : 0; lo = hi = ratio;
           } else {
-            lo = db.lo[j] !== null && da.hi[i] ? db.lo[j] / da.hi[i] : null;
-            hi = db.hi[j] !== null && da.lo[i] ? db.hi[j] / da.lo[i] : null;
+            lo = db.lo[j] !== null && da.hi[i] ? db.lo[j] / da.hi[i] / shift : null;
+            hi = db.hi[j] !== null && da.lo[i] ? db.hi[j] / da.lo[i] / shift : null;
           }
-          logSum += Math.log(ratio); n++;
           mde = detectable(ix.verdict.mde, w);
         }
         const why = j !== undefined ? [db.reason[String(j)], ...(db.warn[String(j)] || [])].filter(Boolean).join("; ") : "";
@@ -268,6 +279,10 @@
         " · " + tally("slower") + " slower, " + tally("faster") + " faster, " + tally("same") + " same, " +
         tally("not significant") + " not significant, " + tally("failing") + " failing, " + tally("new") + " new, " +
         tally("gone") + " gone" + (tally("untimed") ? ", " + tally("untimed") + " untimed (counted only)" : ""))];
+      summary.push(el("p", { class: "run-to-run" }, rr
+        ? "intervals and tests " + rr.scope + (rr.after_shift ? "; head/base ÷ shift: each point's ratio over the shared shift (x" + shift.toFixed(3) + "), as its interval, MDE and mark are; the geometric mean is of the points' own ratios" : "")
+        : "intervals and tests within these runs only; ", rr ? "" : el("code", {}, "benchbench compare " + a.id + " " + b.id), rr ? "" : " adds the run-to-run term and the shared shift the store's earlier runs give (this page holds them for each environment's newest run and each open alert's first bad run, against the run before it)"));
+      if (rr && rr.shift) summary.push(el("p", { class: "shift" + (rr.shift.mark === "slower" ? " slower" : "") }, rr.shift.line));
       const m = ix.verdict.min_effect;
       const mdes = out.map((o) => o.mde).filter((e) => e !== null).sort((x, y) => x - y);
       if (mdes.length) {
@@ -284,7 +299,7 @@
           " · " + itally("slower") + " slower, " + itally("faster") + " faster, " + itally("same") + " same, " +
           itally("not significant") + " not significant (minimum effect " + (100 * mi).toFixed(1) + " %)"));
       }
-      const headers = ["point", "base median", "head median", "head/base", "CI of head/base", "MDE", "verdict",
+      const headers = ["point", "base median", "head median", shift !== 1 ? "head/base ÷ shift" : "head/base", "CI of head/base", "MDE", "verdict",
         ...(insN ? ["base instr/call", "head instr/call", "instr head/base", "instr verdict"] : []), "reason / warnings"];
       main.appendChild(BB.section("head versus base", ...summary,
         el("div", { class: "side" },
