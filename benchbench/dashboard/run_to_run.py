@@ -7,8 +7,9 @@ earlier shifts, every point beyond it. The compare page applies the same term, r
 for the runs a nightly and an alert ask about (:func:`asked`): each environment's newest
 run against the run before it (the page's first pair) and the first bad run of each open
 alert against the run before it. The rows those runs' histories need are read once, in
-two queries. The term reads up to eleven runs a run (~0.1-0.3 ms a point), so it is not
-read for every run the site holds: another pair on the page is judged within its two
+one query (their process medians: the headline and interval of a several-process point
+are derived from them on read). The term reads up to eleven runs for each run it judges,
+so it is not read for every run the site holds: another pair on the page is judged within its two
 runs only, and says so with the command that adds the term.
 """
 
@@ -17,15 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from benchbench.analysis.compare import lockstep_pair
 from benchbench.analysis.rerun import HISTORY, run_to_run
 from benchbench.analysis.verdict import ALPHA, MIN_EFFECT
+from benchbench.core.stats import process_intervals
 from benchbench.store import Store
-
-#: The columns of a row the term reads (:func:`benchbench.analysis.rerun.pair_scores`).
-_COLUMNS = ("run_id", "benchmark_id", "status", "median_s", "ci_low_s", "ci_high_s")
 
 
 class _Rows:
@@ -46,15 +46,22 @@ class _Rows:
         return self.rows.get(str(run_id), [])
 
     def read(self, run_ids: Sequence[str]) -> None:
-        """Read the rows of ``run_ids``: the columns the term needs and the process
-        medians (only their number matters)."""
-        frame = self._store.dataframe(run_ids=list(run_ids), columns=_COLUMNS)
-        medians = self._store.process_medians(run_ids)
-        for found in frame.to_dict("records"):
-            record = {str(k): v for k, v in found.items()}
-            key = (str(record["run_id"]), str(record["benchmark_id"]))
-            record["process_medians_s"] = medians.get(key, [])
-            self.rows.setdefault(key[0], []).append(record)
+        """Read the rows of ``run_ids`` that the term reads: the points measured ok in
+        several processes, each with the headline and interval the store derives from
+        its process medians on read (:func:`~benchbench.store.rows.rederived`), from the
+        process medians alone (one query), the points of each process count at once."""
+        by_count: dict[int, list[tuple[tuple[str, str], list[float]]]] = {}
+        for key, medians in self._store.process_medians(run_ids, ok_only=True).items():
+            if len(medians) >= 2 and min(medians) > 0:
+                by_count.setdefault(len(medians), []).append((key, medians))
+        for found in by_count.values():
+            centres, lows, highs = process_intervals(np.array([m for _, m in found]))
+            for ((run, bench), medians), centre, low, high in zip(
+                found, centres.tolist(), lows.tolist(), highs.tolist(), strict=True
+            ):
+                row = {"benchmark_id": bench, "status": "ok", "process_medians_s": medians}
+                row.update(median_s=centre, ci_low_s=low, ci_high_s=high)
+                self.rows.setdefault(run, []).append(row)
 
 
 def asked(runs: pd.DataFrame, alerts: pd.DataFrame, shown: set[str]) -> set[str]:

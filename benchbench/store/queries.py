@@ -369,15 +369,18 @@ def counted_extras(
 
 
 def process_medians(
-    engine: Engine, run_ids: Sequence[str] | None = None
+    engine: Engine, run_ids: Sequence[str] | None = None, ok_only: bool = False
 ) -> dict[tuple[str, str], list[float]]:
     """Per-call medians of each worker process of every point measured in several (of
-    the runs ``run_ids`` only, when given), by ``(run_id, benchmark_id)``: the spread
-    between processes the verdict's test reads, which the DataFrame leaves out."""
+    the runs ``run_ids`` only, when given; ``ok_only``: of the points measured ok), by
+    ``(run_id, benchmark_id)``: the spread between processes the verdict's test reads,
+    which the DataFrame leaves out."""
     m = t.measurement.c
     query = sa.select(m.run_id, m.benchmark_id, m.process_medians_s).where(
         m.process_medians_s.is_not(None)
     )
+    if ok_only:
+        query = query.where(m.status == "ok")
     if run_ids is not None:
         query = query.where(m.run_id.in_(_literal_list(run_ids)))
     with engine.connect() as conn:

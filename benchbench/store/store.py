@@ -315,10 +315,10 @@ class Store:
         return queries.counted_extras(self.engine, run_ids)
 
     def process_medians(
-        self, run_ids: Sequence[str] | None = None
+        self, run_ids: Sequence[str] | None = None, ok_only: bool = False
     ) -> dict[tuple[str, str], list[float]]:
         """See :func:`benchbench.store.queries.process_medians`."""
-        return queries.process_medians(self.engine, run_ids)
+        return queries.process_medians(self.engine, run_ids, ok_only)
 
     def benchmarks(self) -> list[dict[str, Any]]:
         """Every benchmark row: id, the point's keys (suite, workload, variant, device,

@@ -10,6 +10,7 @@ from benchbench.core.stats import (
     median_ci_ranks,
     modes,
     process_interval,
+    process_intervals,
     process_medians,
     split_processes,
 )
@@ -162,3 +163,14 @@ def test_process_medians_vectorised_or_not_are_each_process_s_median():
         assert process_medians(values, counts) == expected
     with pytest.raises(ValueError, match="adding up to the 40 samples"):
         process_medians(values, [8] * 4)
+
+
+def test_process_intervals_of_a_table_are_each_row_s_process_interval() -> None:
+    rng = np.random.default_rng(3)
+    for k in (2, 5, 9):
+        table = np.exp(rng.normal(-9.0, 0.1, size=(40, k)))
+        centres, lows, highs = process_intervals(table)
+        for row, centre, low, high in zip(table, centres, lows, highs, strict=True):
+            assert (centre, low, high) == pytest.approx(process_interval(list(row)), rel=1e-12)
+    with pytest.raises(ValueError, match=">= 2 medians"):
+        process_intervals(np.ones((3, 1)))

@@ -24,11 +24,11 @@
  * effect, says so, as `benchbench compare` does.
  * The run-to-run term (analysis/rerun.py) is compare's too, for each environment's
  * newest run and each open alert's first bad run against the run before it (the page's
- * first pair, an alert's link; the run file's rr, read by dashboard/run_to_run.py): every point's se multiplied by the run-to-run factor, and,
- * once the shared shift is judged against the earlier shifts (rr.after_shift), every
- * point judged beyond it (head/base ÷ shift), the shift on its own line. Any other pair
- * is judged within its two runs only, and the page says so with the command that adds
- * the term.
+ * first pair, an alert's link; the run file's rr, read by dashboard/run_to_run.py):
+ * every point's se multiplied by the run-to-run factor and, once the shared shift is
+ * judged against the earlier shifts (rr.after_shift), every point judged beyond it
+ * (head/base ÷ shift), the shift on its own line. Any other pair is judged within its
+ * two runs only, and the page says so with the command that adds the term.
  * With one run only, the page lists every point of it with its status and reason.
  * A site built from a store holds the points of some runs only (the newest per
  * environment, those open alerts name: index runs with `data`); the pickers offer
