@@ -374,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
             table.rows,
             title=f"run {summary.run_id} · {table.words}",
             profiled=bool(profiles),
-            footer=run_footer(run_row, table.rows, table.previous),
+            footer=run_footer(run_row, table.rows, table.previous, table.shift),
         )
         flags.print_tables(args, [grid])
     flags.print_failures(views.failures(rows))

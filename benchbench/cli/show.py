@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         flags.print_json(run_document(run_row, rows, document))
         return 0
     title = f"run {run_row['id']}" + (f" ({run_row['label']})" if run_row["label"] else "")
-    footer = run_footer(run_row, table.rows, table.previous)
+    footer = run_footer(run_row, table.rows, table.previous, table.shift)
     grids = [
         results_grid(
             table.rows, title=f"{title} · {table.words}", profiled=bool(profiles), footer=footer

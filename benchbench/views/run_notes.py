@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from benchbench.analysis.rerun import Shift
 from benchbench.core.notes import (
     BIMODAL,
     BUSY_PROCESS,
@@ -199,15 +200,16 @@ def run_footer(
     run: Mapping[str, Any],
     rows: Sequence[Mapping[str, Any]],
     previous: Sequence[Mapping[str, Any]] | None,
+    shift: Shift | None = None,
 ) -> list[str]:
-    """:func:`footer` of a stored run: its target from its config, and the drift from
+    """:func:`footer` of a stored run: its target from its config, and the shift from
     ``previous``, the rows of the run before it of the same suites on the same
     environment (:class:`Shown`), when there is one; first, for one side of an ``ab``
     run, :func:`ab_side_line`."""
     config = run.get("config") or {}
     policy = config.get("policy") or {}
     target = policy.get("target_rel_ci")
-    lines = footer(rows, float(target) if target else None, previous)
+    lines = footer(rows, float(target) if target else None, previous, shift)
     side = config.get("ab") or {}
     if not side.get("paired_run") or not run.get("id"):
         return lines
@@ -228,18 +230,30 @@ class Shown:
     rerun: dict[str, Any] | None
     #: The rows of the run before it (same suites and environment), for the drift line.
     previous: Sequence[Mapping[str, Any]] | None
+    #: What every point moved by together since that run, judged as ``compare`` judges it.
+    shift: Shift | None = None
 
 
 def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Shown:
     """A run's rows as its table shows them, the run-to-run factor read from the runs
     before it (:mod:`benchbench.analysis.rerun`), which are read once: the newest of
     them is also the footer's previous run."""
-    from benchbench.analysis.rerun import factor_of, history_runs, rerun_dict, scope, widened
+    from benchbench.analysis.rerun import (
+        factor_of,
+        history_runs,
+        rerun_dict,
+        scope,
+        shared_shift,
+        widened,
+    )
+    from benchbench.analysis.verdict import ALPHA, MIN_EFFECT
 
     history = history_runs(store, run)
     rerun = factor_of(history, rows)
     previous = history[-1] if history else None
-    return Shown(widened(rows, rerun), f"95% CI {scope(rerun)}", rerun_dict(rerun), previous)
+    shift = shared_shift(history, previous, rows, ALPHA, MIN_EFFECT) if previous else None
+    words = f"95% CI {scope(rerun)}"
+    return Shown(widened(rows, rerun), words, rerun_dict(rerun), previous, shift)
 
 
 def ab_side_line(side: str, base: str, head: str) -> str:
@@ -266,10 +280,11 @@ def footer(
     rows: Sequence[Mapping[str, Any]],
     target: float | None = None,
     previous: Sequence[Mapping[str, Any]] | None = None,
+    shift: Shift | None = None,
 ) -> list[str]:
     """The lines under a run's table: busy processes, retaken and unstable points, the
-    words the rows had no room for, the verdict (and the drift from ``previous``, the
-    rows of the run before it of the same suites on this machine)."""
+    words the rows had no room for, the verdict (and the shift from ``previous``, the
+    rows of the run before it of the same suites on this machine: :func:`drift_line`)."""
     ok = [r for r in rows if r.get("status") == "ok"]
     words = [words_of(r) for r in ok]
     lines: list[str] = []
@@ -311,7 +326,7 @@ def footer(
             f"also ({MAX_WORDS} notes a row at most): {counts}; every warning whole: --format json"
         )
     lines.append(verdict(ok, target))
-    drift = drift_line(ok, previous) if previous else None
+    drift = drift_line(ok, previous, shift) if previous else None
     if drift:
         lines.append(drift)
     return [part for line in lines for part in wrap_note(line)]
@@ -383,32 +398,40 @@ def next_step(rows: Sequence[Mapping[str, Any]], widths: Sequence[float], wild: 
 
 
 def drift_line(
-    rows: Sequence[Mapping[str, Any]], previous: Sequence[Mapping[str, Any]]
+    rows: Sequence[Mapping[str, Any]],
+    previous: Sequence[Mapping[str, Any]],
+    shift: Shift | None = None,
 ) -> str | None:
-    """How far this run's medians moved from the previous run's of the same points, and
-    how many of this run's intervals hold the previous median; None with no common point."""
+    """What every point moved by together since the previous run of the same points, and
+    how many of this run's intervals hold the previous median; None with no common point.
+    ``shift``: the two runs' shared shift as ``compare`` judges it (:func:`~benchbench.
+    analysis.rerun.shared_shift`, against the earlier runs' shifts); without it (fewer
+    than ten points of several processes) the median of the points' ratios."""
     before = {_key(r): r for r in previous if r.get("status") == "ok" and r.get("median_s")}
-    changes: list[float] = []
+    logs: list[float] = []
     held = 0
     for row in rows:
         old = before.get(_key(row))
         if old is None or not row.get("median_s"):
             continue
-        changes.append(abs(math.log(float(row["median_s"]) / float(old["median_s"]))))
+        logs.append(math.log(float(row["median_s"]) / float(old["median_s"])))
         low, high = row.get("ci_low_s"), row.get("ci_high_s")
         held += low is not None and high is not None and low <= old["median_s"] <= high
-    if not changes:
+    if not logs:
         return None
-    drift = math.expm1(float(np.median(changes)))
     run = str(previous[0].get("run_id") or "")[:8]
-    text = (
-        f"between runs: medians moved {100 * drift:.1f} % (median over {len(changes)} points) "
-        f"from run {run}; this run's interval holds its median at {held} of {len(changes)}"
+    moved = (
+        shift.line
+        if shift is not None
+        else f"every point x{math.exp(float(np.median(logs))):.3f} together (median of "
+        f"{len(logs)}; too few points of several processes to judge)"
     )
-    if held < 0.7 * len(changes):
+    text = f"between runs, from run {run}: {moved}; this run's interval holds its median at "
+    text += f"{held} of {len(logs)}"
+    if held < 0.7 * len(logs):
         text += (
-            f": the machine drifts between runs by about {100 * drift:.0f} %, beyond the "
-            "intervals; compare runs with `benchbench ab` or repeat them"
+            ": the machine moves runs beyond their intervals; compare runs with "
+            "`benchbench ab` or repeat them"
         )
     return text
 

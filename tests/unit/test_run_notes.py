@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from benchbench.analysis.rerun import Shift
 from benchbench.views.results import results_grid
 from benchbench.views.run_notes import (
     drift_line,
@@ -153,16 +154,26 @@ def test_retaken_points_are_listed_once_in_the_footer():
     assert [plain(r[-1]) for r in results_grid(rows).rows] == ["retaken", ""]
 
 
-def test_the_drift_from_the_previous_run_is_said_when_intervals_miss_it():
+def test_the_shift_from_the_previous_run_is_said_when_intervals_miss_it():
     now = [_row(1024 << k, half=0.02) for k in range(10)]
     before = [{**r, "median_s": r["median_s"] / 1.10, "run_id": "abcdef123"} for r in now]
     line = drift_line(now, before)
     assert line is not None
-    assert "medians moved 10.0 % (median over 10 points) from run abcdef12" in line
-    assert "holds its median at 0 of 10" in line and "drifts between runs by about 10 %" in line
+    # The signed median of the points' ratios, not the median of their absolute changes.
+    assert "from run abcdef12: every point x1.100 together (median of 10; too few" in line
+    assert "holds its median at 0 of 10" in line and "beyond their intervals" in line
     close = [{**r, "median_s": r["median_s"] * 1.005} for r in now]
-    assert "drifts" not in (drift_line(now, close) or "")
+    assert "beyond" not in (drift_line(now, close) or "")
     assert drift_line(now, []) is None
+    # Half the points 10 % faster, half 10 % slower: nothing moved together.
+    mixed = [
+        {**r, "median_s": r["median_s"] * (1.1 if k % 2 else 1 / 1.1), "run_id": "abcdef123"}
+        for k, r in enumerate(now)
+    ]
+    assert "every point x1.000 together" in (drift_line(now, mixed) or "")
+    # With the shift judged against earlier runs (compare's), its line is the one shown.
+    shift = Shift(1.1, 1.05, 1.15, 10, 4, 0.02, 0.001, "slower")
+    assert shift.line in (drift_line(now, before, shift) or "")
 
 
 def test_a_run_of_realistic_rows_fits_160_columns_in_a_file():
