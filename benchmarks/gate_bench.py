@@ -27,11 +27,14 @@ runs; numbers in BENCHMARKS.md, with the CPU and the load during the run).
 ``--mde`` checks the minimum detectable effect ``compare`` prints, as a classifier on
 real runs (issue 33): per repetition (``--runs``), two runs of identical code (a0, a1;
 ``--mde-calls`` calls per measured call, default 20, so that one extra call is +5 %),
-``compare a0 a1`` prints each point's MDE; then a run whose every point carries whole
-extra calls on the same tensors making ``1.5x`` its printed MDE (``round(calls x 1.5 x
+``compare a0 a1`` prints each point's MDE; then a run whose points (a random third of
+those with an MDE: a change at every point is the shift line's, since ``compare`` judges
+each point beyond a judged shift) carry whole extra calls on the same tensors making
+``1.5x`` their printed MDE (``round(calls x 1.5 x
 MDE)`` extra calls, at least one; the injected slowdown is the extra calls / calls,
 printed), and one at ``0.5x`` (``--mde-factors``: other multiples); ``compare a1 b``
-counts the points found ``slower``. Issue 33's criterion: >= 80 % at 1.5x, <= 30 % at
+counts the points found ``slower`` (each ``b`` run into a copy of the store, so that no
+later repetition's history holds it). Issue 33's criterion: >= 80 % at 1.5x, <= 30 % at
 0.5x; issue 41's: >= 75 % at 1.0x, and an MDE printed at >= 90 % of the points (the
 script prints both). A point whose largest multiple would be more than +100 % is named
 and left out.
@@ -42,7 +45,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -254,6 +259,15 @@ def _tally(how: str, aa: list, ab: list) -> None:
     print(f"    A/B (+10 % work): points slower {slower} of {sum(total)} ({share:.0f} %)")
 
 
+def _copy(store: str) -> str:
+    """A copy of ``store`` beside it for one trial, replacing the last trial's."""
+    copy = Path(store).with_name("trial.db")
+    copy.unlink(missing_ok=True)
+    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
+        source.backup(target)  # whole, whatever the journal mode
+    return str(copy)
+
+
 def _mde_check(
     suite: str, store: str, runs: int, calls: int, rounds: int, factors: Sequence[float]
 ) -> None:
@@ -277,15 +291,21 @@ def _mde_check(
         if too_large := sorted(label for label, m in mdes.items() if most * m > 1.0):
             print(f"    MDE above {100 / most:.0f} %, not injected: {too_large}")
         mdes = {label: m for label, m in mdes.items() if most * m <= 1.0}
+        # A change at a random third of the points: one at every point is the shift
+        # line's to find (`compare` judges each point beyond a judged shift).
+        chosen = random.Random(k).sample(sorted(mdes), max(1, len(mdes) // 3))
+        mdes = {label: mdes[label] for label in chosen}
         for factor in found:
             extra = {
                 f"{label.split(':')[0]}:{_numel(label)}": max(1, round(calls * factor * m))
                 for label, m in mdes.items()
             }
-            label_b = f"mde-b{factor}-{k}"
-            _run(suite, store, label_b, False, *flags,
+            # Into a copy of the store: a slowed run must not become the history (the
+            # run-to-run factor, the shift line) of a later repetition's comparisons.
+            label_b, trial = f"mde-b{factor}-{k}", _copy(store)
+            _run(suite, trial, label_b, False, *flags,
                  env={**base, "GATE_EXTRA_BY_POINT": json.dumps(extra)})  # fmt: skip
-            done = _bench("compare", f"mde-a1-{k}", label_b, "--store", store, "--json")
+            done = _bench("compare", f"mde-a1-{k}", label_b, "--store", trial, "--json")
             ab = {p["label"]: p["mark"] for p in json.loads(done.stdout)["points"]}
             for label, m in mdes.items():
                 injected = extra[f"{label.split(':')[0]}:{_numel(label)}"] / calls
