@@ -259,7 +259,7 @@ def _tally(how: str, aa: list, ab: list) -> None:
     print(f"    A/B (+10 % work): points slower {slower} of {sum(total)} ({share:.0f} %)")
 
 
-def _copy(store: str) -> str:
+def copy_store(store: str) -> str:
     """A copy of ``store`` beside it for one trial, replacing the last trial's."""
     copy = Path(store).with_name("trial.db")
     copy.unlink(missing_ok=True)
@@ -302,7 +302,7 @@ def _mde_check(
             }
             # Into a copy of the store: a slowed run must not become the history (the
             # run-to-run factor, the shift line) of a later repetition's comparisons.
-            label_b, trial = f"mde-b{factor}-{k}", _copy(store)
+            label_b, trial = f"mde-b{factor}-{k}", copy_store(store)
             _run(suite, trial, label_b, False, *flags,
                  env={**base, "GATE_EXTRA_BY_POINT": json.dumps(extra)})  # fmt: skip
             done = _bench("compare", f"mde-a1-{k}", label_b, "--store", trial, "--json")

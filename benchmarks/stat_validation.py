@@ -40,7 +40,6 @@ import json
 import math
 import os
 import random
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -112,7 +111,7 @@ def _power(
     rows = [r for r in _rows(store, base).values() if r["status"] == "ok"]
     picked = rng.sample(rows, max(1, len(rows) // 3))
     extra = {f"{r['workload']}:{r['size']}": round(effect * CALLS) for r in picked}
-    copy = _copy(store)
+    copy = gate_bench.copy_store(store)
     head = _run(suite, copy, f"b{k}-{effect:g}", extra)
     document = _compare(copy, base, head)
     marks = {p["benchmark_id"]: p["mark"] for p in document["points"]}
@@ -120,19 +119,10 @@ def _power(
     return hit, len(picked), bool(document.get("after_shift"))
 
 
-def _copy(store: str) -> str:
-    """A copy of ``store`` beside it for one trial, replacing the last trial's."""
-    copy = Path(store).with_name("trial.db")
-    copy.unlink(missing_ok=True)
-    with sqlite3.connect(store) as source, sqlite3.connect(copy) as target:
-        source.backup(target)  # whole, whatever the journal mode
-    return str(copy)
-
-
 def _shift_trial(suite: str, store: str, base: str, effect: float) -> tuple[bool, bool]:
     """A run with +effect (whole calls) at every point, into a copy of ``store``, compared
     with ``base``: (its shift line ``slower``, the line judged at all)."""
-    copy = _copy(store)
+    copy = gate_bench.copy_store(store)
     rows = _rows(store, base).values()
     every = {f"{r['workload']}:{r['size']}": round(effect * CALLS) for r in rows}
     head = _run(suite, copy, f"shift-{effect:g}", every)
