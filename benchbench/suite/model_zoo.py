@@ -35,7 +35,7 @@ from benchbench.core.errors import UsageError
 
 #: The extra that installs the model definitions, and what it pins (pyproject.toml).
 INSTALL = "pip install 'benchbench[models]'"
-REQUIREMENT = "transformers>=5.17,<6"
+REQUIREMENT = "transformers>=5.17,<5.25"
 
 #: TinyLlama-1.1B's published config (TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T,
 #: config.json): hidden 2048, 32 query heads of 64, 4 key/value heads (grouped-query
