@@ -275,14 +275,18 @@ def _mde_check(
     docstring)."""
     base = {"GATE_CALLS": str(calls)}
     flags = ("--rounds", str(rounds), "--max-rounds", str(rounds))
-    found: dict[float, list[tuple[str, float, float, str]]] = {f: [] for f in factors}
+    found: dict[float, list[tuple[int, str, float, float, str]]] = {f: [] for f in factors}
     tested = printed = 0
     for k in range(runs):
         for label in (f"mde-a0-{k}", f"mde-a1-{k}"):
             _run(suite, store, label, False, *flags, env=base)
         done = _bench("compare", f"mde-a0-{k}", f"mde-a1-{k}", "--store", store, "--json")
         aa = json.loads(done.stdout)
-        print(f"repetition {k}: A/A {_marks(aa)}; run MDE {aa['detectable']}", flush=True)
+        print(
+            f"repetition {k}: A/A {_marks(aa)}; after the shift: {aa['after_shift']}; "
+            f"run MDE {aa['detectable']}",
+            flush=True,
+        )
         mdes = {p["label"]: p["mde"] for p in aa["points"] if p["mde"] is not None}
         tested, printed = tested + len(aa["points"]), printed + len(mdes)
         # Up to +100 % (as many extra calls as calls): beyond, the point's comparison
@@ -306,17 +310,19 @@ def _mde_check(
             _run(suite, trial, label_b, False, *flags,
                  env={**base, "GATE_EXTRA_BY_POINT": json.dumps(extra)})  # fmt: skip
             done = _bench("compare", f"mde-a1-{k}", label_b, "--store", trial, "--json")
-            ab = {p["label"]: p["mark"] for p in json.loads(done.stdout)["points"]}
+            slowed = json.loads(done.stdout)
+            print(f"    {factor}x: after the shift: {slowed['after_shift']}", flush=True)
+            ab = {p["label"]: p["mark"] for p in slowed["points"]}
             for label, m in mdes.items():
                 injected = extra[f"{label.split(':')[0]}:{_numel(label)}"] / calls
-                found[factor].append((label, m, injected, ab.get(label, "-")))
+                found[factor].append((k, label, m, injected, ab.get(label, "-")))
     print(f"an MDE printed at {printed} of {tested} points")
     for factor, rows in found.items():
         slower = sum(mark == "slower" for *_, mark in rows)
         print(f"{factor}x the printed MDE: slower at {slower} of {len(rows)} points "
               f"({100 * slower / max(1, len(rows)):.0f} %)")  # fmt: skip
-        for label, m, injected, mark in rows:
-            print(f"    {label:48} MDE {100 * m:5.1f} %  injected +{100 * injected:5.1f} %"
+        for k, label, m, injected, mark in rows:
+            print(f"    {k} {label:46} MDE {100 * m:5.1f} %  injected +{100 * injected:5.1f} %"
                   f" ({injected / m:.2f}x)  {mark}")  # fmt: skip
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from benchbench.analysis.detectable import (
+    BEYOND_SHIFT,
     POWER,
     Detectable,
     detectable,
@@ -235,9 +236,16 @@ class Comparison:
 
     @property
     def detectable(self) -> Detectable:
-        """What the comparison could have seen: its points' MDEs."""
+        """What the comparison could have seen: its points' MDEs, for a change at every
+        point, or beyond a judged shift at a third of them (:func:`.detectable.point_alpha`)."""
         effects = [p.mde for p in self.points if p.q_value is not None]
-        return detectable(effects, self.min_effect, self.alpha, self.power)
+        return detectable(effects, self.min_effect, self.alpha, self.power, self.share)
+
+    @property
+    def share(self) -> float:
+        """The share of the points the MDE is stated for: every point, or beyond a judged
+        shift (a change at every point is then the shift line's) a third of them."""
+        return BEYOND_SHIFT if self.after_shift else 1.0
 
     @property
     def regressions(self) -> list[PointComparison]:
@@ -473,7 +481,13 @@ def compare_rows(
         for b in order
     ]
     return Comparison(
-        points=as_family(points, alpha, min_effect, power),
+        points=as_family(
+            points,
+            alpha,
+            min_effect,
+            power,
+            BEYOND_SHIFT if shift is not None and shift.judged and not paired else 1.0,
+        ),
         min_effect=min_effect,
         alpha=alpha,
         instructions_min_effect=instructions_min_effect,
@@ -490,12 +504,14 @@ def as_family(
     alpha: float = ALPHA,
     min_effect: float = MIN_EFFECT,
     power: float = POWER,
+    share: float = 1.0,
 ) -> tuple[PointComparison, ...]:
     """The points of one comparison, their time marks judged as one family: each timed
     point significant when its p-value adjusted over the others' (its q-value,
     :func:`~benchbench.analysis.verdict.adjusted_p`) is below ``alpha``, so that 20
     points of identical code flag something in about alpha of comparisons, not up to
-    64 %. Each tested point also gets its MDE at that family's alpha (:mod:`.detectable`).
+    64 %. Each tested point also gets its MDE at that family's alpha for a change at a
+    ``share`` of the points (:mod:`.detectable`).
     Points without a time test (new, gone, failing, untimed) are as they were."""
     tested = [
         (k, p.ratio, p.p_value)
@@ -506,7 +522,9 @@ def as_family(
     out = list(points)
     for (k, ratio, _), q in zip(tested, q_values, strict=True):
         significant = math.isfinite(q) and q < alpha
-        mde, alone = family_effects(out[k].se_log, out[k].df, alpha, power, len(tested), min_effect)
+        mde, alone = family_effects(
+            out[k].se_log, out[k].df, alpha, power, len(tested), min_effect, share
+        )
         mark = mark_ratio(ratio, significant, min_effect)
         out[k] = replace(out[k], q_value=q, mark=mark, mde=mde, mde_alone=alone)
     return tuple(out)

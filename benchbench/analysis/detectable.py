@@ -67,11 +67,26 @@ from benchbench.analysis.changepoint import MIN_SIZE, P_THRESHOLD, WINDOW
 from benchbench.core.defaults import ALPHA, MIN_EFFECT, POWER
 from benchbench.core.stats import log_spread
 
+#: The share of the points a change is stated for where the points are judged beyond a
+#: judged shared shift (module docstring): a change at every point is then the shift
+#: line's, and a change at more than half of them moves the shift itself.
+BEYOND_SHIFT = 1.0 / 3.0
 
-def point_alpha(alpha: float = ALPHA, power: float = POWER) -> float:
-    """The p-value a point needs when a change at every point is found at a share
-    ``power`` of them, under Benjamini-Hochberg (module docstring): ``alpha * power``."""
-    return alpha * power
+
+def point_alpha(alpha: float = ALPHA, power: float = POWER, share: float = 1.0) -> float:
+    """The p-value a point needs when a change at a ``share`` of the points is found at a
+    share ``power`` of those, under Benjamini-Hochberg (module docstring): ``alpha *
+    power * share``."""
+    return alpha * power * share
+
+
+def change_at(share: float) -> str:
+    """What an MDE of ``share`` is stated for, in words."""
+    if share >= 1.0:
+        return "a change at every point"
+    if math.isclose(share, BEYOND_SHIFT):
+        return "a change at a third of the points, beyond the shared shift"
+    return f"a change at {100 * share:.0f} % of the points, beyond the shared shift"
 
 
 @lru_cache(maxsize=4096)
@@ -199,15 +214,16 @@ def family_effects(
     power: float,
     family: int,
     min_effect: float = MIN_EFFECT,
+    share: float = 1.0,
 ) -> tuple[float, float]:
     """A point's MDE in a family of ``family`` points judged together, by the verdict as
-    it decides (:func:`verdict_effect`): for a change at every point (at
-    :func:`point_alpha`) and for a change at this point alone (at ``alpha / family``);
-    NaN for a point without a test."""
+    it decides (:func:`verdict_effect`): for a change at a ``share`` of the points (at
+    :func:`point_alpha`; 1: every point) and for a change at this point alone (at
+    ``alpha / family``); NaN for a point without a test."""
     if se_log is None or df is None:
         return math.nan, math.nan
     return (
-        verdict_effect(se_log, df, point_alpha(alpha, power), power, min_effect),
+        verdict_effect(se_log, df, point_alpha(alpha, power, share), power, min_effect),
         verdict_effect(se_log, df, alpha / max(1, family), power, min_effect),
     )
 
@@ -291,16 +307,18 @@ TABLE_FLOOR: tuple[float, ...] = (
 
 
 def factor_table(
-    alpha: float = ALPHA, power: float = POWER, min_effect: float = MIN_EFFECT
+    alpha: float = ALPHA, power: float = POWER, min_effect: float = MIN_EFFECT, share: float = 1.0
 ) -> dict[str, object]:
     """The verdict's factor (:func:`verdict_effect`: significance at :func:`point_alpha`
-    and the minimum effect) at :data:`TABLE_DF` x :data:`TABLE_FLOOR`: what the
-    dashboard's compare page multiplies a point's Welch standard error by, read at its
+    of ``share`` and the minimum effect) at :data:`TABLE_DF` x :data:`TABLE_FLOOR`: what
+    the dashboard's compare page multiplies a point's Welch standard error by, read at its
     df and ``log(1 + min_effect) / se``, so that its MDE is ``compare``'s."""
-    alpha_point = point_alpha(alpha, power)
+    alpha_point = point_alpha(alpha, power, share)
     return {
         "power": power,
         "alpha_point": alpha_point,
+        "share": share,
+        "words": change_at(share),
         "min_effect": min_effect,
         "df": list(TABLE_DF),
         "floor": list(TABLE_FLOOR),
@@ -320,6 +338,8 @@ class Detectable:
     min_effect: float = MIN_EFFECT
     alpha: float = ALPHA
     power: float = POWER
+    #: The share of the points the change is stated for (:func:`point_alpha`).
+    share: float = 1.0
 
     @property
     def known(self) -> list[float]:
@@ -350,8 +370,9 @@ class Detectable:
         if self.smallest is None or self.median is None:
             return None
         how = (
-            f"power {100 * self.power:.0f} %, alpha {point_alpha(self.alpha, self.power):.2g} a "
-            "point: a change at every point"
+            f"power {100 * self.power:.0f} %, alpha "
+            f"{point_alpha(self.alpha, self.power, self.share):.2g} a point: "
+            f"{change_at(self.share)}"
         )
         if self.blind:
             return (
@@ -370,7 +391,8 @@ class Detectable:
     def to_dict(self) -> dict[str, object]:
         return {
             "power": self.power,
-            "alpha_point": point_alpha(self.alpha, self.power),
+            "alpha_point": point_alpha(self.alpha, self.power, self.share),
+            "share": self.share,
             "smallest": finite(self.smallest),
             "median": finite(self.median),
             "below_min_effect": self.below_min_effect,
@@ -414,8 +436,10 @@ def detectable(
     min_effect: float = MIN_EFFECT,
     alpha: float = ALPHA,
     power: float = POWER,
+    share: float = 1.0,
 ) -> Detectable:
-    """:class:`Detectable` of per-point MDEs (None: that point was not tested)."""
+    """:class:`Detectable` of per-point MDEs (None: that point was not tested) stated for a
+    change at a ``share`` of the points."""
     return Detectable(
-        tuple(math.nan if e is None else e for e in effects), min_effect, alpha, power
+        tuple(math.nan if e is None else e for e in effects), min_effect, alpha, power, share
     )

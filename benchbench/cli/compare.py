@@ -25,8 +25,10 @@ MDE, per point: the minimum detectable effect, the smallest slowdown the verdict
 find there with probability --power (default {{ default.power }}), from the variance the two runs
 showed (each run's spread between its processes, as the test reads them): the
 noncentral t of the same test, at alpha x power a point (what Benjamini-Hochberg asks
-of each point when a change at every point is found at that share of them; a change at
-one point alone needs alpha / N, `mde_alone` in --format json). Below --min-effect it
+of each point when a change at every point is found at that share of them; where the
+points are judged beyond a judged shared shift, a change at every point is the shift
+line's and the MDE is for a change at a third of the points, alpha x power / 3; a change
+at one point alone needs alpha / N, `mde_alone` in --format json). Below --min-effect it
 reads "< {{ default.min_effect_pct }}": the verdict calls nothing smaller a change. The
 summary line gives the comparison's median MDE; when every point's MDE is above
 --min-effect it says the comparison could not have seen a change below the smallest of
@@ -34,7 +36,8 @@ them. Two runs measured apart also differ from run to run: the test's standard e
 multiplied by the run-to-run factor read from the store's earlier runs of these suites on
 this machine (the title says so), and what every point moved by together is one shift
 line under the table, judged against the shifts between those runs (`benchbench ab`
-cancels both).
+cancels both): the median of the points' ratios, less the points that changed on their
+own (significant beyond it over the family; read again until they stay the same).
 
 Where both runs counted a point's instructions (run --metric instructions), the
 table adds the instructions per call of each run, their ratio and a mark by the
@@ -250,7 +253,7 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
     as notes under it."""
     from rich.text import Text
 
-    from benchbench.analysis.detectable import format_effect, point_alpha
+    from benchbench.analysis.detectable import change_at, format_effect, point_alpha
     from benchbench.analysis.rerun import scope
 
     rows: list[tuple[str | Text, ...]] = [
@@ -279,8 +282,8 @@ def grid(result: compare.Comparison, base: dict, contender: dict) -> Grid:
         notes.insert(
             1,
             f"MDE: the smallest slowdown found at power {100 * result.power:.0f} % "
-            f"(alpha {point_alpha(result.alpha, result.power):.2g} a point: a change at every "
-            "point); "
+            f"(alpha {point_alpha(result.alpha, result.power, result.share):.2g} a point: "
+            f"{change_at(result.share)}); "
             "a change at one point alone needs more (mde_alone in --format json)",
         )
     if result.paired:

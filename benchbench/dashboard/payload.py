@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchbench.analysis.detectable import factor_table
+from benchbench.analysis.detectable import BEYOND_SHIFT, factor_table
 from benchbench.analysis.verdict import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.dashboard.contract import DashboardData
 from benchbench.dashboard.json_numbers import compact
@@ -248,6 +248,9 @@ def index_payload(
             "min_effect": MIN_EFFECT,
             "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT,
             "mde": factor_table(),
+            # Beyond a judged shared shift: compare's MDE for a change at a third of the
+            # points (a change at every point is then the shift line's).
+            "mde_beyond_shift": factor_table(share=BEYOND_SHIFT),
         },
     }
 

@@ -239,11 +239,11 @@ def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
     before it (:mod:`benchbench.analysis.rerun`), which are read once: the newest of
     them is also the footer's previous run."""
     from benchbench.analysis.rerun import (
+        apart,
         factor_of,
         history_runs,
         rerun_dict,
         scope,
-        shared_shift,
         widened,
     )
     from benchbench.analysis.verdict import ALPHA, MIN_EFFECT
@@ -251,7 +251,7 @@ def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
     history = history_runs(store, run)
     rerun = factor_of(history, rows)
     previous = history[-1] if history else None
-    shift = shared_shift(history, previous, rows, ALPHA, MIN_EFFECT) if previous else None
+    shift = apart(history, rows, ALPHA, MIN_EFFECT)[1] if previous else None
     words = f"95% CI {scope(rerun)}"
     return Shown(widened(rows, rerun), words, rerun_dict(rerun), previous, shift)
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from benchbench.analysis.compare import compare_rows
-from benchbench.analysis.detectable import factor_table, side_variance
+from benchbench.analysis.detectable import BEYOND_SHIFT, factor_table, side_variance
 from benchbench.analysis.verdict import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
 from benchbench.core.errors import StoreError, UsageError
 from benchbench.core.values import Result
@@ -398,6 +398,7 @@ def test_counted_runs_carry_counts_and_the_noise_the_cli_reads(tmp_path: Path) -
         "min_effect": MIN_EFFECT,
         "instructions_min_effect": INSTRUCTIONS_MIN_EFFECT,
         "mde": factor_table(),
+        "mde_beyond_shift": factor_table(share=BEYOND_SHIFT),
     }
     runs = {r["label"]: r["i"] for r in index["runs"]}
     assert "ins" not in read_data(data / "runs" / f"r{runs['timed only']}.js")

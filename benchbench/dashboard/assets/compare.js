@@ -220,6 +220,8 @@
       const rr = db.rr && db.rr.base === a.id ? db.rr : null;
       const factor = rr && rr.run_to_run ? rr.run_to_run.factor : 1;
       const shift = rr && rr.after_shift ? rr.shift.ratio : 1;
+      // Beyond a judged shift compare states the MDE for a change at a third of the points.
+      const mdeTable = rr && rr.after_shift && ix.verdict.mde_beyond_shift ? ix.verdict.mde_beyond_shift : ix.verdict.mde;
       const benches = [...new Set([...da.b, ...db.b])].filter((k) => BB.passBench(k, st));
       const out = [];
       let logSum = 0, n = 0, insLogSum = 0, insN = 0;
@@ -251,7 +253,7 @@
             lo = db.lo[j] !== null && da.hi[i] ? db.lo[j] / da.hi[i] / shift : null;
             hi = db.hi[j] !== null && da.lo[i] ? db.hi[j] / da.lo[i] / shift : null;
           }
-          mde = detectable(ix.verdict.mde, w);
+          mde = detectable(mdeTable, w);
         }
         const why = j !== undefined ? [db.reason[String(j)], ...(db.warn[String(j)] || [])].filter(Boolean).join("; ") : "";
         out.push({ k, mark, ratio, lo, hi, mde, p, ma: i !== undefined ? da.m[i] : null, mb: j !== undefined ? db.m[j] : null, why,
@@ -287,7 +289,7 @@
       const mdes = out.map((o) => o.mde).filter((e) => e !== null).sort((x, y) => x - y);
       if (mdes.length) {
         const median = mdes[Math.floor((mdes.length - 1) / 2)] / 2 + mdes[Math.ceil((mdes.length - 1) / 2)] / 2;
-        const how = " (power " + (100 * ix.verdict.mde.power).toFixed(0) + " %, alpha " + String(+ix.verdict.mde.alpha_point.toPrecision(2)) + " a point: a change at every point)";
+        const how = " (power " + (100 * mdeTable.power).toFixed(0) + " %, alpha " + String(+mdeTable.alpha_point.toPrecision(2)) + " a point: " + (mdeTable.words || "a change at every point") + ")";
         summary.push(el("p", { class: "detectable" + (mdes[0] > m ? " blind" : "") }, mdes[0] > m
           ? "this comparison could not have seen a change below " + effect(Math.min(mdes[0], 10)) + how + "; median " + effect(median) + "; use `ab` or `--metric instructions`"
           : "smallest detectable change: median " + effect(median) + " over " + mdes.length + " points, " + mdes.filter((e) => e <= m).length +
