@@ -37,7 +37,10 @@ counts the points found ``slower`` (each ``b`` run into a copy of the store, so 
 later repetition's history holds it). Issue 33's criterion: >= 80 % at 1.5x, <= 30 % at
 0.5x; issue 41's: >= 75 % at 1.0x, and an MDE printed at >= 90 % of the points (the
 script prints both). A point whose largest multiple would be more than +100 % is named
-and left out.
+and left out. ``--mde-history N``: N runs of identical code first, so that from the first
+repetition on the shift line is judged and the points are judged beyond it (three
+earlier pairs), as in a store with a history; the table splits the points by whether
+their A/A comparison and their slowed one were judged beyond the shift.
 """
 
 from __future__ import annotations
@@ -269,14 +272,23 @@ def copy_store(store: str) -> str:
 
 
 def _mde_check(
-    suite: str, store: str, runs: int, calls: int, rounds: int, factors: Sequence[float]
+    suite: str,
+    store: str,
+    runs: int,
+    calls: int,
+    rounds: int,
+    factors: Sequence[float],
+    history: int = 0,
 ) -> None:
     """``--mde``: the printed MDE against slowdowns of ``factors`` times it (module
     docstring)."""
     base = {"GATE_CALLS": str(calls)}
     flags = ("--rounds", str(rounds), "--max-rounds", str(rounds))
     found: dict[float, list[tuple[int, str, float, float, str]]] = {f: [] for f in factors}
+    judged: dict[tuple[int, float], str] = {}
     tested = printed = 0
+    for h in range(history):
+        _run(suite, store, f"mde-h{h}", False, *flags, env=base)
     for k in range(runs):
         for label in (f"mde-a0-{k}", f"mde-a1-{k}"):
             _run(suite, store, label, False, *flags, env=base)
@@ -312,6 +324,7 @@ def _mde_check(
             done = _bench("compare", f"mde-a1-{k}", label_b, "--store", trial, "--json")
             slowed = json.loads(done.stdout)
             print(f"    {factor}x: after the shift: {slowed['after_shift']}", flush=True)
+            judged[(k, factor)] = f"{aa['after_shift']}/{slowed['after_shift']}"
             ab = {p["label"]: p["mark"] for p in slowed["points"]}
             for label, m in mdes.items():
                 injected = extra[f"{label.split(':')[0]}:{_numel(label)}"] / calls
@@ -321,6 +334,14 @@ def _mde_check(
         slower = sum(mark == "slower" for *_, mark in rows)
         print(f"{factor}x the printed MDE: slower at {slower} of {len(rows)} points "
               f"({100 * slower / max(1, len(rows)):.0f} %)")  # fmt: skip
+        # By whether the A/A and the slowed comparison were judged beyond the shift.
+        for kind in sorted({judged[(k, factor)] for k, *_ in rows}):
+            some = [r for r in rows if judged[(r[0], factor)] == kind]
+            hit = sum(r[-1] == "slower" for r in some)
+            print(f"    beyond the shift (A/A/slowed) {kind}: {hit} of {len(some)}")
+        near = [r for r in rows if r[3] >= 0.95 * r[2]]
+        hit = sum(r[-1] == "slower" for r in near)
+        print(f"    injected at >= 0.95x the MDE (whole calls): {hit} of {len(near)}")
         for k, label, m, injected, mark in rows:
             print(f"    {k} {label:46} MDE {100 * m:5.1f} %  injected +{100 * injected:5.1f} %"
                   f" ({injected / m:.2f}x)  {mark}")  # fmt: skip
@@ -365,6 +386,9 @@ def main() -> None:
     parser.add_argument("--mde", action="store_true", help="check compare's printed MDE")
     parser.add_argument("--mde-calls", type=int, default=20, help="calls a call under --mde")
     parser.add_argument(
+        "--mde-history", type=int, default=0, help="runs of identical code before --mde's"
+    )
+    parser.add_argument(
         "--mde-factors", default="1.5,0.5", help="slowdowns injected under --mde, x the MDE"
     )
     args = parser.parse_args()
@@ -394,7 +418,9 @@ def main() -> None:
     try:
         if args.mde:
             factors = [float(f) for f in args.mde_factors.split(",")]
-            _mde_check(suite, store, args.runs, args.mde_calls, args.rounds, factors)
+            _mde_check(
+                suite, store, args.runs, args.mde_calls, args.rounds, factors, args.mde_history
+            )
             chosen = []
         for instrument in chosen:
             if instrument == "ab":

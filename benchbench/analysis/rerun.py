@@ -305,7 +305,7 @@ def pair_shift(
     standard errors of both runs times ``factor``, Student's t on ``k_a + k_b - 2``
     degrees of freedom, Benjamini-Hochberg q below ``alpha``) is left out and the median
     read again, until the points left out no longer change (:data:`PASSES` at most), as
-    long as more than half of the points and :data:`MIN_POINTS` remain. A change at a
+    long as more than half of the points remain. A change at a
     third of the points would otherwise move the median by about 0.67 of the points'
     scatter towards them (the 75th percentile of the others), and hide that much of the
     change from each of those points' verdicts beyond the shift. Identical code leaves out
@@ -336,7 +336,7 @@ def _shift(first: Points, then: Points, factor: float = 1.0, alpha: float = ALPH
             z = np.where(se > 0, np.abs(logs - centre) / se, np.where(logs == centre, 0.0, np.inf))
         q = np.asarray(adjusted_p(2.0 * stdtr(df, -z)))
         now = ~(q < alpha)
-        if (now == kept).all() or 2 * int(now.sum()) <= len(logs) or now.sum() < MIN_POINTS:
+        if (now == kept).all() or 2 * int(now.sum()) <= len(logs):
             break
         kept, centre = now, float(np.median(logs[now]))
     rest = logs[kept]
