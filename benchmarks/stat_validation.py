@@ -116,6 +116,12 @@ def _power(
     document = _compare(copy, base, head)
     marks = {p["benchmark_id"]: p["mark"] for p in document["points"]}
     hit = sum(marks.get(r["benchmark_id"]) == "slower" for r in picked)
+    factor = (document.get("run_to_run") or {}).get("factor")
+    shift = document.get("shift") or {}
+    mde = (document.get("detectable") or {}).get("median")
+    print(f"    +{100 * effect:g} % trial {k}: {hit} of {len(picked)} slower; factor {factor}, "
+          f"shift {shift.get('ratio')} ({shift.get('left_out')} left out), "
+          f"median MDE {mde}", flush=True)  # fmt: skip
     return hit, len(picked), bool(document.get("after_shift"))
 
 

@@ -224,7 +224,8 @@ NOT_JUDGED = "not judged"
 @dataclass(frozen=True)
 class Shift:
     """What every point of two runs moved by together: the median of the points' log
-    ratios, as a ratio, with its interval and mark (:func:`shared_shift`)."""
+    ratios less those that changed on their own (:func:`pair_shift`), as a ratio, with its
+    interval and mark (:func:`shared_shift`)."""
 
     ratio: float
     ci_low: float
@@ -305,12 +306,14 @@ def pair_shift(
     standard errors of both runs times ``factor``, Student's t on ``k_a + k_b - 2``
     degrees of freedom, Benjamini-Hochberg q below ``alpha``) is left out and the median
     read again, until the points left out no longer change (:data:`PASSES` at most), as
-    long as more than half of the points remain. A change at a
-    third of the points would otherwise move the median by about 0.67 of the points'
-    scatter towards them (the 75th percentile of the others), and hide that much of the
-    change from each of those points' verdicts beyond the shift. Identical code leaves out
-    a point in about ``alpha`` of pairs, and the median barely moves; a change at more
-    than half of the points is the shift."""
+    long as more than half of the points remain. A change at a third of the points would
+    otherwise move the median by about 0.67 of the points' scatter towards them (the
+    75th percentile of the others), and hide that much of the change from each of those
+    points' verdicts beyond the shift. Identical code leaves out a point in about
+    ``alpha`` of pairs, and the median barely moves; a change at more than half of the
+    points is the shift. Where the points do not move alike between two runs (a change of
+    the machine's speed that some kernels feel and others do not), the points that did
+    not move with the rest are left out and flagged: BENCHMARKS.md, 2026-12-04."""
     return _shift(points(before), points(after), factor, alpha)
 
 
