@@ -30,6 +30,11 @@ own points scatter beyond their intervals (there a change at a third of the poin
 widens the factor too: a lone pair cannot tell the two apart). What is stored does not
 change: the factor is read again whenever a run is shown, from the runs before it, so an
 old run is widened as a new one is.
+
+**The shared shift** (:func:`shared_shift`) lives here too, and the module reads best whole:
+the factor and the shift are read from the same consecutive pairs, and each takes the
+other (the factor beyond each pair's shift, the shift's search for the points that changed
+on their own at the factor), as :func:`apart` puts them together.
 """
 
 from __future__ import annotations
