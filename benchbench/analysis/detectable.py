@@ -39,11 +39,10 @@ Hochberg q-values). What p-value a point needs depends on how many others change
   p-values with ``p_(k) <= k alpha / N``, i.e. ``alpha * power`` at ``k = power * N``.
   This is the figure printed (``mde``) until the shift line is judged: a regression of
   the code that shows everywhere;
-- beyond a judged shared shift (:mod:`benchbench.analysis.rerun`), a change at every
-  point is the shift line's, and a change at more than half of them moves the shift
-  itself; the figure printed is then for a change at a third of the points
-  (:data:`BEYOND_SHIFT`: ``alpha * power / 3``), found at 207 of 240 injected points
-  (tests/unit/test_rerun.py) and at 25 of 30 on real runs (BENCHMARKS.md, 2026-12-04);
+- beyond a judged shared shift (:mod:`benchbench.analysis.rerun`) a change at every point
+  is the shift line's (at over half of them, it moves the shift): the figure printed is
+  then for a change at a third of the points (:data:`BEYOND_SHIFT`, ``alpha * power /
+  3``), found at 207 of 240 injected points (tests/unit/test_rerun.py), 25 of 30 real;
 - a change at one point alone: it must reach ``p <= alpha / N`` (``mde_alone`` in the
   JSON output, and the comparison's note).
 
