@@ -466,6 +466,7 @@ def compare_rows(
     base = {r["benchmark_id"]: r for r in base_rows}
     contender = {r["benchmark_id"]: r for r in contender_rows}
     order = list(base) + [b for b in contender if b not in base]
+    beyond = shift if shift is not None and shift.judged and not paired else None
     points = [
         compare_point(
             base.get(b),
@@ -476,7 +477,7 @@ def compare_rows(
             instructions_min_effect=instructions_min_effect,
             paired=paired,
             rerun=rerun.factor if rerun is not None and not paired else 1.0,
-            shift=shift.ratio if shift is not None and shift.judged and not paired else 1.0,
+            shift=beyond.ratio if beyond is not None else 1.0,
         )
         for b in order
     ]
@@ -486,7 +487,7 @@ def compare_rows(
             alpha,
             min_effect,
             power,
-            BEYOND_SHIFT if shift is not None and shift.judged and not paired else 1.0,
+            BEYOND_SHIFT if beyond is not None else 1.0,
         ),
         min_effect=min_effect,
         alpha=alpha,

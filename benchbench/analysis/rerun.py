@@ -132,16 +132,14 @@ def pair_scores(before: Rows, after: Rows, after_shift: bool = False) -> list[tu
     """Each point both runs measured in several processes: (z, degrees of freedom);
     ``after_shift``: each log ratio less the pair's shared shift (none below
     :data:`MIN_POINTS` points)."""
-    return _scores(points(before), points(after), after_shift)
+    first, then = points(before), points(after)
+    if not after_shift:
+        return _scores(first, then, 0.0)
+    moved = _shift(first, then)
+    return _scores(first, then, moved.log) if moved else []
 
 
-def _scores(first: Points, then: Points, after_shift: bool) -> list[tuple[float, int]]:
-    shift = 0.0
-    if after_shift:
-        found = _earlier_shift(first, then)
-        if found is None:
-            return []
-        shift = found[0]
+def _scores(first: Points, then: Points, shift: float) -> list[tuple[float, int]]:
     out: list[tuple[float, int]] = []
     for key, (log_b, se_b, k_b) in then.items():
         old = first.get(key)
@@ -153,12 +151,20 @@ def _scores(first: Points, then: Points, after_shift: bool) -> list[tuple[float,
     return out
 
 
-def rerun_factor(runs: Sequence[Rows], after_shift: bool = False) -> Rerun | None:
+def rerun_factor(
+    runs: Sequence[Rows], after_shift: bool = False, shifts: Sequence[Moved | None] | None = None
+) -> Rerun | None:
     """The factor from ``runs``' rows, oldest first (consecutive runs are paired); None
     when fewer than :data:`MIN_POINTS` points could be matched. ``after_shift``: of the
-    points' log ratios less each pair's shared shift (:func:`pair_scores`)."""
+    points' log ratios less each pair's shared shift (:func:`pair_scores`; ``shifts``:
+    those already read, one a pair)."""
     read = [points(rows) for rows in runs]
-    each = [_scores(before, after, after_shift) for before, after in itertools.pairwise(read)]
+    pairs = list(itertools.pairwise(read))
+    if after_shift:
+        moved = _pair_shifts(read) if shifts is None else shifts
+        each = [_scores(a, b, m.log) if m else [] for (a, b), m in zip(pairs, moved, strict=True)]
+    else:
+        each = [_scores(a, b, 0.0) for a, b in pairs]
     scores = [s for pair in each for s in pair]
     if len(scores) < MIN_POINTS:
         return None
@@ -214,10 +220,20 @@ def history_factor(
     return factor_of(history_runs(store, run, base), rows)
 
 
-def factor_of(history: Sequence[Rows], rows: Rows, after_shift: bool = False) -> Rerun | None:
+def factor_of(
+    history: Sequence[Rows],
+    rows: Rows,
+    after_shift: bool = False,
+    shifts: Sequence[Moved | None] | None = None,
+) -> Rerun | None:
     """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it
-    (``after_shift``: see :func:`rerun_factor`)."""
-    return rerun_factor(history, after_shift) or rerun_factor([*history, rows], after_shift)
+    (``after_shift`` and ``shifts``, the history's pairs' shifts: see :func:`rerun_factor`)."""
+    found = rerun_factor(history, after_shift, shifts)
+    if found is not None:
+        return found
+    if after_shift and shifts is not None and history:
+        shifts = [*shifts, _shift(points(history[-1]), points(rows))]
+    return rerun_factor([*history, rows], after_shift, shifts)
 
 
 #: Earlier pairs of runs a shared shift is judged against, at least.
@@ -352,24 +368,9 @@ def _shift(first: Points, then: Points, factor: float = 1.0, alpha: float = ALPH
     return Moved(centre, 1.2533 * sd / math.sqrt(len(rest)), len(rest), len(logs) - len(rest))
 
 
-#: An earlier pair's shift (:func:`_earlier_shift`), by the identity of its two runs'
-#: points, which the entry holds so that neither id is reused while it is here.
-_EARLIER: dict[tuple[int, int], tuple[Points, Points, Moved | None]] = {}
-
-
-def _earlier_shift(first: Points, then: Points) -> Moved | None:
-    """:func:`_shift` of an earlier pair, at the points' own standard errors and the
-    default alpha: ``compare`` reads each earlier pair's shift for the shift line, for the
-    factor beyond the shifts and again at the factor, so it is computed once."""
-    key = (id(first), id(then))
-    held = _EARLIER.get(key)
-    if held is not None and held[0] is first and held[1] is then:
-        return held[2]
-    if len(_EARLIER) >= 256:
-        _EARLIER.clear()
-    moved = _shift(first, then)
-    _EARLIER[key] = (first, then, moved)
-    return moved
+def _pair_shifts(read: Sequence[Points]) -> list[Moved | None]:
+    """Each consecutive pair's shift (:func:`_shift`, the points' own standard errors)."""
+    return [_shift(a, b) for a, b in itertools.pairwise(read)]
 
 
 def shared_shift(
@@ -379,6 +380,7 @@ def shared_shift(
     alpha: float,
     min_effect: float,
     factor: float = 1.0,
+    shifts: Sequence[Moved | None] | None = None,
 ) -> Shift | None:
     """The shift from ``base`` to ``head`` (:func:`pair_shift`, its points' standard
     errors times ``factor``, the run-to-run factor), judged against the shifts between the
@@ -388,7 +390,8 @@ def shared_shift(
     ``pairs`` degrees of freedom) and marked as a point is (:func:`~benchbench.analysis.
     verdict.mark_ratio`: past ``min_effect`` too). Fewer than :data:`MIN_SHIFTS` earlier
     pairs: not judged, the interval from the points' scatter alone. None below
-    :data:`MIN_POINTS` matched points."""
+    :data:`MIN_POINTS` matched points. ``shifts``: the history's pairs' shifts, already
+    read."""
     from scipy.special import stdtr
 
     from benchbench.analysis.verdict import mark_ratio
@@ -398,7 +401,7 @@ def shared_shift(
         return None
     shift, se, matched, left_out = found
     read = [points(rows) for rows in history]
-    earlier = [s.log for a, b in itertools.pairwise(read) if (s := _earlier_shift(a, b))]
+    earlier = [s.log for s in (_pair_shifts(read) if shifts is None else shifts) if s]
     if len(earlier) < MIN_SHIFTS:
         half = t_quantile(matched - 1, 1.0 - alpha) * se
         low, high = math.exp(shift - half), math.exp(shift + half)
@@ -446,11 +449,12 @@ def apart(
         return factor_of(history, head), None
     read = [points(rows) for rows in history]
     head_points = points(head)
-    shift = shared_shift(read, read[-1], head_points, alpha, min_effect)
+    shifts = _pair_shifts(read)  # read once for the shift line and the factor beyond it
+    shift = shared_shift(read, read[-1], head_points, alpha, min_effect, shifts=shifts)
     after = shift is not None and shift.judged
-    rerun = factor_of(read, head_points, after_shift=after)
+    rerun = factor_of(read, head_points, after, shifts)
     if shift is not None and rerun is not None and rerun.factor != 1.0:
-        shift = shared_shift(read, read[-1], head_points, alpha, min_effect, rerun.factor)
+        shift = shared_shift(read, read[-1], head_points, alpha, min_effect, rerun.factor, shifts)
     return rerun, shift
 
 

@@ -242,6 +242,7 @@ def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
         apart,
         factor_of,
         history_runs,
+        points,
         rerun_dict,
         scope,
         widened,
@@ -249,11 +250,11 @@ def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
     from benchbench.analysis.verdict import ALPHA, MIN_EFFECT
 
     history = history_runs(store, run)
-    rerun = factor_of(history, rows)
+    read, now = [points(r) for r in history], points(rows)  # once for the factor and shift
+    rerun = factor_of(read, now)
     previous = history[-1] if history else None
-    shift = apart(history, rows, ALPHA, MIN_EFFECT)[1] if previous else None
-    words = f"95% CI {scope(rerun)}"
-    return Shown(widened(rows, rerun), words, rerun_dict(rerun), previous, shift)
+    shift = apart(read, now, ALPHA, MIN_EFFECT)[1] if previous else None
+    return Shown(widened(rows, rerun), f"95% CI {scope(rerun)}", rerun_dict(rerun), previous, shift)
 
 
 def ab_side_line(side: str, base: str, head: str) -> str:

@@ -221,7 +221,7 @@
       const factor = rr && rr.run_to_run ? rr.run_to_run.factor : 1;
       const shift = rr && rr.after_shift ? rr.shift.ratio : 1;
       // Beyond a judged shift compare states the MDE for a change at a third of the points.
-      const mdeTable = rr && rr.after_shift && ix.verdict.mde_beyond_shift ? ix.verdict.mde_beyond_shift : ix.verdict.mde;
+      const mdeTable = rr && rr.after_shift ? ix.verdict.mde_beyond_shift : ix.verdict.mde;
       const benches = [...new Set([...da.b, ...db.b])].filter((k) => BB.passBench(k, st));
       const out = [];
       let logSum = 0, n = 0, insLogSum = 0, insN = 0;
@@ -289,7 +289,7 @@
       const mdes = out.map((o) => o.mde).filter((e) => e !== null).sort((x, y) => x - y);
       if (mdes.length) {
         const median = mdes[Math.floor((mdes.length - 1) / 2)] / 2 + mdes[Math.ceil((mdes.length - 1) / 2)] / 2;
-        const how = " (power " + (100 * mdeTable.power).toFixed(0) + " %, alpha " + String(+mdeTable.alpha_point.toPrecision(2)) + " a point: " + (mdeTable.words || "a change at every point") + ")";
+        const how = " (power " + (100 * mdeTable.power).toFixed(0) + " %, alpha " + String(+mdeTable.alpha_point.toPrecision(2)) + " a point: " + mdeTable.words + ")";
         summary.push(el("p", { class: "detectable" + (mdes[0] > m ? " blind" : "") }, mdes[0] > m
           ? "this comparison could not have seen a change below " + effect(Math.min(mdes[0], 10)) + how + "; median " + effect(median) + "; use `ab` or `--metric instructions`"
           : "smallest detectable change: median " + effect(median) + " over " + mdes.length + " points, " + mdes.filter((e) => e <= m).length +
