@@ -476,7 +476,7 @@ def compare_rows(
             seed=seed,
             instructions_min_effect=instructions_min_effect,
             paired=paired,
-            rerun=rerun.factor if rerun is not None and not paired else 1.0,
+            rerun=rerun.of(b) if rerun is not None and not paired else 1.0,
             shift=beyond.ratio if beyond is not None else 1.0,
         )
         for b in order

@@ -43,7 +43,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from benchbench.core.defaults import ALPHA
@@ -70,13 +70,25 @@ class Rerun:
     #: Read from each pair's log ratios less that pair's shared shift (:func:`pair_shift`):
     #: the factor of ``compare``'s verdicts after the shift.
     after_shift: bool = False
+    #: Each point's own factor, from its z in those pairs (:func:`_own`): benchmark id ->
+    #: factor; a point in none of them takes ``factor``.
+    own: Mapping[Any, float] = field(default_factory=dict, compare=False)
+
+    def of(self, key: Any) -> float:
+        """The factor of the point ``key`` (a benchmark id): its own, else ``factor``."""
+        return self.own.get(key, self.factor)
 
     @property
     def words(self) -> str:
         """What an interval holds, for a table's title."""
         pairs = f"{self.pairs} pair{'s' if self.pairs != 1 else ''} of runs"
         after = " after the shared shift" if self.after_shift else ""
-        return f"incl. run-to-run{after} (x{self.factor:.2f}, from {pairs})"
+        own = (
+            f", each point x{min(self.own.values()):.2f}-{max(self.own.values()):.2f} by its own"
+            if self.own
+            else ""
+        )
+        return f"incl. run-to-run{after} (x{self.factor:.2f}{own}, from {pairs})"
 
 
 def scope(rerun: Rerun | None, runs: str = "this run") -> str:
@@ -93,6 +105,7 @@ def rerun_dict(rerun: Rerun | None) -> dict[str, Any] | None:
         "pairs": rerun.pairs,
         "points": rerun.points,
         "after_shift": rerun.after_shift,
+        "own": {str(key): factor for key, factor in rerun.own.items()},
     }
 
 
@@ -128,27 +141,40 @@ def points(rows: Rows) -> Points:
     return out
 
 
-def pair_scores(before: Rows, after: Rows, after_shift: bool = False) -> list[tuple[float, int]]:
-    """Each point both runs measured in several processes: (z, degrees of freedom);
-    ``after_shift``: each log ratio less the pair's shared shift (none below
-    :data:`MIN_POINTS` points)."""
-    first, then = points(before), points(after)
-    if not after_shift:
-        return _scores(first, then, 0.0)
-    moved = _shift(first, then)
-    return _scores(first, then, moved.log) if moved else []
-
-
-def _scores(first: Points, then: Points, shift: float) -> list[tuple[float, int]]:
-    out: list[tuple[float, int]] = []
+def _scores(first: Points, then: Points, shift: float) -> list[tuple[Any, float, int]]:
+    """Each point both runs measured in several processes: (its id, z beyond ``shift``,
+    degrees of freedom)."""
+    out: list[tuple[Any, float, int]] = []
     for key, (log_b, se_b, k_b) in then.items():
         old = first.get(key)
         if old is None:
             continue
         se = math.hypot(old[1], se_b)
         if se > 0:
-            out.append(((log_b - old[0] - shift) / se, old[2] + k_b - 2))
+            out.append((key, (log_b - old[0] - shift) / se, old[2] + k_b - 2))
     return out
+
+
+#: Pairs of runs the factor of all points weighs as in each point's own factor (:func:`_own`).
+PRIOR_PAIRS = 4
+
+
+def _own(scores: Sequence[tuple[Any, float, int]], factor: float) -> dict[Any, float]:
+    """Each point's own factor: the RMS of its z over the pairs, in units of Student's
+    t's (``z² (d - 2) / d`` on ``d`` degrees of freedom, ``d`` at least 3), weighed with
+    ``factor`` as :data:`PRIOR_PAIRS` pairs more, at least 1. A point that one change of
+    the machine's speed moves and the rest do not (some kernels feel it, others do not)
+    scatters further between runs than the points' median says; its own pairs say so, and
+    a point with few pairs keeps near ``factor``."""
+    squares: dict[Any, list[float]] = {}
+    for key, z, d in scores:
+        t_units = max(3.0, float(d))
+        squares.setdefault(key, []).append(z * z * (t_units - 2.0) / t_units)
+    prior = PRIOR_PAIRS * factor * factor
+    return {
+        key: max(1.0, math.sqrt((sum(each) + prior) / (len(each) + PRIOR_PAIRS)))
+        for key, each in squares.items()
+    }
 
 
 def rerun_factor(
@@ -168,24 +194,27 @@ def rerun_factor(
     scores = [s for pair in each for s in pair]
     if len(scores) < MIN_POINTS:
         return None
-    df = statistics.median(d for _, d in scores)
+    df = statistics.median(d for _, _, d in scores)
     expected = t_quantile(max(1.0, df), _MEDIAN_ABS)
-    found = statistics.median(abs(z) for z, _ in scores)
-    return Rerun(max(1.0, found / expected), sum(map(bool, each)), len(scores), after_shift)
+    factor = max(1.0, statistics.median(abs(z) for _, z, _ in scores) / expected)
+    own = _own(scores, factor)
+    return Rerun(factor, sum(map(bool, each)), len(scores), after_shift, own)
 
 
 def widened(rows: Sequence[Row], rerun: Rerun | None) -> list[dict[str, Any]]:
-    """``rows`` with each several-process interval widened by the factor in log space
-    around its headline (one-process rows, and every row without a factor, as they are)."""
-    if rerun is None or rerun.factor == 1.0:
+    """``rows`` with each several-process interval widened by its point's factor
+    (:meth:`Rerun.of`) in log space around its headline (one-process rows, and every row
+    without a factor, as they are)."""
+    if rerun is None:
         return [dict(r) for r in rows]
     out = []
     for row in rows:
         row = dict(row)
-        if _log_se(row) is not None:
+        factor = rerun.of(row.get("benchmark_id"))
+        if factor != 1.0 and _log_se(row) is not None:
             median = float(row["median_s"])
-            up = math.log(float(row["ci_high_s"]) / median) * rerun.factor
-            down = math.log(median / float(row["ci_low_s"])) * rerun.factor
+            up = math.log(float(row["ci_high_s"]) / median) * factor
+            down = math.log(median / float(row["ci_low_s"])) * factor
             row["ci_low_s"], row["ci_high_s"] = median * math.exp(-down), median * math.exp(up)
         out.append(row)
     return out
@@ -227,13 +256,16 @@ def factor_of(
     shifts: Sequence[Moved | None] | None = None,
 ) -> Rerun | None:
     """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it
-    (``after_shift`` and ``shifts``, the history's pairs' shifts: see :func:`rerun_factor`)."""
+    with no point's own factor (``after_shift`` and ``shifts``, the history's pairs' shifts: see :func:`rerun_factor`)."""
     found = rerun_factor(history, after_shift, shifts)
     if found is not None:
         return found
     if after_shift and shifts is not None and history:
         shifts = [*shifts, _shift(points(history[-1]), points(rows))]
-    return rerun_factor([*history, rows], after_shift, shifts)
+    found = rerun_factor([*history, rows], after_shift, shifts)
+    # A point's own factor from a pair holding ``rows`` would widen a change at that point
+    # by the change itself: here every point takes the one factor.
+    return replace(found, own={}) if found is not None else None
 
 
 #: Earlier pairs of runs a shared shift is judged against, at least.
@@ -317,14 +349,14 @@ PASSES = 4
 
 
 def pair_shift(
-    before: Rows, after: Rows, factor: float = 1.0, alpha: float = ALPHA
+    before: Rows, after: Rows, factor: float | Rerun = 1.0, alpha: float = ALPHA
 ) -> Moved | None:
     """What every point both runs measured in several processes moved by together; None
     below :data:`MIN_POINTS` points.
 
     The median of their log ratios, less the points that changed on their own: a point
     whose log ratio beyond the median is significant among the points (its own z on the
-    standard errors of both runs times ``factor``, Student's t on ``k_a + k_b - 2``
+    standard errors of both runs times ``factor``, each point's own of a :class:`Rerun`, Student's t on ``k_a + k_b - 2``
     degrees of freedom, Benjamini-Hochberg q below ``alpha``) is left out and the median
     read again, until the points left out no longer change (:data:`PASSES` at most), as
     long as more than half of the points remain. A change at a third of the points would
@@ -338,20 +370,21 @@ def pair_shift(
     return _shift(points(before), points(after), factor, alpha)
 
 
-def _shift(first: Points, then: Points, factor: float = 1.0, alpha: float = ALPHA) -> Moved | None:
+def _shift(
+    first: Points, then: Points, factor: float | Rerun = 1.0, alpha: float = ALPHA
+) -> Moved | None:
     import numpy as np
     from scipy.special import stdtr
 
     from benchbench.analysis.verdict import adjusted_p
 
-    both = [
-        (b[0] - a[0], b[1], b[2], a[1], a[2]) for key, b in then.items() if (a := first.get(key))
-    ]
-    if len(both) < MIN_POINTS:
+    keys = [key for key in then if key in first]
+    if len(keys) < MIN_POINTS:
         return None
-    table = np.array(both, dtype=float)
+    table = np.array([(then[k][0] - first[k][0], *then[k][1:], *first[k][1:]) for k in keys])
     logs = table[:, 0]
-    se = np.hypot(table[:, 1], table[:, 3]) * factor
+    scale = np.array([factor.of(k) for k in keys]) if isinstance(factor, Rerun) else factor
+    se = np.hypot(table[:, 1], table[:, 3]) * scale
     df = np.maximum(table[:, 2] + table[:, 4] - 2.0, 1.0)
     kept = np.ones(len(logs), dtype=bool)
     centre = float(np.median(logs))
@@ -379,7 +412,7 @@ def shared_shift(
     head: Rows,
     alpha: float,
     min_effect: float,
-    factor: float = 1.0,
+    factor: float | Rerun = 1.0,
     shifts: Sequence[Moved | None] | None = None,
 ) -> Shift | None:
     """The shift from ``base`` to ``head`` (:func:`pair_shift`, its points' standard
@@ -453,8 +486,8 @@ def apart(
     shift = shared_shift(read, read[-1], head_points, alpha, min_effect, shifts=shifts)
     after = shift is not None and shift.judged
     rerun = factor_of(read, head_points, after, shifts)
-    if shift is not None and rerun is not None and rerun.factor != 1.0:
-        shift = shared_shift(read, read[-1], head_points, alpha, min_effect, rerun.factor, shifts)
+    if shift is not None and rerun is not None:
+        shift = shared_shift(read, read[-1], head_points, alpha, min_effect, rerun, shifts)
     return rerun, shift
 
 

@@ -319,7 +319,7 @@ class _Pages:
             for r, doc in run_payloads(self.shown):
                 term = self.run_to_run.get(ids[r])
                 if term is not None:  # compare's term against the run before it
-                    doc["rr"] = term
+                    doc["rr"] = _keyed(term, self.keys.bench)
                 _write(data / "runs" / f"r{r}.js", data_script(f"runs/r{r}", doc))
             return
         w = int(task)
@@ -338,6 +338,16 @@ class _Pages:
 
 
 _JOB: list[_Pages] = []  # what forked workers write from
+
+
+def _keyed(term: Mapping[str, Any], bench: Mapping[str, int]) -> dict[str, Any]:
+    """``term`` (:func:`~benchbench.dashboard.run_to_run.consecutive`) with its points' own
+    factors keyed as the run files key benchmarks."""
+    rerun = term.get("run_to_run")
+    if not rerun or not rerun.get("own"):
+        return dict(term)
+    own = {bench[b]: f for b, f in rerun["own"].items() if b in bench}
+    return {**term, "run_to_run": {**rerun, "own": own}}
 
 
 def _write_pages(job: _Pages, parallel: bool) -> None:

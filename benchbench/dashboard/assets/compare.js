@@ -25,7 +25,8 @@
  * The run-to-run term (analysis/rerun.py) is compare's too, for each environment's
  * newest run and each open alert's first bad run against the run before it (the page's
  * first pair, an alert's link; the run file's rr, read by dashboard/run_to_run.py):
- * every point's se multiplied by the run-to-run factor and, once the shared shift is
+ * every point's se multiplied by its run-to-run factor (its own, rr.run_to_run.own, where
+ * its earlier pairs gave one) and, once the shared shift is
  * judged against the earlier shifts (rr.after_shift), every point judged beyond it
  * (head/base ÷ shift), the shift on its own line. Any other pair is judged within its
  * two runs only, and the page says so with the command that adds the term.
@@ -241,7 +242,9 @@
         else {
           logSum += Math.log(db.m[j] / da.m[i]); n++;  // the geometric mean: the points' own ratios
           ratio = db.m[j] / da.m[i] / shift;
-          const own = welch(da, i, db, j), w = own && { se: own.se * factor, df: own.df };
+          // The point's own run-to-run factor where its earlier pairs gave one (rerun.py _own).
+          const f = rr && rr.run_to_run && rr.run_to_run.own && k in rr.run_to_run.own ? rr.run_to_run.own[k] : factor;
+          const own = welch(da, i, db, j), w = own && { se: own.se * f, df: own.df };
           if (w && w.se > 0) {
             // compare's interval: ratio * exp(± t(df, 1 - alpha / 2) * se), from the p-value's t.
             p = tTwoSided(Math.abs(Math.log(ratio)) / w.se, w.df);
