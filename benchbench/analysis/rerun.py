@@ -19,6 +19,14 @@ changes sha every night; a change at a third of the points does move it (x1.8 fo
 pair of runs with +25 % there: ``tests/unit/test_rerun.py``), which is why the run shown
 is left out where a history exists.
 
+**Each point's own factor** (:func:`_own`, :meth:`Rerun.of`): the root mean square of
+the point's z over the same pairs, weighed with the factor of all points as
+:data:`PRIOR_PAIRS` pairs more. A change of the machine's speed that some kernels feel and
+others do not moves those points between runs and not the rest; the points' median cannot
+see a few such points, their own pairs can. Read from the history only: with no earlier
+pair every point takes the one factor (a pair holding the run judged would widen a point
+by its own change).
+
 **Where it goes.** A run's table (``run``, ``show``) widens each several-process interval
 by the factor in log space and says so in its title (``95% CI incl. run-to-run (x1.31,
 from 4 pairs of runs)``; ``within this run only`` without a pair); ``compare`` multiplies
@@ -256,7 +264,8 @@ def factor_of(
     shifts: Sequence[Moved | None] | None = None,
 ) -> Rerun | None:
     """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it
-    with no point's own factor (``after_shift`` and ``shifts``, the history's pairs' shifts: see :func:`rerun_factor`)."""
+    with no point's own factor (``after_shift`` and ``shifts``, the history's pairs'
+    shifts: see :func:`rerun_factor`)."""
     found = rerun_factor(history, after_shift, shifts)
     if found is not None:
         return found
@@ -356,17 +365,18 @@ def pair_shift(
 
     The median of their log ratios, less the points that changed on their own: a point
     whose log ratio beyond the median is significant among the points (its own z on the
-    standard errors of both runs times ``factor``, each point's own of a :class:`Rerun`, Student's t on ``k_a + k_b - 2``
-    degrees of freedom, Benjamini-Hochberg q below ``alpha``) is left out and the median
-    read again, until the points left out no longer change (:data:`PASSES` at most), as
-    long as more than half of the points remain. A change at a third of the points would
-    otherwise move the median by about 0.67 of the points' scatter towards them (the
-    75th percentile of the others), and hide that much of the change from each of those
-    points' verdicts beyond the shift. Identical code leaves out a point in about
-    ``alpha`` of pairs, and the median barely moves; a change at more than half of the
-    points is the shift. Where the points do not move alike between two runs (a change of
-    the machine's speed that some kernels feel and others do not), the points that did
-    not move with the rest are left out and flagged: BENCHMARKS.md, 2026-12-04."""
+    standard errors of both runs times ``factor``, each point's own of a :class:`Rerun`;
+    Student's t on ``k_a + k_b - 2`` degrees of freedom, Benjamini-Hochberg q below
+    ``alpha``) is left out and the median read again, until the points left out no
+    longer change (:data:`PASSES` at most), as long as more than half of the points
+    remain. A change at a third of the points would otherwise move the median by about
+    0.67 of the points' scatter towards them (the 75th percentile of the others), and
+    hide that much of the change from each of those points' verdicts beyond the shift.
+    Identical code leaves out a point in about ``alpha`` of pairs, and the median barely
+    moves; a change at more than half of the points is the shift. Where the points do
+    not move alike between two runs (a change of the machine's speed that some kernels
+    feel and others do not), the points that did not move with the rest are left out,
+    and flagged unless their own earlier pairs moved so too (their own factor)."""
     return _shift(points(before), points(after), factor, alpha)
 
 

@@ -1,5 +1,5 @@
 """The compare page judges a run against the run before it as `benchbench compare` does:
-the run-to-run factor and, once the shared shift is judged, every point beyond it.
+each point's run-to-run factor and, once the shared shift is judged, every point beyond it.
 
 A real SQLite store of seven runs on one machine (twelve points, five processes each, a
 run-level term per point and a shift per run); the last run is 50 % slower at a third of
@@ -111,7 +111,9 @@ def test_the_page_applies_compare_s_run_to_run_term_and_shift(tmp_path: Path) ->
         assert row[6].strip() == p["mark"], (p, row)
     shift = cli["shift"]
     assert f"x{shift['ratio']:.3f} together" in page and "head/base ÷ shift" in page
-    assert f"x{cli['run_to_run']['factor']:.2f}, from" in page
+    own = cli["run_to_run"]["own"]  # each point's own factor, applied by the page too
+    assert len(set(own.values())) > 1 and set(own) <= {p["benchmark_id"] for p in cli["points"]}
+    assert f"x{cli['run_to_run']['factor']:.2f}, each point x" in page and "by its own" in page
     # Another pair: within its two runs, and the command that adds the term.
     other = _page(site, runs[0], head)
     assert "within these runs only" in other and f"benchbench compare {runs[0]} {head}" in other

@@ -143,6 +143,20 @@ def test_too_few_points_give_no_factor_and_the_intervals_stay() -> None:
     assert widened(runs[0], None) == runs[0]
     assert scope(None) == "within this run only"
     assert scope(Rerun(1.31, 4, 200)) == "incl. run-to-run (x1.31, from 4 pairs of runs)"
+    own = Rerun(1.31, 4, 200, own={"a": 1.0, "b": 2.4})
+    assert scope(own) == (
+        "incl. run-to-run (x1.31, each point x1.00-2.40 by its own, from 4 pairs of runs)"
+    )
+    assert (own.of("b"), own.of("c")) == (2.4, 1.31)
+
+
+def test_a_point_s_own_factor_is_read_from_the_history_never_from_the_run_judged() -> None:
+    runs = _runs(4, random.Random(5), run_sd=0.05, slower={3: 1.5})
+    read = factor_of(runs[:3], runs[3])
+    assert read is not None and len(read.own) == POINTS and read.pairs == 2
+    assert read.own == factor_of(runs[:3], _runs(1, random.Random(6))[0]).own
+    lone = factor_of(runs[2:3], runs[3])  # no earlier pair: the run judged is read
+    assert lone is not None and lone.own == {}
 
 
 def test_widened_scales_the_log_interval_and_keeps_one_process_rows() -> None:
