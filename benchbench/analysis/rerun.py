@@ -35,7 +35,10 @@ each side's standard error by it. The factor is read from the runs before the on
 widen its own intervals; only where the store holds no earlier pair is the run itself
 paired with the one before it, and two runs with no history are judged by how much their
 own points scatter beyond their intervals (there a change at a third of the points
-widens the factor too: a lone pair cannot tell the two apart). What is stored does not
+widens the factor too: a lone pair cannot tell the two apart), unless the machine was
+calibrated (``benchbench probe --run-to-run``, :mod:`benchbench.analysis.calibration`):
+then each point takes the calibration's run level, which no change in the runs judged
+can move. What is stored does not
 change: the factor is read again whenever a run is shown, from the runs before it, so an
 old run is widened as a new one is.
 
@@ -54,6 +57,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from benchbench.analysis.calibration import Calibration
 from benchbench.core.defaults import ALPHA
 from benchbench.core.stats import t_quantile
 
@@ -81,6 +85,9 @@ class Rerun:
     #: Each point's own factor, from its z in those pairs (:func:`_own`): benchmark id ->
     #: factor; a point in none of them takes ``factor``.
     own: Mapping[Any, float] = field(default_factory=dict, compare=False)
+    #: Read from this machine's calibration (:mod:`benchbench.analysis.calibration`), not
+    #: the suite's runs: its words.
+    calibrated: str | None = None
 
     def of(self, key: Any) -> float:
         """The factor of the point ``key`` (a benchmark id): its own, else ``factor``."""
@@ -89,13 +96,12 @@ class Rerun:
     @property
     def words(self) -> str:
         """What an interval holds, for a table's title."""
+        low, high = (min(self.own.values()), max(self.own.values())) if self.own else (1, 1)
+        if self.calibrated is not None:  # each point's factor is the calibration's level
+            return f"incl. run-to-run ({self.calibrated}, each point x{low:.2f}-{high:.2f})"
         pairs = f"{self.pairs} pair{'s' if self.pairs != 1 else ''} of runs"
         after = " after the shared shift" if self.after_shift else ""
-        own = (
-            f", each point x{min(self.own.values()):.2f}-{max(self.own.values()):.2f} by its own"
-            if self.own
-            else ""
-        )
+        own = f", each point x{low:.2f}-{high:.2f} by its own" if self.own else ""
         return f"incl. run-to-run{after} (x{self.factor:.2f}{own}, from {pairs})"
 
 
@@ -114,6 +120,7 @@ def rerun_dict(rerun: Rerun | None) -> dict[str, Any] | None:
         "points": rerun.points,
         "after_shift": rerun.after_shift,
         "own": {str(key): factor for key, factor in rerun.own.items()},
+        "calibrated": rerun.calibrated,
     }
 
 
@@ -262,19 +269,32 @@ def factor_of(
     rows: Rows,
     after_shift: bool = False,
     shifts: Sequence[Moved | None] | None = None,
+    calibration: Calibration | None = None,
 ) -> Rerun | None:
-    """:func:`history_factor` of a history already read: its pairs, else ``rows`` after it
-    with no point's own factor (``after_shift`` and ``shifts``, the history's pairs'
-    shifts: see :func:`rerun_factor`)."""
+    """:func:`history_factor` of a history already read: its pairs, else ``calibration``
+    (this machine's: :func:`calibrated`), else ``rows`` after the history with no point's
+    own factor (``after_shift`` and ``shifts``, the history's pairs' shifts: see
+    :func:`rerun_factor`). The calibration comes before the pair that holds ``rows``: a
+    change in ``rows`` cannot widen it."""
     found = rerun_factor(history, after_shift, shifts)
     if found is not None:
         return found
+    if calibration is not None:
+        return calibrated(calibration, rows)
     if after_shift and shifts is not None and history:
         shifts = [*shifts, _shift(points(history[-1]), points(rows))]
     found = rerun_factor([*history, rows], after_shift, shifts)
     # A point's own factor from a pair holding ``rows`` would widen a change at that point
     # by the change itself: here every point takes the one factor.
     return replace(found, own={}) if found is not None else None
+
+
+def calibrated(calibration: Calibration, rows: Rows) -> Rerun:
+    """The factor of ``rows``' points from this machine's calibration: each point's own
+    (:meth:`Calibration.own`), the one factor their median."""
+    own = calibration.own(points(rows))
+    factor = statistics.median(own.values()) if own else 1.0
+    return Rerun(factor, calibration.pairs, calibration.points, False, own, calibration.words)
 
 
 #: Earlier pairs of runs a shared shift is judged against, at least.
@@ -481,21 +501,26 @@ def shared_shift(
 
 
 def apart(
-    history: Sequence[Rows], head: Rows, alpha: float, min_effect: float
+    history: Sequence[Rows],
+    head: Rows,
+    alpha: float,
+    min_effect: float,
+    calibration: Calibration | None = None,
 ) -> tuple[Rerun | None, Shift | None]:
     """The factor and the shared shift of ``head`` against the last run of ``history``
     (oldest first; :func:`history_runs` with the base last), as ``compare`` judges two runs
     measured apart: the shift against the earlier pairs' shifts; when it was judged, the
     factor read beyond each earlier pair's shift, and the shift's search for the points
-    that changed on their own read again at that factor."""
+    that changed on their own read again at that factor (``calibration``: see
+    :func:`factor_of`)."""
     if not history:
-        return factor_of(history, head), None
+        return factor_of(history, head, calibration=calibration), None
     read = [points(rows) for rows in history]
     head_points = points(head)
     shifts = _pair_shifts(read)  # read once for the shift line and the factor beyond it
     shift = shared_shift(read, read[-1], head_points, alpha, min_effect, shifts=shifts)
     after = shift is not None and shift.judged
-    rerun = factor_of(read, head_points, after, shifts)
+    rerun = factor_of(read, head_points, after, shifts, calibration)
     if shift is not None and rerun is not None:
         shift = shared_shift(read, read[-1], head_points, alpha, min_effect, rerun, shifts)
     return rerun, shift
@@ -507,9 +532,12 @@ def run_to_run(
     head: tuple[Row, Sequence[Row]],
     alpha: float,
     min_effect: float,
+    calibration: Calibration | None = None,
 ) -> tuple[Rerun | None, Shift | None]:
     """The factor and the shared shift of two runs measured apart (each a run and its
     rows), as ``compare`` judges them (:func:`apart`, the history :func:`history_runs`
     of ``head`` with ``base`` last). ``store`` needs ``earlier_runs`` and
-    ``measurements`` only (the dashboard passes its rows read once)."""
-    return apart(history_runs(store, head[0], base), head[1], alpha, min_effect)
+    ``measurements`` only (the dashboard passes its rows read once); ``calibration``,
+    the machine's (:func:`benchbench.analysis.calibration.calibration_of`), is taken
+    when the history holds no pair."""
+    return apart(history_runs(store, head[0], base), head[1], alpha, min_effect, calibration)

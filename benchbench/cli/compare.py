@@ -192,6 +192,7 @@ def judge(
     ``rows`` are the two sides' measurements when they are not the runs' own (a run
     group's shards); by default each run's."""
     from benchbench.analysis import compare
+    from benchbench.analysis.calibration import calibration_of
     from benchbench.analysis.rerun import run_to_run
 
     base_rows, contender_rows = rows or (
@@ -204,7 +205,12 @@ def judge(
         # A shift judged against earlier ones is taken out of every point, and the factor
         # is then read from the earlier pairs' points beyond their own shifts.
         rerun, shift = run_to_run(
-            store, (base, base_rows), (contender, contender_rows), args.alpha, args.min_effect
+            store,
+            (base, base_rows),
+            (contender, contender_rows),
+            args.alpha,
+            args.min_effect,
+            calibration_of(store, contender, [*base_rows, *contender_rows]),
         )
     envs = [
         store.environment(r["environment_id"]) if r["environment_id"] else None

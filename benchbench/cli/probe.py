@@ -13,6 +13,11 @@ few seconds for rough figures.
 The profile is stored under the environment a `benchbench run` on this machine gets
 (same machine, torch build and --threads), and `show`, `run` and `plot` use the newest
 one for "% of peak", cache markers and ceilings.
+
+--run-to-run calibrates instead how far apart runs on this machine lie beyond their own
+intervals (a few runs of 15 points of the quick suite, back to back, in fresh processes):
+a suite with no earlier pair of runs of its own then shows "95% CI incl. run-to-run"
+from it, where it would show "within this run only".
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import time
 from typing import TYPE_CHECKING
 
 from benchbench.cli import flags
+from benchbench.core.defaults import RUN_TO_RUN_RUNS
 from benchbench.core.errors import UsageError
 from benchbench.core.units import format_bytes, format_rate
 from benchbench.machine.allocator import worker_environment
@@ -49,11 +55,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="torch threads, as given to `benchbench run --threads` (default "
         "{{ default.threads }}, as run's; 'all': torch's default, one per core)",
     )
+    parser.add_argument(
+        "--run-to-run",
+        nargs="?",
+        type=int,
+        const=RUN_TO_RUN_RUNS,
+        metavar="RUNS",
+        help="instead of the ceilings, calibrate how far apart runs lie beyond their own "
+        f"intervals: RUNS (default {RUN_TO_RUN_RUNS}, at least 3) runs back to back of 15 points "
+        "of the quick suite, as run measures them (~10 s each on a 2-core VM); stored for "
+        "this environment, and taken by run, show, compare and the dashboard for a suite "
+        "with no earlier pair of runs of its own",
+    )
     flags.add_store(parser, create=True)
     flags.add_json(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.run_to_run is not None:
+        from benchbench.cli.probe_rerun import calibrate
+
+        return calibrate(args)
     # Imported here, not at the top: the CLI imports every command module to build its
     # parser, and torch costs ~3 s to import; only this command needs it.
     import torch

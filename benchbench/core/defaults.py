@@ -56,6 +56,8 @@ DEFAULT_THREADS = 1
 ALL_THREADS = "all"
 #: The kinds of run ``run --kind`` takes (``run.runner``).
 RUN_KINDS = ("adhoc", "nightly", "ci")
+#: ``probe --run-to-run``'s runs by default: three pairs (:mod:`benchbench.analysis.calibration`).
+RUN_TO_RUN_RUNS = 4
 #: Seconds a point may take before its worker is stopped and the point stored as a timeout,
 #: unless ``--timeout`` is given (``run``).
 RUN_TIMEOUT_S = 60.0

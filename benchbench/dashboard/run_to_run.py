@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchbench.analysis.calibration import Calibration, calibration_of
 from benchbench.analysis.compare import lockstep_pair
 from benchbench.analysis.rerun import HISTORY, run_to_run
 from benchbench.analysis.verdict import ALPHA, MIN_EFFECT
@@ -35,6 +36,7 @@ class _Rows:
         self._store = store
         self._earlier: dict[str, list[dict[str, Any]]] = {}
         self.rows: dict[str, list[dict[str, Any]]] = {}
+        self._calibrations: dict[Any, Calibration | None] = {}
 
     def earlier_runs(self, run: Mapping[str, Any], count: int) -> list[dict[str, Any]]:
         key = str(run["id"])
@@ -45,11 +47,22 @@ class _Rows:
     def measurements(self, run_id: str) -> list[dict[str, Any]]:
         return self.rows.get(str(run_id), [])
 
+    def calibration(self, run: Mapping[str, Any]) -> Calibration | None:
+        """The machine's calibration for ``run`` (each environment's read once; none for
+        a run with a point off the CPU)."""
+        env = run.get("environment_id")
+        if any(r["device"] != "cpu" for r in self.measurements(run["id"])):
+            return None
+        if env not in self._calibrations:
+            self._calibrations[env] = calibration_of(self._store, run, self.measurements(run["id"]))
+        return self._calibrations[env]
+
     def read(self, run_ids: Sequence[str]) -> None:
         """Read the rows of ``run_ids`` that the term reads: the points measured ok in
         several processes, each with the headline and interval the store derives from
         its process medians on read (:func:`~benchbench.store.rows.rederived`), from the
         process medians alone (one query), the points of each process count at once."""
+        devices = {str(b["id"]): b["device"] for b in self._store.benchmarks()}
         by_count: dict[int, list[tuple[tuple[str, str], list[float]]]] = {}
         for key, medians in self._store.process_medians(run_ids, ok_only=True).items():
             if len(medians) >= 2 and min(medians) > 0:
@@ -60,6 +73,7 @@ class _Rows:
                 found, centres.tolist(), lows.tolist(), highs.tolist(), strict=True
             ):
                 row = {"benchmark_id": bench, "status": "ok", "process_medians_s": medians}
+                row["device"] = devices.get(bench, "?")
                 row.update(median_s=centre, ci_low_s=low, ci_high_s=high)
                 self.rows.setdefault(run, []).append(row)
 
@@ -109,6 +123,7 @@ def consecutive(
             (run, reader.measurements(run["id"])),
             alpha,
             min_effect,
+            reader.calibration(run),
         )
         out[str(run["id"])] = {
             "base": str(base["id"]),

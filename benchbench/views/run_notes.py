@@ -238,6 +238,7 @@ def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
     """A run's rows as its table shows them, the run-to-run factor read from the runs
     before it (:mod:`benchbench.analysis.rerun`), which are read once: the newest of
     them is also the footer's previous run."""
+    from benchbench.analysis.calibration import calibration_of
     from benchbench.analysis.rerun import (
         apart,
         factor_of,
@@ -251,7 +252,7 @@ def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
 
     history = history_runs(store, run)
     read, now = [points(r) for r in history], points(rows)  # once for the factor and shift
-    rerun = factor_of(read, now)
+    rerun = factor_of(read, now, calibration=calibration_of(store, run, rows))
     previous = history[-1] if history else None
     shift = apart(read, now, ALPHA, MIN_EFFECT)[1] if previous else None
     return Shown(widened(rows, rerun), f"95% CI {scope(rerun)}", rerun_dict(rerun), previous, shift)

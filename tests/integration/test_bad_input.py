@@ -222,6 +222,10 @@ CATALOGUE: dict[str, Row] = {
     # -- measuring commands that may create a store ----------------------------------
     "probe/threads": Row("probe --threads 0", U, ("--threads", "got 0", "e.g.")),
     "probe/device": Row("probe --device gpu", U, ("--device", "'gpu'", "use cpu")),
+    "probe/run-to-run": Row("probe --run-to-run 2", U, ("--run-to-run 2", "at least 3", "e.g.")),
+    "probe/run-to-run-device": Row(
+        "probe --run-to-run --device cuda", U, ("--device 'cuda'", "leave --device out")
+    ),
     "accuracy/extension": Row("accuracy sqrt -o x.gif", U, ("-o", "'x.gif'", ".png")),
     "accuracy/range": Row("accuracy sqrt -o x.png --low 5 --high 1", U, ("--low 5", "low < high")),
     "accuracy/points": Row("accuracy sqrt -o x.png --points 1", U, ("--points", "got 1")),

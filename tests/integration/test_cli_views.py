@@ -160,3 +160,27 @@ def test_a_declared_axis_is_stored_and_a_product_size_without_one_gets_no_fit(tm
     plotted = benchbench("plot", "latest", "-o", str(out), "--store", str(db), cwd=tmp_path)
     assert plotted.returncode == 0, plotted.stderr
     assert out.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_run_to_run_calibration_is_taken_by_a_suite_with_no_history(tmp_path) -> None:
+    from tests.integration.cli import env
+
+    db = tmp_path / "s.db"
+    environ = {**env(), "BENCHBENCH_ROUNDS": "2"}  # two processes a point: an interval
+    done = benchbench("probe", "--run-to-run", "3", "--store", str(db), "--json",
+                      cwd=tmp_path, environ=environ)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    line = json_of(done)["run_to_run"]
+    assert line["runs"] == 3 and line["points"] >= 10 and line["run_level"] >= 0
+    # Its runs went to a store of their own: this one keeps their points, not the runs.
+    assert json_of(benchbench("runs", "--store", str(db), "--json", cwd=tmp_path))["runs"] == []
+    # The calibration's environment is the run's: a first run of another suite takes it.
+    ran = benchbench("run", str(SUITES / "sizes.py"), "--store", str(db), "--json",
+                     cwd=tmp_path, environ=environ)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    doc = json_of(ran)
+    assert doc["environment_id"] == line["environment_id"]
+    assert "machine calibrated" in (doc["run_to_run"] or {}).get("calibrated", "")
+    table = benchbench("show", "latest", "--store", str(db), cwd=tmp_path, environ=environ)
+    assert "95% CI incl. run-to-run" in table.stdout and "machine calibrated 20" in table.stdout

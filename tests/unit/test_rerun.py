@@ -184,6 +184,7 @@ def test_compare_multiplies_the_unpaired_standard_error_by_the_factor() -> None:
         "points": POINTS,
         "after_shift": False,
         "own": {},
+        "calibrated": None,
     }
     for a, b in zip(plain.points, wider.points, strict=True):
         assert b.se_log == pytest.approx(2 * a.se_log)
