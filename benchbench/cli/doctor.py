@@ -8,8 +8,9 @@ run --metric instructions --counter pmu can count here, or why not), and per GPU
 persistence mode, application clocks and other processes (in the spirit of
 ``python -m pyperf system show``). Then the ceilings, from the store: the shape of the
 hardware profile the latest run is held to, and the run's points above their measured
-ceiling (either means: run `benchbench probe` again). Exit 0 whatever it finds: it
-advises.
+ceiling (either means: run `benchbench probe` again), and whether that run's
+environment has a run-to-run calibration (`benchbench probe --run-to-run`). Exit 0
+whatever it finds: it advises.
 """
 
 from __future__ import annotations
@@ -113,4 +114,29 @@ def ceiling_checks(args: argparse.Namespace) -> list[Check]:
     name = run_row.get("label") or str(run_row["id"])[:8]
     found = [check for profile in profiles.values() for check in check_profile(profile)]
     first = next(iter(profiles.values()), None)
-    return found + check_run(name, with_roofline(rows, profiles), first)
+    return [
+        *found,
+        *check_run(name, with_roofline(rows, profiles), first),
+        calibration_check(store, run_row, rows),
+    ]
+
+
+def calibration_check(store: object, run_row: dict, rows: list) -> Check:
+    """Whether the latest run's environment has a run-to-run calibration (``probe
+    --run-to-run``), which a suite with no earlier pair of runs of its own takes."""
+    from benchbench.analysis.calibration import calibration_of
+    from benchbench.machine.doctor import Check
+
+    name = "run-to-run calibration"
+    if any(r.get("device") != "cpu" for r in rows):
+        return Check(name, "info", "the latest run has points off the CPU: none applies")
+    found = calibration_of(store, run_row, rows)
+    if found is None:
+        return Check(
+            name,
+            "info",
+            "none for the latest run's environment: a suite's first runs here show "
+            "intervals within that run only",
+            "benchbench probe --run-to-run",
+        )
+    return Check(name, "ok", f"{found.words} (from {found.pairs} pairs of runs)")

@@ -62,8 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const=RUN_TO_RUN_RUNS,
         metavar="RUNS",
         help="instead of the ceilings, calibrate how far apart runs lie beyond their own "
-        f"intervals: RUNS (default {RUN_TO_RUN_RUNS}, at least 3) runs back to back of 15 points "
-        "of the quick suite, as run measures them (~10 s each on a 2-core VM); stored for "
+        "intervals: RUNS (default {{ default.run_to_run_runs }}, at least 3) runs back to "
+        "back of 15 points of the quick suite, as run measures them (~13 s each on a 2-core "
+        "VM); stored for "
         "this environment, and taken by run, show, compare and the dashboard for a suite "
         "with no earlier pair of runs of its own",
     )

@@ -43,6 +43,7 @@ def _values() -> dict[str, str]:
         "default.max_rounds": str(d.DEFAULT_MAX_ROUNDS),
         "default.bench_rounds": str(d.BENCH_ROUNDS),
         "default.threads": str(d.DEFAULT_THREADS),
+        "default.run_to_run_runs": str(d.RUN_TO_RUN_RUNS),
         "default.budget": _number(d.POLICY_MAX_TIME_S),
         "default.target": _number(d.POLICY_TARGET_REL_CI),
         "default.target_pct": _percent(d.POLICY_TARGET_REL_CI),

@@ -238,24 +238,17 @@ def shown(store: Store, run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]
     """A run's rows as its table shows them, the run-to-run factor read from the runs
     before it (:mod:`benchbench.analysis.rerun`), which are read once: the newest of
     them is also the footer's previous run."""
+    from benchbench.analysis import rerun as rr
     from benchbench.analysis.calibration import calibration_of
-    from benchbench.analysis.rerun import (
-        apart,
-        factor_of,
-        history_runs,
-        points,
-        rerun_dict,
-        scope,
-        widened,
-    )
     from benchbench.analysis.verdict import ALPHA, MIN_EFFECT
 
-    history = history_runs(store, run)
-    read, now = [points(r) for r in history], points(rows)  # once for the factor and shift
-    rerun = factor_of(read, now, calibration=calibration_of(store, run, rows))
+    history = rr.history_runs(store, run)
+    read, now = [rr.points(r) for r in history], rr.points(rows)  # once for factor and shift
+    rerun = rr.factor_of(read, now, calibration=calibration_of(store, run, rows))
     previous = history[-1] if history else None
-    shift = apart(read, now, ALPHA, MIN_EFFECT)[1] if previous else None
-    return Shown(widened(rows, rerun), f"95% CI {scope(rerun)}", rerun_dict(rerun), previous, shift)
+    shift = rr.apart(read, now, ALPHA, MIN_EFFECT)[1] if previous else None
+    words = f"95% CI {rr.scope(rerun)}"
+    return Shown(rr.widened(rows, rerun), words, rr.rerun_dict(rerun), previous, shift)
 
 
 def ab_side_line(side: str, base: str, head: str) -> str:

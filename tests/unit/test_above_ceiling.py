@@ -166,6 +166,7 @@ def test_doctor_reads_the_latest_run_and_its_profile_from_the_store(
     assert [(c.name, c.status) for c in checks] == [
         ("ceilings: cpu profile", "warn"),
         ("ceilings: latest run", "warn"),
+        ("run-to-run calibration", "info"),  # none stored: `probe --run-to-run` is the fix
     ]
     assert checks[1].value.startswith("run x: 1 of 1 point(s) above the measured ceiling")
     monkeypatch.delenv("BENCHBENCH_STORE", raising=False)

@@ -116,3 +116,22 @@ def test_the_store_keeps_the_runs_points_beside_the_ceilings_and_derives_the_lev
     # A document of another version is an error naming the fix.
     with pytest.raises(StoreError, match="probe --run-to-run"):
         Calibration.from_dict({**calibration.to_dict(), "calibration_version": 99})
+
+
+def test_doctor_says_whether_the_latest_runs_environment_is_calibrated(tmp_path) -> None:
+    from benchbench.cli.doctor import calibration_check
+    from benchbench.machine.environment import Environment
+
+    store = open_store(str(tmp_path / "s.db"), create=True)
+    env = Environment(fields={"machine": "m"})
+    store.save_environment(env)
+    run, rows = {"environment_id": env.id}, [{"device": "cpu"}]
+    none = calibration_check(store, run, rows)
+    assert none.status == "info" and none.advice == "benchbench probe --run-to-run"
+    save_profile(
+        store, env.id, device_key("cpu"), _calibration(_runs(4, random.Random(2))).to_dict()
+    )
+    found = calibration_check(store, run, rows)
+    assert found.status == "ok" and "machine calibrated 2026-12-06" in found.value
+    assert "3 pairs of runs" in found.value
+    assert "off the CPU" in calibration_check(store, run, [{"device": "cuda:0"}]).value
