@@ -338,6 +338,8 @@ def _pair(
             return None
         return [job.failed(pair_failed(failure))[0]] * 2
     finally:
+        for pool in pools:  # both sides end at once, then each is waited for
+            pool.ask_retire()
         for pool in pools:
             pool.retire()
     if any(result is None for result in found):

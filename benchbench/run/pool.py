@@ -136,6 +136,11 @@ class WorkerPool:
         self._launcher = self._relaunch()
         return True
 
+    def ask_retire(self) -> None:
+        """Tell the current worker to exit, not waiting for it (:meth:`retire` waits)."""
+        if self._worker is not None:
+            self._worker.ask_exit()
+
     def retire(self) -> None:
         """Close the current worker (a lockstep pair's side, driven by its own requests)."""
         if self._worker is not None:

@@ -110,6 +110,7 @@ class Worker:
         self._events_fd = events_fd
         self._reap = reap
         self._exit_code: int | None = None
+        self._asked_exit = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(events_fd, selectors.EVENT_READ)
         self._buffer = ""
@@ -202,11 +203,18 @@ class Worker:
                 os.kill(self.pid, signal.SIGKILL)
             self.exit_code()
 
-    def close(self) -> None:
-        if self._exit_code is None:
+    def ask_exit(self) -> None:
+        """Tell the worker to exit, not waiting for it (:meth:`close` waits): the two
+        sides of a lockstep pair end at once, each one's teardown beside the other's."""
+        if self._exit_code is None and not self._asked_exit:
+            self._asked_exit = True
             with contextlib.suppress(OSError):
                 self._requests.write(json.dumps({"op": "exit"}) + "\n")
                 self._requests.flush()
+
+    def close(self) -> None:
+        if self._exit_code is None:
+            self.ask_exit()
             self.exit_code()
         with contextlib.suppress(OSError):
             self._requests.close()

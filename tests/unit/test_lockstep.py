@@ -147,6 +147,9 @@ class RenewingPool:
         self.log.append(f"renew {self.side}")
         return True
 
+    def ask_retire(self) -> None:
+        return None
+
     def retire(self) -> None:
         return None
 

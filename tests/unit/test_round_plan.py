@@ -80,6 +80,9 @@ class SidePool:
         self.renewals += 1
         return True
 
+    def ask_retire(self) -> None:
+        return None
+
     def retire(self) -> None:
         return None
 
