@@ -61,10 +61,8 @@ def resident_bytes(pid: int) -> int:
 
 class StopRequest:
     """Signals received by the runner: stop after the current sample; a second one: now.
-
-    A signal handler calls :meth:`request`; the runner and :meth:`Worker.expect`
-    poll :attr:`requested` (every 0.1 s while waiting on a worker).
-    """
+    A signal handler calls :meth:`request`; the runner and :meth:`Worker.expect` poll
+    :attr:`requested` (every 0.1 s while waiting on a worker)."""
 
     def __init__(self) -> None:
         self.signals: list[int] = []
@@ -89,10 +87,9 @@ class Worker:
     """The runner's handle on one worker process: its pid and its two pipes.
 
     ``memory_limit`` (bytes, 0: none): while it waits for an event the handle reads the
-    worker's resident memory (``rss(pid)``, every 0.1 s) and kills a worker past it.
-    That is ``--memory-limit`` for host memory where no address-space limit can hold
-    it: a CUDA worker (:func:`benchbench.run.worker.guard_memory`).
-    """
+    worker's resident memory (``rss(pid)``, every 0.1 s) and kills a worker past it:
+    ``--memory-limit`` for host memory where no address-space limit can hold it, a CUDA
+    worker's (:func:`benchbench.run.worker.guard_memory`)."""
 
     def __init__(
         self,
@@ -204,18 +201,15 @@ class Worker:
             self.exit_code()
 
     def ask_exit(self) -> None:
-        """Tell the worker to exit, not waiting for it (:meth:`close` waits): the two
-        sides of a lockstep pair end at once, each one's teardown beside the other's."""
+        """Tell the worker to exit, not waiting (:meth:`close` waits): a pair ends at once."""
         if self._exit_code is None and not self._asked_exit:
             self._asked_exit = True
-            with contextlib.suppress(OSError):
-                self._requests.write(json.dumps({"op": "exit"}) + "\n")
-                self._requests.flush()
+            with contextlib.suppress(WorkerFailure):  # already gone: close reaps it
+                self.send({"op": "exit"})
 
     def close(self) -> None:
-        if self._exit_code is None:
-            self.ask_exit()
-            self.exit_code()
+        self.ask_exit()
+        self.exit_code()
         with contextlib.suppress(OSError):
             self._requests.close()
         self._selector.close()
@@ -225,11 +219,8 @@ class Worker:
 
 class Zygote:
     """Linux launcher: one process that imported torch, forking a worker per call.
-
     Constructing it starts the zygote and returns at once, so that its torch import
-    overlaps the runner's own work (loading the suites imports torch there too);
-    the first :meth:`worker` call waits for it.
-    """
+    overlaps the runner's own work; the first :meth:`worker` call waits for it."""
 
     def __init__(
         self,
