@@ -64,9 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of the ceilings, calibrate how far apart runs lie beyond their own "
         "intervals: RUNS (default {{ default.run_to_run_runs }}, at least 3) runs back to "
         "back of 15 points of the quick suite, as run measures them (~13 s each on a 2-core "
-        "VM); stored for "
-        "this environment, and taken by run, show, compare and the dashboard for a suite "
-        "with no earlier pair of runs of its own",
+        "VM); stored for this environment, and taken by run, show, compare and the "
+        "dashboard for a suite with no earlier pair of runs of its own",
     )
     flags.add_store(parser, create=True)
     flags.add_json(parser)
