@@ -21,8 +21,10 @@ in seeded random phases of 0.1-1.5 s (a busy phase spins a core), as a shared CI
 sees; it stops by itself after ``--neighbour-max-s`` and when the script ends.
 
 Usage: ``python benchmarks/gate_bench.py --instrument time,ab,instructions [--runs N]
-[--b-runs M] [--neighbour] [--filter REGEX] [--duet]`` (``--b-runs``: fewer A/B than A/A ``ab``
-runs; numbers in BENCHMARKS.md, with the CPU and the load during the run).
+[--b-runs M] [--neighbour] [--filter REGEX] [--duet] [--calls 20 --min-effect 0.02]``
+(``--b-runs``: fewer A/B than A/A ``ab`` runs; ``--calls 20``: the head's one extra call is
++5 %, which ``ab`` calls ``slower`` only under a min effect below it; numbers in
+BENCHMARKS.md, with the CPU and the load during the run).
 
 ``--mde`` checks the minimum detectable effect ``compare`` prints, as a classifier on
 real runs (issue 33): per repetition (``--runs``), two runs of identical code (a0, a1;
@@ -259,7 +261,8 @@ def _tally(how: str, aa: list, ab: list) -> None:
     share = 100 * slower / max(1, sum(total))
     print(f"  {how}:")
     print(f"    A/A pairs with any point flagged: {alarms} of {len(aa)} ({points} points)")
-    print(f"    A/B (+10 % work): points slower {slower} of {sum(total)} ({share:.0f} %)")
+    extra = 100 / int(os.environ.get("GATE_CALLS", "10"))
+    print(f"    A/B (+{extra:.0f} % work): points slower {slower} of {sum(total)} ({share:.0f} %)")
 
 
 def copy_store(store: str) -> str:
@@ -375,6 +378,14 @@ def main() -> None:
     )
     parser.add_argument("--ab-rounds", type=int, default=20, help="--rounds of every ab run")
     parser.add_argument("--duet", action="store_true", help="--duet of every ab run")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=10,
+        help="calls of the op a measured call (GATE_CALLS; the A/B head makes one more: "
+        "10 gives +10 %%, 20 gives +5 %%)",
+    )
+    parser.add_argument("--min-effect", help="--min-effect of every ab run (e.g. 0.02)")
     parser.add_argument("--threads", help="--threads of every run: N or all (default 1, the CLI's)")
     parser.add_argument("--cpus", help="--cpus of every run (e.g. 1: every worker on core 1)")
     parser.add_argument(
@@ -403,6 +414,9 @@ def main() -> None:
         RUN_FLAGS.extend(["--cpus", args.cpus])
     if args.duet:
         AB_FLAGS.append("--duet")
+    if args.min_effect is not None:
+        AB_FLAGS.extend(["--min-effect", args.min_effect])
+    os.environ["GATE_CALLS"] = str(args.calls)  # every run and ab (under --mde: its own)
     work = Path(tempfile.mkdtemp(prefix="gate-bench-"))
     suite = str(work / "gate.py")
     Path(suite).write_text(GATE_SUITE)

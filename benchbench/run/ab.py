@@ -13,13 +13,15 @@ a neighbour then slows both, and a paired test cancels it. Here:
 - the rounds are ``run``'s (:class:`benchbench.run.rounds.RoundPlan`): every round visits
   every point in a seeded shuffled order, from a fresh zygote per side (every fork of
   one zygote shares its address layout: one zygote for all rounds would carry one layout
-  bias between the sides through every round); each visit forks a fresh worker on each
-  side (which side first: seeded random) and measures the point on both in lockstep
-  (:mod:`benchbench.run.lockstep`), base and head taking turns block by block (the next
-  round's zygotes import torch meanwhile on the idle core: :mod:`benchbench.run.relay`); a
-  point's first round calibrates its calls per sample for the rounds after it
-  (:func:`benchbench.run.rounds.carried_calls`), and a round samples as
-  :func:`benchbench.run.rounds.lockstep_request` says;
+  bias between the sides through every round); each round forks one worker on each
+  side (which side first: seeded random), which measures the round's points one after
+  another, each on both sides in lockstep (:mod:`benchbench.run.lockstep`), base and
+  head taking turns block by block (the next round's zygotes import torch meanwhile on
+  the idle core: :mod:`benchbench.run.relay`); a visit that fails on either side
+  retires both workers (a failed point may leave its process unfit) and the next visit
+  forks fresh ones; a point's first round calibrates its calls per sample for the
+  rounds after it (:func:`benchbench.run.rounds.carried_calls`), and a round samples
+  as :func:`benchbench.run.rounds.lockstep_request` says;
 - the sides' results are merged over the rounds both measured
   (:func:`benchbench.run.merge.merge_pair`: a round lost on one side is dropped from
   both, and every process keeps its round number) and stored as two runs of one group,
@@ -272,8 +274,9 @@ def _measure(
     stop: StopRequest,
     relay: Relay | None = None,
 ) -> None:
-    """Every job on both sides in the rounds ``run`` takes too, a lockstep pair a visit;
-    a point's sides merged as a pair and written to the two runs when its last round is in.
+    """Every job on both sides in the rounds ``run`` takes too, from a lockstep pair of
+    workers a round (:func:`_pair`); a point's sides merged as a pair and written to the
+    two runs when its last round is in.
     With a ``relay``, the next round's zygotes start after each round's first visit."""
     schedule = RoundPlan([job.request for job in jobs], config.rounds, lockstep=True)
     rng = random.Random(f"ab:{config.rounds.seed}")
@@ -315,6 +318,7 @@ def _measure(
                 store.write_result(summary.run_ids[side], result)
                 summary.results[side].append(result)
             notify("result", {"index": index, "results": merged, "result": merged[1]})
+        _retire(pools)  # the round's workers; the next round forks from fresh zygotes
 
 
 def _pair(
@@ -326,25 +330,32 @@ def _pair(
     job: Job,
     together: bool = False,
 ) -> list[Result] | None:
-    """One visit of a point: a fresh worker per side (forked in a random order), measured
-    in lockstep (``together``: in duet); a failure is that round's error on both sides."""
+    """One visit of a point: each side's worker of the round (the round's first visit
+    forks them, in a random order), measured in lockstep (``together``: in duet); a
+    failure is that round's error on both sides, and one on either side retires both
+    workers (the next visit forks fresh ones)."""
     order = [0, 1]
     rng.shuffle(order)
     try:
         workers = {side: pools[side].worker(warm_ups(request)) for side in order}
         found = measure_pair([workers[0], workers[1]], request, limit_s, rng, stop, together)
     except WorkerFailure as failure:
+        _retire(pools)
         if stop.requested:
             return None
         return [job.failed(pair_failed(failure))[0]] * 2
-    finally:
-        for pool in pools:  # both sides end at once, then each is waited for
-            pool.ask_retire()
-        for pool in pools:
-            pool.retire()
-    if any(result is None for result in found):
-        return None
-    return [r for r in found if r is not None]
+    results = [r for r in found if r is not None]
+    if len(results) < len(found) or any(r.status != "ok" for r in results):
+        _retire(pools)  # stopped, or a point that failed may leave its worker unfit
+    return results if len(results) == len(found) else None
+
+
+def _retire(pools: Sequence[WorkerPool]) -> None:
+    """Both sides' workers told to exit at once, then each waited for."""
+    for pool in pools:
+        pool.ask_retire()
+    for pool in pools:
+        pool.retire()
 
 
 def _environment(pool: WorkerPool, threads: int | None) -> Environment:

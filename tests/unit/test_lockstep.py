@@ -14,6 +14,7 @@ from benchbench.core.errors import UsageError
 from benchbench.core.values import Point, Result
 from benchbench.run.ab import Side, check_side, check_sides, side_environment
 from benchbench.run.lockstep import measure_pair
+from benchbench.run.rounds import order
 
 POINT = Point("s", "w", "v", 8, (8,), "float32", "cpu")
 
@@ -21,14 +22,17 @@ POINT = Point("s", "w", "v", 8, (8,), "float32", "cpu")
 class FakeSide:
     """A lockstep worker: ``blocks`` turns, then its result; logs what it was told."""
 
-    def __init__(self, name: str, blocks: int, log: list[str]) -> None:
-        self.name, self.left, self.log = name, blocks, log
+    def __init__(self, name: str, blocks: int, log: list[str], fails: int = 0) -> None:
+        self.name, self.blocks, self.left, self.log = name, blocks, blocks, log
         self.sent: list[dict] = []
         self.running = False
         self.point = POINT
+        self.fails = fails  # the size whose point this side reports as an error
 
     def send(self, payload: dict) -> None:
         self.sent.append(payload)
+        if payload.get("op") == "measure":  # a worker of the round: its next point
+            self.left = self.blocks
         if "size" in payload:  # a request of its own point
             self.point = Point("s", "w", "v", payload["size"], (payload["size"],), "float32", "cpu")
         if payload.get("op") == "go":
@@ -41,6 +45,9 @@ class FakeSide:
         self.running = False
         if self.left > 0:
             return {"event": "turn"}
+        if self.fails and self.point.numel == self.fails:
+            failed = Result(point=self.point, status="error", reason="boom")
+            return {"event": "result", "result": failed.to_dict()}
         result = Result(point=self.point, status="ok", samples_s=(1e-3,), reason=self.name)
         return {"event": "result", "result": result.to_dict()}
 
@@ -132,41 +139,69 @@ def test_the_waiting_side_sleeps_instead_of_spinning():
 
 
 class RenewingPool:
-    """A side's pool: forks a :class:`FakeSide` per visit, logs its forks and renewals."""
+    """A side's pool, as :class:`~benchbench.run.pool.WorkerPool` keeps its worker: forks
+    a :class:`FakeSide` when it has none, until it is retired; logs forks, exits asked
+    for and renewals."""
 
-    def __init__(self, side: int, log: list[str]) -> None:
-        self.side, self.log = side, log
+    def __init__(self, side: int, log: list[str], fails: int = 0) -> None:
+        self.side, self.log, self.fails = side, log, fails
+        self.current: FakeSide | None = None
+        self.served: list[int] = []  # points measured by each worker of this side
 
     def worker(self, warm=()) -> FakeSide:
-        self.log.append(f"fork {self.side}")
-        fake = FakeSide("base" if self.side == 0 else "head", 2, [])
-        SIDES.append(fake)
-        return fake
+        if self.current is None:
+            self.log.append(f"fork {self.side}")
+            self.current = FakeSide("base" if self.side == 0 else "head", 2, [], self.fails)
+            SIDES.append(self.current)
+            self.served.append(0)
+        self.served[-1] += 1
+        return self.current
 
     def renew(self) -> bool:
+        self.retire()
         self.log.append(f"renew {self.side}")
         return True
 
     def ask_retire(self) -> None:
-        return None
+        if self.current is not None:
+            self.log.append(f"exit {self.side}")
 
     def retire(self) -> None:
-        return None
+        self.current = None
 
 
-def test_every_round_after_the_first_forks_from_fresh_zygotes(tmp_path):
+def test_every_round_forks_one_worker_a_side_from_fresh_zygotes(tmp_path):
     """One zygote per side for all rounds would give every fork of a side one address
-    layout: before each round after the first, each side's pool renews its zygote once."""
+    layout: before each round after the first, each side's pool renews its zygote once.
+    A round's worker on each side measures all the round's points, and both are told
+    to exit at the round's end before either is waited for."""
     log: list[str] = []
-    store = _three_rounds_on_renewing_pools(tmp_path, (1, 2), log)
-    # Per round: a pair of forks per point (two points), then, between rounds, each side
-    # renewed once.
+    pools: list[RenewingPool] = []
+    store = _three_rounds_on_renewing_pools(tmp_path, (1, 2), log, pools=pools)
+    # Per round: one fork a side, both asked to exit at its end, then, between rounds,
+    # each side renewed once.
     steps = [entry.split()[0] for entry in log]
-    assert steps == ["fork"] * 4 + ["renew"] * 2 + ["fork"] * 4 + ["renew"] * 2 + ["fork"] * 4
+    each = ["fork"] * 2 + ["exit"] * 2
+    assert steps == each + ["renew"] * 2 + each + ["renew"] * 2 + each
     renewals = [entry for entry in log if entry.startswith("renew")]
     assert sorted(renewals[:2]) == sorted(renewals[2:]) == ["renew 0", "renew 1"]
+    assert [pool.served for pool in pools] == [[2, 2, 2], [2, 2, 2]]
     rows = store.measurements("run-a")
     assert len(rows) == 2 and all(len(row["process_samples"]) == 3 for row in rows)
+
+
+def test_a_point_that_fails_retires_both_workers_of_its_round(tmp_path):
+    """A failed point may leave its process unfit (a poisoned device, a broken heap):
+    its visit retires both sides' workers, and the round's next visit forks fresh ones."""
+    log: list[str] = []
+    pools: list[RenewingPool] = []
+    store = _three_rounds_on_renewing_pools(tmp_path, (1, 2, 3), log, pools=pools, fails=3)
+    # Each round forks a pair, and a second one after the failed point unless it came last.
+    pairs = [1 if order(3, r, seed=4)[-1] == 2 else 2 for r in range(3)]
+    assert [len(pool.served) for pool in pools] == [sum(pairs)] * 2
+    assert sum(pairs) > 3  # the seed puts the failing point before the end at least once
+    rows = {row["benchmark_id"]: row for row in store.measurements("run-a")}
+    assert sorted(row["status"] for row in rows.values()) == ["error", "ok", "ok"]
 
 
 class LoggingRelay:
@@ -187,7 +222,7 @@ def test_the_next_rounds_zygotes_start_after_each_rounds_first_visit_but_the_las
     (its first visit), and to go on after every later visit; the last round starts none."""
     log: list[str] = []
     _three_rounds_on_renewing_pools(tmp_path, (1, 2, 3), log, LoggingRelay(log))
-    steps = [entry for entry in log if not entry.startswith(("fork", "renew"))]
+    steps = [entry for entry in log if not entry.startswith(("fork", "renew", "exit"))]
     each = ["prepare [0, 1]", "advance", "advance"]
     assert steps == each + each + ["advance"] * 3
     # Started after the round's first pair of forks, never before it.
@@ -215,27 +250,30 @@ def test_a_stopped_ab_renews_nothing_more(tmp_path):
     pools = [RenewingPool(0, log), RenewingPool(1, log)]
     SIDES.clear()
     ab._measure([job], pools, config, store, summary, progress, stop)  # type: ignore[arg-type]
-    assert log == ["fork 0", "fork 1"] or log == ["fork 1", "fork 0"]
+    assert sorted(log) == ["exit 0", "exit 1", "fork 0", "fork 1"]  # and no renewal
     assert store.measurements("run-a") == []  # its rounds are not all in: --resume's
 
 
-def _three_rounds_on_renewing_pools(tmp_path, sizes, log, relay=None):
+def _three_rounds_on_renewing_pools(tmp_path, sizes, log, relay=None, pools=None, fails=0):
     """``ab``'s three rounds of a point per size in ``sizes``, on :class:`RenewingPool`
-    sides logging into ``log`` (and ``relay``); the store holding the runs."""
+    sides logging into ``log`` (and ``relay``; ``pools`` gets the two pools, which fail
+    the point of size ``fails``); the store holding the runs."""
     from benchbench.run import ab
     from benchbench.run.jobs import Job
     from benchbench.run.rounds import Rounds
     from benchbench.run.runner import RunConfig
 
     store, summary = _ab_runs(tmp_path)
-    pools = [RenewingPool(0, log), RenewingPool(1, log)]
+    made = [RenewingPool(0, log, fails), RenewingPool(1, log, fails)]
+    if pools is not None:
+        pools.extend(made)
     SIDES.clear()
     jobs = [
         Job({"op": "measure", "size": n, "policy": {"max_time_s": 0.1}}, (POINT,), f"n={n}")
         for n in sizes
     ]
     config = RunConfig(suites=(), rounds=Rounds.fixed(3, seed=4))
-    ab._measure(jobs, pools, config, store, summary, lambda *_: None, ab.StopRequest(), relay)  # type: ignore[arg-type]
+    ab._measure(jobs, made, config, store, summary, lambda *_: None, ab.StopRequest(), relay)  # type: ignore[arg-type]
     return store
 
 
