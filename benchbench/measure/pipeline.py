@@ -142,7 +142,7 @@ def device_checks(
     share = None
     facts: dict[str, Any] = {}
     warnings: list[str] = []
-    if subject.pre is None and measured.samples_s:
+    if subject.pre is None and subject.gate is None and measured.samples_s:
         calls = measured.calls_per_sample
         facts, warnings = gpu.untimed_facts(gpu.untimed_share(subject.loop, calls, cuda, clock))
         if sleep is not None:
@@ -246,21 +246,20 @@ def gated(
     device: str = "cpu",
     synchronize: Callable[[str], None] = sync,
 ) -> Subject:
-    """``subject`` whose every block of calls waits for ``gate`` first (then its own pre).
+    """``subject`` whose every calibrated and sampled block waits for ``gate`` first (then
+    its own pre); its warm-up does not (:attr:`Subject.gate`): both sides of ``ab`` warm
+    up at once, and neither samples until both asked for their first turn.
 
     On a GPU the side's queued work finishes before it asks for its turn: the timer
     queues a batch of blocks before one synchronize, so without it the turn would pass
     while this side's kernels still run, both sides' kernels would share the GPU, and
     each side's events would time the other's work too.
     """
-    pre = subject.pre
     on_device = device.partition(":")[0] in ("cuda", "mps")
 
-    def wait_then_pre() -> None:
+    def wait() -> None:
         if on_device:
             synchronize(device)
         gate()
-        if pre is not None:
-            pre()
 
-    return replace(subject, pre=wait_then_pre)
+    return replace(subject, gate=wait)

@@ -69,10 +69,10 @@ class Options:
     metric: str = "time"
     #: What counts ``metric="instructions"``: ``callgrind`` or ``pmu`` (``--counter``).
     counter: str = "callgrind"
-    #: Called before every block of calls, outside the timed region (warm-up included):
-    #: ``benchbench ab``'s lockstep, which waits there for its turn. With a gate the point
-    #: takes no peak memory and no trace after its samples (the other side would be
-    #: sampling meanwhile).
+    #: Called before every calibrated and sampled block, outside the timed region (not
+    #: in warm-up): ``benchbench ab``'s lockstep, which waits there for its turn. With a
+    #: gate the point takes no peak memory and no trace after its samples (the other
+    #: side would be sampling meanwhile).
     gate: Callable[[], None] | None = None
 
 

@@ -138,6 +138,23 @@ class Subject:
     name: str
     loop: Callable[[int], object]
     pre: Callable[[], object] | None = None
+    #: A wait before each calibrated or sampled block, before ``pre`` (``ab``'s lockstep
+    #: turn: :func:`benchbench.measure.pipeline.gated`); warm-up never waits on it.
+    gate: Callable[[], object] | None = None
+
+    def block_pre(self) -> Callable[[], object] | None:
+        """What runs untimed before each calibrated or sampled block: the gate, then
+        ``pre`` (warm-up takes ``pre`` alone)."""
+        gate, pre = self.gate, self.pre
+        if gate is None:
+            return pre
+
+        def wait_then_pre() -> None:
+            gate()
+            if pre is not None:
+                pre()
+
+        return wait_then_pre
 
 
 @dataclass(frozen=True)
@@ -252,7 +269,7 @@ def calibrate(
     target = max(policy.min_sample_s, overhead_s / policy.max_timer_overhead)
     calls = 1
     for _ in range(policy.max_calibration_rounds):
-        block = Block(subject.loop, calls, subject.pre)
+        block = Block(subject.loop, calls, subject.block_pre())
         with gc_disabled():
             (elapsed,) = timer.measure([block])
         if elapsed >= target:
@@ -309,7 +326,7 @@ def measure(
         raise ValueError("measure() needs at least one subject")
     own_overhead = getattr(timer, "overhead_s", None)
     overhead = own_overhead() if own_overhead is not None else timer_overhead_s(clock)
-    warmups = [warm_up(s, timer, policy, clock, should_stop) for s in subjects]
+    warmups = [warm_up(s, timer, policy, clock, should_stop) for s in subjects]  # ungated
     calibrated = [calibrate(s, timer, policy, overhead) for s in subjects]
     long_calls = any(calls == 1 for calls, _ in calibrated)  # not a stalled machine
     samples: list[list[float]] = [[] for _ in subjects]
@@ -330,7 +347,8 @@ def measure(
             rng.shuffle(order)
             for i in order:
                 s = subjects[i]
-                blocks.append(Block(s.loop, calibrated[i][0], _reading(faults, reads, s.pre)))
+                pre = _reading(faults, reads, s.block_pre())
+                blocks.append(Block(s.loop, calibrated[i][0], pre))
                 owners.append(i)
         with gc_disabled():
             durations = timer.measure(blocks)

@@ -19,10 +19,14 @@ found it at 17 of 20, while identical code flagged 0 of 20. What made the differ
   loads: :func:`benchbench.run.ab.side_environment`; spinning ones gave ±50 %).
 
 The protocol: both workers get the same ``measure`` request with ``"lockstep": true``;
-each answers ``turn`` before every block of calls (warm-up, calibration and samples) and
-takes the block after ``go`` (:func:`benchbench.run.worker._gate`). This module sends
-``go`` to one side at a time, waiting for that side's next ``turn`` (its block is done)
-or its ``result`` (its point is done), alternating the sides in a seeded random order.
+each makes its inputs, checks its output and warms up at once with the other (nothing
+is timed yet: on two cores the two warm-ups took half the wall time of one after the
+other), then answers ``turn`` before every timed block of calls (calibration and
+samples) and takes the block after ``go`` (:func:`benchbench.run.worker._gate`). This
+module waits for both sides' first ``turn`` (neither samples while the other still
+warms up), then sends ``go`` to one side at a time, waiting for that side's next
+``turn`` (its block is done) or its ``result`` (its point is done), alternating the
+sides in a seeded random order.
 """
 
 from __future__ import annotations

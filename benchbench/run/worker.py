@@ -218,7 +218,8 @@ def _point_ids(request: dict[str, Any]) -> list[str] | str:
 
 def _gate(channel: TextIO, requests: TextIO) -> Any:
     """The lockstep gate of a ``"lockstep": true`` request (``benchbench ab``): before each
-    block of calls the worker says ``{"event": "turn"}`` and waits for ``{"op": "go"}``,
+    timed block of calls (calibration and samples; warm-up does not wait) the worker
+    says ``{"event": "turn"}`` and waits for ``{"op": "go"}``,
     so that the runner lets one side of a pair sample at a time. Anything else (an exit,
     end of input) stops the point after this sample, as a stop signal does."""
 

@@ -327,3 +327,31 @@ def test_in_duet_both_sides_are_told_to_go_before_either_block_is_read():
     assert steps[16:] == [("go", "head"), ("done", "head")] * 2
     # Which side is told first varies from pair to pair.
     assert {steps[4 * k][1] for k in range(4)} == {"base", "head"}
+
+
+def test_warm_up_never_waits_for_the_turn_and_every_timed_block_does():
+    """Both sides of ``ab`` warm up at once (nothing is timed yet), then take turns: the
+    gate comes before every calibrated and sampled block, before its own ``pre``, and
+    never before a warm-up chunk."""
+    from benchbench.measure.policy import Policy, Subject, measure
+    from benchbench.measure.timers import CpuTimer
+
+    log: list[object] = []
+    subject = Subject(
+        "op",
+        loop=lambda calls: log.append(calls),
+        pre=lambda: log.append("pre"),
+        gate=lambda: log.append("gate"),
+    )
+    policy = Policy(max_time_s=0.01, min_samples=3, warmup_min_calls=4, warmup_min_s=0.0)
+    (measured,) = measure([subject], CpuTimer(), policy)
+    first = log.index("gate")
+    warm = log[:first]
+    calls = [entry for entry in warm if isinstance(entry, int)]
+    assert sum(calls) == measured.warmup["calls"] + 1  # the first call, then the chunks
+    assert warm.count("pre") == len(calls)  # each warm-up chunk after its own pre
+    timed = log[first:]
+    # Calibration's blocks and the samples: each one the gate, its pre, its calls.
+    blocks = [timed[k : k + 3] for k in range(0, len(timed), 3)]
+    assert all(b[:2] == ["gate", "pre"] and isinstance(b[2], int) for b in blocks)
+    assert len(blocks) >= len(measured.samples_s) >= 3
