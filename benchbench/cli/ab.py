@@ -3,9 +3,10 @@ against base: exit 3 on a regression.
 
 --base and --head are Python interpreters (two virtual environments: yesterday's torch
 and today's, or two checkouts of your library installed in two environments), each with
-torch and benchbench. One worker zygote per side; every round visits every point in a
-seeded shuffled order and measures it on both sides at once, in lockstep: the two
-workers take turns, one block of calls each, which side first chosen at random, so a
+torch and benchbench. A fresh worker zygote per side and round, and one worker per side
+and round; every round visits every point in a seeded shuffled order and measures it
+on both sides at once, in lockstep: the two workers warm up together, then take turns,
+one timed block of calls each, which side first chosen at random, so a
 neighbour process that slows one side slows the other alike. --duet runs each pair's
 two blocks at the same moment instead, one core each, where two cores are idle. The two
 sides are stored as two runs of one group (labels --label-base and --label-head,
@@ -71,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=AB_ROUNDS,
         metavar="N",
-        help="rounds: fresh worker pairs per point; the paired test has N - 1 degrees of "
+        help="rounds: fresh worker pairs, one a round, each measuring every point; the "
+        "paired test has N - 1 degrees of "
         "freedom (default %(default)s)",
     )
     flags.add_seed(parser)
