@@ -345,7 +345,7 @@ def _pair(
             return None
         return [job.failed(pair_failed(failure))[0]] * 2
     results = [r for r in found if r is not None]
-    if len(results) < len(found) or any(r.status != "ok" for r in results):
+    if len(results) < len(found) or any(r.status == "error" for r in results):
         _retire(pools)  # stopped, or a point that failed may leave its worker unfit
     return results if len(results) == len(found) else None
 

@@ -20,13 +20,13 @@ found it at 17 of 20, while identical code flagged 0 of 20. What made the differ
 
 The protocol: both workers get the same ``measure`` request with ``"lockstep": true``;
 each makes its inputs, checks its output and warms up at once with the other (nothing
-is timed yet: on two cores the two warm-ups took half the wall time of one after the
-other), then answers ``turn`` before every timed block of calls (calibration and
-samples) and takes the block after ``go`` (:func:`benchbench.run.worker._gate`). This
-module waits for both sides' first ``turn`` (neither samples while the other still
-warms up), then sends ``go`` to one side at a time, waiting for that side's next
-``turn`` (its block is done) or its ``result`` (its point is done), alternating the
-sides in a seeded random order.
+is timed yet; the gate suite's 20 points at 20 rounds took 89 s instead of 92 s on a
+2-core VM, whose other core imports the next round's zygotes), then answers ``turn``
+before every timed block of calls (calibration and samples) and takes the block after
+``go`` (:func:`benchbench.run.worker._gate`). This module waits for both sides' first
+``turn`` (neither samples while the other still warms up), then sends ``go`` to one
+side at a time, waiting for that side's next ``turn`` (its block is done) or its
+``result`` (its point is done), alternating the sides in a seeded random order.
 """
 
 from __future__ import annotations
