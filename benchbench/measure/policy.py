@@ -328,6 +328,7 @@ def measure(
     overhead = own_overhead() if own_overhead is not None else timer_overhead_s(clock)
     warmups = [warm_up(s, timer, policy, clock, should_stop) for s in subjects]  # ungated
     calibrated = [calibrate(s, timer, policy, overhead) for s in subjects]
+    pres = [s.block_pre() for s in subjects]  # the gate, then each subject's own pre
     long_calls = any(calls == 1 for calls, _ in calibrated)  # not a stalled machine
     samples: list[list[float]] = [[] for _ in subjects]
     host: list[list[float]] = [[] for _ in subjects]
@@ -346,9 +347,8 @@ def measure(
         for _ in range(policy.rounds_per_batch):
             rng.shuffle(order)
             for i in order:
-                s = subjects[i]
-                pre = _reading(faults, reads, s.block_pre())
-                blocks.append(Block(s.loop, calibrated[i][0], pre))
+                pre = _reading(faults, reads, pres[i])
+                blocks.append(Block(subjects[i].loop, calibrated[i][0], pre))
                 owners.append(i)
         with gc_disabled():
             durations = timer.measure(blocks)

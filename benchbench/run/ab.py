@@ -57,10 +57,11 @@ from benchbench.run.jobs import Job, ProgressFn, WorkerPool, run_row
 from benchbench.run.lockstep import measure_pair, pair_failed
 from benchbench.run.merge import merge_pair
 from benchbench.run.planning import suites_of
+from benchbench.run.pool import warm_ups
 from benchbench.run.relay import Relay, spare_core
 from benchbench.run.rounds import RoundPlan, carried_calls, target_of
 from benchbench.run.runner import RunConfig, job_for, plan
-from benchbench.run.workers import StopRequest, WorkerFailure, Zygote, warm_ups
+from benchbench.run.workers import StopRequest, WorkerFailure, Zygote
 from benchbench.store import Store
 from benchbench.store.store import now
 

@@ -22,7 +22,8 @@ from benchbench.machine.telemetry import (
     thread_warnings,
     warnings,
 )
-from benchbench.run.workers import StopRequest, warm_ups
+from benchbench.run.pool import warm_ups
+from benchbench.run.workers import StopRequest
 
 #: Seconds between the sampler's cheap readings (CPU clocks ~80 µs, NVML): < 0.1 % of a core.
 INTERVAL_S = 0.1

@@ -8,15 +8,21 @@ from types import TracebackType
 from typing import Any
 
 from benchbench.core.errors import MeasurementError
-from benchbench.run.workers import (
-    ForkUnsafe,
-    Spawner,
-    StopRequest,
-    Worker,
-    WorkerFailure,
-    Zygote,
-    warm_ups,
-)
+from benchbench.run.worker import WARM_UPS
+from benchbench.run.workers import ForkUnsafe, Spawner, StopRequest, Worker, WorkerFailure, Zygote
+
+
+def warm_ups(request: dict[str, Any]) -> tuple[str, ...]:
+    """The first uses (:data:`~benchbench.run.worker.WARM_UPS`) the worker answering
+    ``request`` will make: ``flops`` for a checked point whose FLOPs are derived
+    (``"derives_flops"``), ``profiler`` for a traced one (``profile_dir``). A zygote
+    pays them once, before it forks that worker; later rounds (unchecked, untraced)
+    ask for none."""
+    wanted = {
+        "flops": bool(request.get("derives_flops")) and bool(request.get("check", True)),
+        "profiler": bool(request.get("profile_dir")),
+    }
+    return tuple(name for name in WARM_UPS if wanted[name])
 
 
 class WorkerPool:

@@ -25,20 +25,7 @@ from typing import IO, Any
 from benchbench.core.errors import MeasurementError
 from benchbench.machine.allocator import worker_environment
 from benchbench.machine.cpus import format_cpus
-from benchbench.run.worker import NVML_CHECK, WARM_UPS
-
-
-def warm_ups(request: dict[str, Any]) -> tuple[str, ...]:
-    """The first uses (:data:`~benchbench.run.worker.WARM_UPS`) the worker answering
-    ``request`` will make: ``flops`` for a checked point whose FLOPs are derived
-    (``"derives_flops"``), ``profiler`` for a traced one (``profile_dir``). A zygote
-    pays them once, before it forks that worker; later rounds (unchecked, untraced)
-    ask for none."""
-    wanted = {
-        "flops": bool(request.get("derives_flops")) and bool(request.get("check", True)),
-        "profiler": bool(request.get("profile_dir")),
-    }
-    return tuple(name for name in WARM_UPS if wanted[name])
+from benchbench.run.worker import NVML_CHECK
 
 
 class WorkerFailure(Exception):
@@ -61,8 +48,10 @@ def resident_bytes(pid: int) -> int:
 
 class StopRequest:
     """Signals received by the runner: stop after the current sample; a second one: now.
+
     A signal handler calls :meth:`request`; the runner and :meth:`Worker.expect` poll
-    :attr:`requested` (every 0.1 s while waiting on a worker)."""
+    :attr:`requested` (every 0.1 s while waiting on a worker).
+    """
 
     def __init__(self) -> None:
         self.signals: list[int] = []
@@ -89,7 +78,8 @@ class Worker:
     ``memory_limit`` (bytes, 0: none): while it waits for an event the handle reads the
     worker's resident memory (``rss(pid)``, every 0.1 s) and kills a worker past it:
     ``--memory-limit`` for host memory where no address-space limit can hold it, a CUDA
-    worker's (:func:`benchbench.run.worker.guard_memory`)."""
+    worker's (:func:`benchbench.run.worker.guard_memory`).
+    """
 
     def __init__(
         self,
@@ -219,8 +209,11 @@ class Worker:
 
 class Zygote:
     """Linux launcher: one process that imported torch, forking a worker per call.
+
     Constructing it starts the zygote and returns at once, so that its torch import
-    overlaps the runner's own work; the first :meth:`worker` call waits for it."""
+    overlaps the runner's own work (loading the suites imports torch there too); the
+    first :meth:`worker` call waits for it.
+    """
 
     def __init__(
         self,

@@ -287,7 +287,7 @@ def test_fork_proof_forks_a_test_child_only_where_cuda_is_visible_and_reads_its_
 
 
 def test_a_request_asks_for_the_first_uses_its_worker_will_make():
-    from benchbench.run.workers import warm_ups
+    from benchbench.run.pool import warm_ups
 
     measure = {"op": "measure", "derives_flops": True, "profile_dir": None}
     assert warm_ups(measure) == ("flops",)
