@@ -234,8 +234,9 @@ def test_a_lockstep_round_samples_its_share_and_warms_up_within_it():
     assert policy["min_samples"] == AB_MIN_SAMPLES < 10
     # ...both sides sampling to the cap, so that their samples cover the same moments...
     assert policy["stop_when_precise"] is False
-    # ...and a warm-up no longer than the round's own share of the sampling.
-    assert policy["warmup_max_s"] == POLICY["max_time_s"]
+    # ...and a warm-up of 10 calls or half the round's own share, whichever comes first.
+    assert policy["warmup_max_s"] == 0.5 * POLICY["max_time_s"]
+    assert policy["warmup_min_s"] == 0.0
     short = lockstep_request({"op": "measure", "policy": {**POLICY, "warmup_max_s": 0.1}})
     assert short["policy"]["warmup_max_s"] == 0.1
 
