@@ -174,8 +174,8 @@ def lockstep_request(request: Mapping[str, Any]) -> dict[str, Any]:
     and 15 warm-up calls a side and round (1.7 s for a 0.05 s round). The warm-up's
     length does not show in the samples after it: the gate suite's first sample of a
     round was > 5 % above that round's median at 24-39 % of rounds with the whole share
-    as warm-up and at 20-31 % with this one, while its 20 points took 79 s instead of
-    89 s (2026-12-07, a 2-core AMD EPYC VM)."""
+    as warm-up and at 20-31 % with this one, while its 20 points took 76-79 s instead of
+    84-85 s (2026-12-07, a 2-core AMD EPYC VM, side by side)."""
     out = dict(request)
     if isinstance(out.get("policy"), Mapping):
         policy = dict(out["policy"])
