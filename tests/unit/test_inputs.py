@@ -18,8 +18,7 @@ def _draws(ctx: SetupContext) -> torch.Generator:
 
 
 def test_uniform_normal_and_log_uniform_are_their_float64_formulas_rounded_once():
-    ctx = _point()
-    context = SetupContext(ctx)
+    context = SetupContext(_point())
     g = _draws(context)
     u = torch.rand((64, 64), generator=g, dtype=torch.float64)
     n = torch.randn((64, 64), generator=g, dtype=torch.float64)
