@@ -6,13 +6,12 @@ pooled into one (``bisect``'s looks at a commit)
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchbench.analysis.verdict import estimate_counts, mark_counts
-from benchbench.core.stats import process_medians
+from benchbench.core.stats import pair_log_ratios
 
 Row = Mapping[str, Any]
 
@@ -81,18 +80,18 @@ def paired_sides(
 
 
 def round_log_ratios(base: Row, contender: Row) -> dict[int, float]:
-    """A point's per-round log ratios, contender over base, by round: one median a side
-    and round, as the paired test takes them, for the rounds both sides kept (by position
-    where the rows do not name their rounds; empty when their process counts differ)."""
+    """A point's per-round log ratios, contender over base, by round: the median of each
+    round's pairs of samples taken side by side, as the paired test takes them
+    (:func:`~benchbench.core.stats.pair_log_ratios`), for the rounds both sides kept (by
+    position where the rows do not name their rounds; empty when their process counts
+    differ)."""
     common = common_rounds(base, contender)
     b, b_counts, c, c_counts = paired_sides(base, contender, common)
-    b_medians, c_medians = process_medians(b, b_counts), process_medians(c, c_counts)
-    if len(b_medians) != len(c_medians):
+    if len(b_counts) != len(c_counts):
         return {}
-    keys = common if common is not None else list(range(len(b_medians)))
-    return {
-        key: math.log(c_m / b_m) for key, b_m, c_m in zip(keys, b_medians, c_medians, strict=True)
-    }
+    ratios = pair_log_ratios(b, c, b_counts, c_counts)
+    keys = common if common is not None else list(range(len(ratios)))
+    return dict(zip(keys, ratios, strict=True))
 
 
 def instructions(row: Row) -> tuple[list[float], float] | None:

@@ -49,27 +49,27 @@ more often than alpha says. So:
 **Process level.** When both sides were measured in at least two worker processes
 (``base_processes`` / ``contender_processes``: samples per process, see
 :class:`benchbench.core.stats.Stats`), the unit of replication is the process, as in
-Kalibera & Jones ("Rigorous Benchmarking in Reasonable Time", ISMM 2013): each
-process contributes its median, and the test is **Welch's t-test on the logs of the
-per-process medians** (a one-sample t-test on the per-process log ratios when the
-sides are paired: measured interleaved in the same processes, as ``time`` does, or in
-lockstep rounds, as ``ab`` does). The ratio is the one the test is about: the ratio of
-the geometric means of the per-process medians (the geometric mean of the per-process
-ratios when paired), not the ratio of the headline medians. The median of all samples
-pooled jumps between modes when the processes of a side fall into two states, and a
-test whose effect is one estimator and whose standard error is another's cries wolf:
-in lockstep runs of identical code beside a noisy neighbour, pooled medians 1.12 apart
-came from rounds whose own ratios were 0.93-1.22 around 1.03 (BENCHMARKS.md, "ab: the
-effect the test is about"). The standard error of the log ratio is the one of the
-per-process log medians, ``sqrt(s_a^2 / k_a + s_b^2 / k_b)``, with Welch–
-Satterthwaite degrees of freedom; the interval is ``ratio * exp(± t * se)`` and
-``p = P(|T_df| >= |log ratio| / se)``, so again the test and the interval agree.
-It assumes the per-process log medians of a side are independent and roughly
-normal, with a variance that may differ between the sides. Unlike Mann-Whitney,
-whose smallest two-sided p with 3 values a side is 0.1, it can reach p < 0.05 with
-3 processes a side when the processes agree with each other (validated with
-injected between-process noise in tests/unit/test_verdict.py and, on real runs,
-by ``benchmarks/gate_bench.py``).
+Kalibera & Jones ("Rigorous Benchmarking in Reasonable Time", ISMM 2013): each process
+contributes its median, and the test is **Welch's t-test on the logs of the per-process
+medians** (a one-sample t-test on the per-process log ratios when the sides are paired:
+measured interleaved in the same processes, as ``time`` does, or in lockstep rounds, as
+``ab`` does). The ratio is the one the test is about: the ratio of the geometric means
+of the per-process medians (when paired, the geometric mean of the per-process ratios,
+each the median ratio of the process pair's samples taken side by side:
+:func:`benchbench.core.stats.pair_log_ratios`), not the ratio of the headline medians.
+The median of all samples pooled jumps between modes when the processes of a side fall
+into two states, and a test whose effect is one estimator and whose standard error is
+another's cries wolf: in lockstep runs of identical code beside a noisy neighbour,
+pooled medians 1.12 apart came from rounds whose own ratios were 0.93-1.22 around 1.03
+(BENCHMARKS.md, "ab: the effect the test is about"). The standard error of the log ratio
+is the one of the per-process log medians, ``sqrt(s_a^2 / k_a + s_b^2 / k_b)``, with
+Welch–Satterthwaite degrees of freedom; the interval is ``ratio * exp(± t * se)`` and
+``p = P(|T_df| >= |log ratio| / se)``, so again the test and the interval agree. It
+assumes the per-process log medians of a side are independent and roughly normal, with a
+variance that may differ between the sides. Unlike Mann-Whitney, whose smallest
+two-sided p with 3 values a side is 0.1, it can reach p < 0.05 with 3 processes a side
+when the processes agree with each other (validated with injected between-process noise
+in tests/unit/test_verdict.py and, on real runs, by ``benchmarks/gate_bench.py``).
 
 **Many points at once.** ``compare`` and ``ab`` judge every point of two runs; at
 alpha each, identical code would get a flagged point in most comparisons of 20 points.
@@ -97,7 +97,13 @@ import numpy as np
 # importing numpy and scipy: a 5 % change of the median, 95 % intervals, a 1 % change of
 # an instruction count.
 from benchbench.core.defaults import ALPHA, INSTRUCTIONS_MIN_EFFECT, MIN_EFFECT
-from benchbench.core.stats import Stats, log_spread, process_medians, t_quantile
+from benchbench.core.stats import (
+    Stats,
+    log_spread,
+    pair_log_ratios,
+    process_medians,
+    t_quantile,
+)
 
 FASTER, SLOWER, SAME, NOT_SIGNIFICANT = "faster", "slower", "same", "not significant"
 #: Every mark :func:`mark` gives.
@@ -253,17 +259,19 @@ def _process_level(
     alpha: float,
     rerun: float = 1.0,
 ) -> Estimate:
-    base_m = process_medians(base, base_processes)
-    con_m = process_medians(contender, contender_processes)
     test, pairs = "Welch t", 0
-    if paired and len(base_m) != len(con_m):
-        test = f"Welch t (unpaired: {len(base_m)} vs {len(con_m)} processes)"
-    paired = paired and len(base_m) == len(con_m)
-    if paired:
-        test, pairs = "paired t", len(base_m)
-        log_ratio, spread = log_spread([c / b for b, c in zip(base_m, con_m, strict=True)])
-        se, df = spread / math.sqrt(len(base_m)), float(len(base_m) - 1)
+    k_b, k_c = len(base_processes), len(contender_processes)
+    if paired and k_b != k_c:
+        test = f"Welch t (unpaired: {k_b} vs {k_c} processes)"
+    paired = paired and k_b == k_c
+    if paired:  # each pair's samples taken side by side, ratio by ratio
+        test, pairs = "paired t", k_b
+        logs = np.asarray(pair_log_ratios(base, contender, base_processes, contender_processes))
+        log_ratio, spread = float(logs.mean()), float(logs.std(ddof=1))
+        se, df = spread / math.sqrt(k_b), float(k_b - 1)
     else:
+        base_m = process_medians(base, base_processes)
+        con_m = process_medians(contender, contender_processes)
         m_b, s_b = log_spread(base_m)
         m_c, s_c = log_spread(con_m)
         log_ratio = m_c - m_b

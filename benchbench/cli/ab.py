@@ -12,8 +12,8 @@ two blocks at the same moment instead, one core each, where two cores are idle. 
 sides are stored as two runs of one group (labels --label-base and --label-head,
 default base and head), each naming the other, and judged as `benchbench compare`
 judges (same table, same JSON, same flags) with the paired process-level test: the
-per-round log ratios of the sides' medians. `benchbench compare BASE HEAD` on the two
-stored runs judges them paired again.
+per-round log ratios, each the median over the round's pairs of blocks taken side by
+side. `benchbench compare BASE HEAD` on the two stored runs judges them paired again.
 
 A lockstep point records no peak memory, trace or machine telemetry (each would run
 while the other side samples); `benchbench run` records them.

@@ -27,8 +27,10 @@ a neighbour then slows both, and a paired test cancels it. Here:
   both, and every process keeps its round number) and stored as two runs of one group,
   each naming the other in
   ``config.ab``; :func:`benchbench.analysis.compare.compare_rows` with ``paired=True``
-  judges them on the per-round log ratios of the rounds both kept (a paired t, the pair
-  count shown; a point that cannot be paired says which test it fell back to).
+  judges them on the per-round log ratios of the rounds both kept (each the median of
+  the round's pairs of samples taken side by side,
+  :func:`benchbench.core.stats.pair_log_ratios`; a paired t, the pair count shown; a
+  point that cannot be paired says which test it fell back to).
 
 What a lockstep point does not record: peak memory, a trace, and machine telemetry
 (each would run while the other side samples); ``benchbench run`` records them.

@@ -9,6 +9,7 @@ from benchbench.core.stats import (
     Stats,
     median_ci_ranks,
     modes,
+    pair_log_ratios,
     process_interval,
     process_intervals,
     process_medians,
@@ -94,6 +95,22 @@ def test_process_medians_follow_the_counts():
     assert stats.process_medians_s == (2.0, 7.5)
     assert stats.summary()["process_medians_s"] == [2.0, 7.5]
     assert Stats.from_samples([1.0, 2.0, 3.0], 1).process_medians_s == (2.0,)
+
+
+def test_pair_log_ratios_cancel_what_each_pair_of_samples_shares():
+    # The machine's speed halves after the first pair of samples, shared by both samples
+    # of each pair; the head is 10 % slower in every pair. The base takes a fourth sample
+    # alone, after the head finished and the speed came back: the two sides' medians are
+    # 1.5 and 2.2 (a ratio of 1.47); the pairs say 1.1.
+    base = [1.0, 2.0, 2.0, 1.0]
+    head = [1.1, 2.2, 2.2]
+    assert pair_log_ratios(base, head, (4,), (3,)) == pytest.approx([math.log(1.1)])
+    assert np.median(head) / np.median(base) == pytest.approx(2.2 / 1.5)
+    # One value per pair of processes, process k beside process k.
+    two = pair_log_ratios([1.0, 1.0, 3.0, 3.0], [1.2, 1.2, 3.0, 3.0], (2, 2), (2, 2))
+    assert two == pytest.approx([math.log(1.2), 0.0])
+    with pytest.raises(ValueError, match="as many processes a side, got 2 and 1"):
+        pair_log_ratios([1.0, 1.0], [1.0, 1.0], (1, 1), (2,))
 
 
 def test_processes_that_disagree_widen_the_interval():
