@@ -123,11 +123,10 @@ def pair_log_ratios(
     taken while the other side had finished, and are left out. Pairs process *k* of one
     side with process *k* of the other: the sides need the same number of processes.
 
-    On 1,200 stored ``ab`` point runs of the gate suite (+10 %, whole extra calls; a
-    2-core VM, quiet and beside a busy neighbour), this found the slowdown at 545 of 620
-    points against 534 for the ratio of medians, and flagged 4.6 % of identical-code
-    points at p < 0.05 alone (3.8 %): BENCHMARKS.md, "``ab`` judged on its pairs of
-    samples"."""
+    On stored ``ab`` runs of the gate suite (a 2-core VM), this found a clean +10 %
+    (whole extra calls) beside a busy neighbour at 166 of 180 points against 152 for
+    the ratio of the sides' medians, and identical code's points at p < 0.05 alone at
+    4.5 % (3.9 %): BENCHMARKS.md, "``ab`` judged on its pairs of samples"."""
     if len(base_samples) != len(contender_samples):
         raise ValueError(
             f"pairing needs as many processes a side, got {len(base_samples)} and "
