@@ -353,9 +353,9 @@ def _medians_t_mark(base, con, base_k, con_k) -> str:
 
 def test_pairs_of_samples_beat_the_ratio_of_medians_beside_a_neighbour():
     # 300 seeded trials a case. Identical code: significant at alpha's rate, flagged
-    # (beyond 5 %) almost never (measured 5.0 % and 0 %). +10 %: the phase shared by each
-    # pair of samples cancels pair by pair (measured 97 %), where each side's median of a
-    # round that changed phase can fall on either phase (85 %).
+    # (beyond 5 %) almost never (measured 3.3 % and 0 %). +10 %: the phase shared by each
+    # pair of samples cancels pair by pair (measured 98.7 %), where each side's median of
+    # a round that changed phase can fall on either phase (85 %).
     rng = np.random.default_rng(20261207)
     a_a = [
         estimate(b, c, paired=True, base_processes=bk, contender_processes=ck)
