@@ -129,8 +129,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metric",
         metavar="METRIC[,METRIC]",
         help="time: wall time over fresh processes (default); instructions: instructions per "
-        "call counted under valgrind's callgrind (one instrumented worker for the run, one "
-        "thread; no neighbour can change a count, but it cannot see memory stalls or other "
+        "call counted under valgrind's callgrind (one instrumented worker per core, up to 4, "
+        "each counting the next point on one thread; no neighbour can change a count, but it cannot see memory stalls or other "
         "threads); time,instructions: both, stored in the same rows",
     )
     parser.add_argument(

@@ -1,9 +1,9 @@
 """Instruction counts per call, under callgrind: a metric that no neighbour can change.
 
 Wall time on a shared runner moves with whatever else the machine runs; the number of
-instructions a call executes does not. ``run --metric instructions`` starts one worker
-under ``valgrind --tool=callgrind --collect-atstart=no`` (the runner's side:
-:mod:`benchbench.run.instrumented`); inside it, this module counts a point's calls by
+instructions a call executes does not. ``run --metric instructions`` starts workers
+under ``valgrind --tool=callgrind --collect-atstart=no``, one per usable core (the runner's
+side: :mod:`benchbench.run.instrumented`); inside it, this module counts a point's calls by
 switching collection on around them (``torch._C._valgrind_toggle``, the switch that
 ``torch.utils.benchmark.Timer.collect_callgrind`` uses) and reading the total of the
 dump that ``_valgrind_toggle_and_dump_stats`` writes, less what the C allocator executed.

@@ -1,22 +1,25 @@
-"""The instrumented worker: one process under callgrind that counts every point's
+"""The instrumented workers: processes under callgrind that count every point's
 instructions (``run --metric instructions``).
 
 Importing torch under callgrind's instrumentation takes 137 s on a 2-core AVX2 EPYC (2.7 s
-natively), so the run pays the import once, and without the instrumentation: one worker,
-started with ``valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no``
+natively), so a worker pays the import once, and without the instrumentation: each
+worker, started with ``valgrind --tool=callgrind --collect-atstart=no --instr-atstart=no``
 (31 s for the import), switches instrumentation on before its first count
 (``callgrind_control -i on``; where valgrind's package lacks that script, the worker is
-instrumented from its start) and answers every point's ``metric: instructions`` request
-in turn (collection is switched on only around the counted calls:
-:mod:`benchbench.measure.instructions`). Its
-environment makes counts reproducible: a fixed hash seed (``PYTHONHASHSEED=0``: dict
-and set order, so the same code paths, in every process) and one thread
-(``OMP_NUM_THREADS=1``; the request says ``threads: 1`` as well).
+instrumented from its start) and answers ``metric: instructions`` requests until the
+run's points are counted (collection is switched on only around the counted calls:
+:mod:`benchbench.measure.instructions`). A run starts one such worker per core it may
+use, up to :data:`MAX_COUNTING_WORKERS` (:func:`counting_workers`), and each takes the
+next point in plan order as it finishes one: a count is of its own process's
+instructions, so what runs on the other core does not change it. Their environment
+makes counts reproducible: a fixed hash seed (``PYTHONHASHSEED=0``: dict and set order,
+so the same code paths, in every process) and one thread (``OMP_NUM_THREADS=1``; the
+request says ``threads: 1`` as well).
 
 The hardware tier (``--counter pmu``) counts the same way with the CPU's own counter,
-in one worker for the run that runs natively (:class:`HardwareLauncher`, the same fixed
-hash seed and one thread), where the machine exposes one: :func:`hardware_counter` says
-why not, before anything is started.
+in workers that run natively (:class:`HardwareLauncher`, the same fixed hash seed and
+one thread), where the machine exposes one: :func:`hardware_counter` says why not,
+before anything is started.
 
 The counts of a point are merged into its timed result by :func:`with_counts` (a run
 with both metrics), or stand alone (``--metric instructions``: no time samples).
@@ -24,6 +27,7 @@ with both metrics), or stand alone (``--metric instructions``: no time samples).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -106,6 +110,18 @@ def check_counter(name: str) -> str:
 def slowdown(counter: str) -> float:
     """How much longer a count request of ``counter`` may take than a timed one."""
     return SLOWDOWN if counter == "callgrind" else 1.0
+
+
+#: Most counting workers a run starts (each under callgrind holds ~1.1 GB).
+MAX_COUNTING_WORKERS = 4
+
+
+def counting_workers() -> int:
+    """Counting workers a run starts: one per core this process may use, at most
+    :data:`MAX_COUNTING_WORKERS`. A count is of its own process's instructions, so
+    workers counting side by side give the counts one alone gives; each takes the next
+    point as it finishes one (:meth:`benchbench.run.visits.Visits.count`)."""
+    return max(1, min(MAX_COUNTING_WORKERS, len(os.sched_getaffinity(0))))
 
 
 def counting_launcher(

@@ -92,7 +92,7 @@ def measure_jobs(
     stop: StopRequest | None = None,
     progress: ProgressFn | None = None,
     rounds: Rounds | None = None,
-    counter: WorkerPool | None = None,
+    counters: Sequence[WorkerPool] = (),
     counted_by: str = "callgrind",
     timed: bool = True,
     clock: Callable[[], float] = time.monotonic,
@@ -108,10 +108,10 @@ def measure_jobs(
     ``progress(event, data)`` is called with ``start`` (total: requests planned, run_id),
     ``point`` (index, label, round) before each request, ``advance`` (total) after it,
     ``result`` (index, results, result: the first) when a point is done. Without a store
-    in ``record`` nothing is stored and the environment is not asked for. ``counter``:
-    the counting worker's pool, which counts every job's instructions first with
-    ``counted_by`` (``callgrind`` or ``pmu``); with ``timed`` False the counts are the
-    results.
+    in ``record`` nothing is stored and the environment is not asked for. ``counters``:
+    the counting workers' pools, which count every job's instructions first with
+    ``counted_by`` (``callgrind`` or ``pmu``), each the next job as it is free; with
+    ``timed`` False the counts are the results.
     """
     stop, store = stop or StopRequest(), record.store
     summary = RunSummary(run_id=record.run_id, planned=len(jobs))
@@ -131,10 +131,10 @@ def measure_jobs(
             notify=progress or (lambda _e, _d: None),
             timeout_s=timeout_s,
             timed=timed,
-            counting=counter is not None,
+            counting=bool(counters),
             clock=clock,
         )
-        summary.results = visits.measure(counter, counted_by)
+        summary.results = visits.measure(counters, counted_by)
         summary.status = "interrupted" if stop.requested else "finished"
         summary.stop_signal = stop.signum
     except BaseException:

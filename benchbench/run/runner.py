@@ -27,7 +27,12 @@ from benchbench.machine.cpus import check_cpus
 from benchbench.machine.environment import Environment
 from benchbench.measure.policy import Policy
 from benchbench.run import planning, resume, sharding
-from benchbench.run.instrumented import counting_launcher, known_counter, parse_metrics
+from benchbench.run.instrumented import (
+    counting_launcher,
+    counting_workers,
+    known_counter,
+    parse_metrics,
+)
 from benchbench.run.jobs import (
     Job,
     ProgressFn,
@@ -95,7 +100,8 @@ class RunConfig:
     profile_dir: Path | None = None
     outputs: str | None = None  # ``run --outputs``; None: each workload's own
     #: ``run --metric``: ``time`` (fresh processes in rounds) and/or ``instructions``
-    #: (counted under callgrind by one instrumented worker: :mod:`benchbench.run.instrumented`).
+    #: (counted under callgrind by instrumented workers, one per usable core:
+    #: :mod:`benchbench.run.instrumented`).
     metrics: tuple[str, ...] = ("time",)
     #: ``run --counter``: what counts the instructions, ``callgrind`` or ``pmu`` (the CPU's
     #: own counter, natively: :func:`benchbench.run.instrumented.check_counter`).
@@ -242,8 +248,8 @@ def _moved(config: RunConfig, store: Store, row: dict[str, Any], env: Environmen
 class Session:
     """The workers of one ``benchbench run``, and the plan its first worker makes.
 
-    Constructing it starts the zygote (and the instrumented worker, under callgrind: ~30
-    s), whose torch import overlaps the caller's own work; :attr:`plan` is the first
+    Constructing it starts the zygote (the instrumented workers start at their first
+    count: ~30 s under callgrind), whose torch import overlaps the caller's own work; :attr:`plan` is the first
     request a worker answers, so the suites, which import torch, load there and never
     in the runner (the CLI reads it before it opens the store: a run that selects
     nothing creates none). Use as a context manager: leaving it ends the workers.
@@ -256,14 +262,15 @@ class Session:
         #: be the one that falls back to fresh interpreters): told when it has one.
         self._held: list[str] = []
         counting = "instructions" in config.metrics
-        self.counter = (
+        #: The counting workers' pools (none without the instructions metric): each
+        #: starts its worker at its first count.
+        self.counters = [
             WorkerPool(
                 counting_launcher(config.counter, config.memory_limit_bytes, config.allocator),
                 fresh=False,
             )
-            if counting
-            else None
-        )
+            for _ in range(counting_workers() if counting else 0)
+        ]
 
         def workers() -> Zygote | Spawner:
             return launcher(config.memory_limit_bytes, config.fork, config.allocator, config.cpus)
@@ -275,8 +282,7 @@ class Session:
                 relaunch=workers,
             )
         except BaseException:
-            if self.counter is not None:
-                self.counter.close()
+            self._close_counters()
             raise
         self._plan: Plan | None = None
 
@@ -325,7 +331,7 @@ class Session:
             stop=stop,
             progress=progress,
             rounds=config.rounds,
-            counter=self.counter,
+            counters=self.counters,
             counted_by=config.counter,
             timed="time" in config.metrics,
         )
@@ -334,8 +340,11 @@ class Session:
         try:
             self.pool.close()
         finally:
-            if self.counter is not None:
-                self.counter.close()
+            self._close_counters()
+
+    def _close_counters(self) -> None:
+        for counter in self.counters:
+            counter.close()
 
     def __enter__(self) -> Session:
         return self

@@ -21,6 +21,8 @@ point a stop cut short is not written (``--resume`` measures it).
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -126,14 +128,14 @@ class Visits:
         self.retakes = Retakes(len(jobs))
 
     def measure(
-        self, counter: WorkerPool | None = None, counted_by: str = "callgrind"
+        self, counters: Sequence[WorkerPool] = (), counted_by: str = "callgrind"
     ) -> list[Result]:
-        """A run's measuring, start to end: ``start`` told, the counts (from ``counter``'s
-        counting worker, by ``counted_by``), the first rounds, the allocation, then
-        :meth:`close`."""
+        """A run's measuring, start to end: ``start`` told, the counts (from the counting
+        workers of ``counters``, by ``counted_by``), the first rounds, the allocation,
+        then :meth:`close`."""
         self.notify("start", {"total": self.total, "run_id": self.run_id})
-        if counter is not None:
-            self.count(counter, counted_by)
+        if counters:
+            self.count(counters, counted_by)
         self.first_rounds()
         self.allocate()
         return self.close()
@@ -151,30 +153,106 @@ class Visits:
             "result", {"index": index, "results": merged_results, "result": merged_results[0]}
         )
 
-    def count(self, counter: WorkerPool, counted_by: str = "callgrind") -> None:
-        """Every job's instruction counts from the counting worker (``counted_by``:
-        ``callgrind`` or ``pmu``), in plan order (the jobs a stop left uncounted are
-        absent: ``--resume`` measures them); with counts only, each job is written as it
-        is counted."""
-        for index, job in enumerate(self.jobs):
-            if self.stop.requested:
-                break
-            self.notify("point", {"index": index, "label": job.label, "round": "instructions"})
-            limit_s = (job.timeout_s or self.timeout_s) * slowdown(counted_by)
-            request = count_request(job.request, self.timed, counted_by)
-            try:
-                message = counter.request(request, (job.answer, "interrupted"), limit_s, self.stop)
-            except WorkerFailure as failure:
-                if self.stop.requested:
-                    break
-                self.counted[index] = job.failed(f"instruction count: {failure}")
+    def count(self, counters: Sequence[WorkerPool], counted_by: str = "callgrind") -> None:
+        """Every job's instruction counts from the counting workers (``counted_by``:
+        ``callgrind`` or ``pmu``), taken in plan order; the jobs a stop left uncounted
+        are absent (``--resume`` measures them); with counts only, each job is written as
+        it is counted.
+
+        With several counting workers (one per pool in ``counters``) each takes the next
+        job as it finishes one, in a thread of its own: a count does not depend on what
+        runs beside it (the instructions of this process only), so two cores count two
+        points at once. Results are written here, on the run's thread, as they come.
+        """
+        order = iter(range(len(self.jobs)))
+        lock = threading.Lock()
+        failed: list[BaseException] = []
+
+        def next_index() -> int | None:
+            with lock:
+                return None if self.stop.requested or failed else next(order, None)
+
+        if len(counters) == 1:  # the run's own thread: no other to hand results to
+            self._count_with(counters[0], counted_by, next_index, self._counted)
+            return
+        events: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        threads = [
+            threading.Thread(
+                target=self._count_with,
+                args=(pool, counted_by, next_index, events.put),
+                name=f"benchbench-counter-{n}",
+                daemon=True,
+            )
+            for n, pool in enumerate(counters)
+        ]
+        for thread in threads:
+            thread.start()
+        running = len(threads)
+        while running:
+            event = events.get()
+            if event[0] == "ended":
+                running -= 1
+            elif event[0] == "raised":
+                failed.append(event[1])
             else:
-                if message["event"] == "interrupted":
-                    break
-                self.counted[index] = job.results(message)
-            self.notify("advance", {"total": self.total})
-            if not self.timed:
-                self.write(index, self.counted[index])
+                self._counted(event)
+        for thread in threads:
+            thread.join()
+        if failed:
+            raise failed[0]
+
+    def _count_with(
+        self,
+        counter: WorkerPool,
+        counted_by: str,
+        next_index: Callable[[], int | None],
+        tell: Callable[[tuple[Any, ...]], None],
+    ) -> None:
+        """One counting worker's share of :meth:`count`: jobs from ``next_index`` until
+        there are none, each told to ``tell`` (``point`` before its request, ``counted``
+        after); then ``ended``, after ``raised`` when the worker could not start. A pool
+        that counted in a thread of its own is closed there: a worker ends with the
+        thread that started it."""
+        try:
+            while (index := next_index()) is not None:
+                tell(("point", index))
+                job = self.jobs[index]
+                limit_s = (job.timeout_s or self.timeout_s) * slowdown(counted_by)
+                request = count_request(job.request, self.timed, counted_by)
+                try:
+                    message = counter.request(
+                        request, (job.answer, "interrupted"), limit_s, self.stop
+                    )
+                except WorkerFailure as failure:
+                    if self.stop.requested:
+                        break
+                    tell(("counted", index, job.failed(f"instruction count: {failure}")))
+                else:
+                    if message["event"] == "interrupted":
+                        break
+                    tell(("counted", index, job.results(message)))
+        except BaseException as error:  # e.g. MeasurementError: no worker could start
+            if threading.current_thread() is threading.main_thread():
+                raise
+            tell(("raised", error))
+        finally:
+            if threading.current_thread() is not threading.main_thread():
+                counter.close()
+                tell(("ended",))
+
+    def _counted(self, event: tuple[Any, ...]) -> None:
+        """A counting event of :meth:`_count_with`, on the run's thread: the point told
+        before its request, or its counts kept (and written, with counts only)."""
+        index = event[1]
+        if event[0] == "point":
+            self.notify(
+                "point", {"index": index, "label": self.jobs[index].label, "round": "instructions"}
+            )
+            return
+        self.counted[index] = event[2]
+        self.notify("advance", {"total": self.total})
+        if not self.timed:
+            self.write(index, self.counted[index])
 
     def take(self, index: int, request: dict[str, Any], round_label: int) -> list[Result] | None:
         """One process of job ``index`` in a fresh worker: its results, or None when the

@@ -410,7 +410,7 @@ def test_counts_alone_are_written_as_each_point_is_counted(store):
         ScriptedPool(),
         _record(store),
         timeout_s=5,
-        counter=counter,  # type: ignore[arg-type]
+        counters=[counter],  # type: ignore[list-item]
         timed=False,
     )
     # A killed run keeps every point counted before it: each is stored before the next.
@@ -428,12 +428,80 @@ def test_counts_merge_into_the_timed_points(store):
         pool,
         _record(store),
         timeout_s=5,
-        counter=CountingPool(store, "run-1"),  # type: ignore[arg-type]
+        counters=[CountingPool(store, "run-1")],  # type: ignore[list-item]
         timed=True,
     )
     rows = store.measurements("run-1")
     assert all(r["samples_s"] and r["instructions_per_call"] for r in rows)
     assert [p["op"] for p in pool.requests].count("measure") == 2  # time was measured too
+
+
+class SlowCountingPool(CountingPool):
+    """A counting worker that takes ``delay_s`` a count, in a thread of the run's, and
+    records which thread asked it and that the run closed it."""
+
+    def __init__(self, store, run_id: str, delay_s: float) -> None:
+        super().__init__(store, run_id)
+        self.delay_s, self.threads, self.closed = delay_s, set(), 0
+
+    def request(self, payload, events, timeout_s, stop=None):
+        import threading
+        import time
+
+        self.threads.add(threading.current_thread().name)
+        time.sleep(self.delay_s)
+        return super().request(payload, events, timeout_s, stop)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_two_counting_workers_count_each_point_once_side_by_side(store):
+    slow, quick = SlowCountingPool(store, "run-1", 0.05), SlowCountingPool(store, "run-1", 0.0)
+    events: list[tuple[str, dict[str, Any]]] = []
+    summary = measure_jobs(
+        [_job(size) for size in range(1, 9)],
+        ScriptedPool(),
+        _record(store),
+        timeout_s=5,
+        counters=[slow, quick],  # type: ignore[list-item]
+        timed=False,
+        progress=lambda event, data: events.append((event, data)),
+    )
+    asked = [p["size"] for p in slow.requests + quick.requests]
+    # Every point counted once, by whichever worker was free, in plan order each.
+    assert sorted(asked) == list(range(1, 9))
+    assert slow.requests and quick.requests and len(quick.requests) > len(slow.requests)
+    for pool in (slow, quick):
+        sizes = [p["size"] for p in pool.requests]
+        assert sizes == sorted(sizes)
+        assert pool.closed == 1 and all(t.startswith("benchbench-counter-") for t in pool.threads)
+    rows = store.measurements("run-1")
+    assert sorted(r["instructions_per_call"] for r in rows) == [100.0 * n for n in range(1, 9)]
+    told = [data["index"] for event, data in events if event == "point"]
+    assert sorted(told) == list(range(8))
+    assert summary.status == "finished" and len(summary.results) == 8
+
+
+def test_a_counting_worker_that_cannot_start_stops_the_count_with_its_error(store):
+    from benchbench.core.errors import MeasurementError
+
+    class Broken(SlowCountingPool):
+        def request(self, payload, events, timeout_s, stop=None):
+            raise MeasurementError("the worker process did not start: valgrind: not found")
+
+    other = SlowCountingPool(store, "run-1", 0.01)
+    with pytest.raises(MeasurementError, match="valgrind: not found"):
+        measure_jobs(
+            [_job(size) for size in range(1, 30)],
+            ScriptedPool(),
+            _record(store),
+            timeout_s=5,
+            counters=[Broken(store, "run-1", 0.0), other],  # type: ignore[list-item]
+            timed=False,
+        )
+    # The other worker stops at its next point instead of counting the whole plan.
+    assert len(other.requests) < 29
 
 
 def _policy_job(size: int) -> Job:
