@@ -130,8 +130,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="METRIC[,METRIC]",
         help="time: wall time over fresh processes (default); instructions: instructions per "
         "call counted under valgrind's callgrind (one instrumented worker per core, up to 4, "
-        "each counting the next point on one thread; no neighbour can change a count, but it cannot see memory stalls or other "
-        "threads); time,instructions: both, stored in the same rows",
+        "each counting its share of the points on one thread; no neighbour can change a "
+        "count, but it cannot see memory stalls or other threads); time,instructions: both, "
+        "stored in the same rows",
     )
     parser.add_argument(
         "--counter",

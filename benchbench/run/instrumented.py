@@ -9,9 +9,10 @@ worker, started with ``valgrind --tool=callgrind --collect-atstart=no --instr-at
 instrumented from its start) and answers ``metric: instructions`` requests until the
 run's points are counted (collection is switched on only around the counted calls:
 :mod:`benchbench.measure.instructions`). A run starts one such worker per core it may
-use, up to :data:`MAX_COUNTING_WORKERS` (:func:`counting_workers`), and each takes the
-next point in plan order as it finishes one: a count is of its own process's
-instructions, so what runs on the other core does not change it. Their environment
+use, up to :data:`MAX_COUNTING_WORKERS` (:func:`counting_workers`), worker n of N counting
+the plan's points n, n + N, ..., the same ones in the same order on every run: a count
+is of its own process's instructions, so what runs on the other core does not change
+it, and what its own process ran before is the same each time. Their environment
 makes counts reproducible: a fixed hash seed (``PYTHONHASHSEED=0``: dict and set order,
 so the same code paths, in every process) and one thread (``OMP_NUM_THREADS=1``; the
 request says ``threads: 1`` as well).
@@ -119,8 +120,8 @@ MAX_COUNTING_WORKERS = 4
 def counting_workers() -> int:
     """Counting workers a run starts: one per core this process may use, at most
     :data:`MAX_COUNTING_WORKERS`. A count is of its own process's instructions, so
-    workers counting side by side give the counts one alone gives; each takes the next
-    point as it finishes one (:meth:`benchbench.run.visits.Visits.count`)."""
+    workers counting side by side give the counts one alone gives; worker n of N counts
+    the plan's points n, n + N, ... (:meth:`benchbench.run.visits.Visits.count`)."""
     return max(1, min(MAX_COUNTING_WORKERS, len(os.sched_getaffinity(0))))
 
 

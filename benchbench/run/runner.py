@@ -248,11 +248,12 @@ def _moved(config: RunConfig, store: Store, row: dict[str, Any], env: Environmen
 class Session:
     """The workers of one ``benchbench run``, and the plan its first worker makes.
 
-    Constructing it starts the zygote (the instrumented workers start at their first
-    count: ~30 s under callgrind), whose torch import overlaps the caller's own work; :attr:`plan` is the first
-    request a worker answers, so the suites, which import torch, load there and never
-    in the runner (the CLI reads it before it opens the store: a run that selects
-    nothing creates none). Use as a context manager: leaving it ends the workers.
+    Constructing it starts the zygote, whose torch import overlaps the caller's own work
+    (the instrumented workers start at their first count: ~30 s under callgrind);
+    :attr:`plan` is the first request a worker answers, so the suites, which import
+    torch, load there and never in the runner (the CLI reads it before it opens the
+    store: a run that selects nothing creates none). Use as a context manager: leaving
+    it ends the workers.
     """
 
     def __init__(self, config: RunConfig) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,31 +159,37 @@ class Visits:
         are absent (``--resume`` measures them); with counts only, each job is written as
         it is counted.
 
-        With several counting workers (one per pool in ``counters``) each takes the next
-        job as it finishes one, in a thread of its own: a count does not depend on what
-        runs beside it (the instructions of this process only), so two cores count two
-        points at once. Results are written here, on the run's thread, as they come.
+        With several counting workers (one per pool in ``counters``), worker ``n`` of
+        ``N`` counts the plan's jobs ``n``, ``n + N``, ... in order, in a thread of its
+        own: a count is of its own process's instructions, so two cores count two points
+        at once, and each worker counts the same points after the same ones on every run
+        (a point's count moves by a few dozen instructions a call with what its process
+        ran before: the same history, the same count). Results are written here, on the
+        run's thread, as they come.
         """
-        order = iter(range(len(self.jobs)))
+        shares = [iter(range(n, len(self.jobs), len(counters))) for n in range(len(counters))]
         lock = threading.Lock()
         failed: list[BaseException] = []
 
-        def next_index() -> int | None:
-            with lock:
-                return None if self.stop.requested or failed else next(order, None)
+        def next_of(share: Iterator[int]) -> Callable[[], int | None]:
+            def next_index() -> int | None:
+                with lock:
+                    return None if self.stop.requested or failed else next(share, None)
+
+            return next_index
 
         if len(counters) == 1:  # the run's own thread: no other to hand results to
-            self._count_with(counters[0], counted_by, next_index, self._counted)
+            self._count_with(counters[0], counted_by, next_of(shares[0]), self._counted)
             return
         events: queue.Queue[tuple[Any, ...]] = queue.Queue()
         threads = [
             threading.Thread(
                 target=self._count_with,
-                args=(pool, counted_by, next_index, events.put),
+                args=(pool, counted_by, next_of(share), events.put),
                 name=f"benchbench-counter-{n}",
                 daemon=True,
             )
-            for n, pool in enumerate(counters)
+            for n, (pool, share) in enumerate(zip(counters, shares, strict=True))
         ]
         for thread in threads:
             thread.start()
