@@ -28,7 +28,6 @@ with both metrics), or stand alone (``--metric instructions``: no time samples).
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -41,6 +40,7 @@ from benchbench.core.errors import UsageError
 from benchbench.core.values import Result
 from benchbench.machine import pmu
 from benchbench.machine.allocator import worker_environment
+from benchbench.machine.cpus import usable_cpus
 from benchbench.run.workers import Spawner
 
 #: The metrics ``run --metric`` takes.
@@ -122,7 +122,7 @@ def counting_workers() -> int:
     :data:`MAX_COUNTING_WORKERS`. A count is of its own process's instructions, so
     workers counting side by side give the counts one alone gives; worker n of N counts
     the plan's points n, n + N, ... (:meth:`benchbench.run.visits.Visits.count`)."""
-    return max(1, min(MAX_COUNTING_WORKERS, len(os.sched_getaffinity(0))))
+    return max(1, min(MAX_COUNTING_WORKERS, len(usable_cpus())))
 
 
 def counting_launcher(

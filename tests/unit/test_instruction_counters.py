@@ -118,3 +118,11 @@ def test_the_hardware_counter_counts_a_loop_less_its_idle_twin():
     large = count_subject(loop(30), loop(0), hardware)
     assert 0 < small.per_call < large.per_call
     assert small.extra("process", "pmu")["tool"] == "pmu"
+
+
+def test_a_counted_run_starts_a_counting_worker_per_usable_core_up_to_four(monkeypatch):
+    from benchbench.run import instrumented
+
+    for cores, workers in [(1, 1), (2, 2), (3, 3), (16, instrumented.MAX_COUNTING_WORKERS)]:
+        monkeypatch.setattr(instrumented, "usable_cpus", lambda n=cores: tuple(range(n)))
+        assert instrumented.counting_workers() == workers
