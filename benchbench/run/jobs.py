@@ -110,8 +110,8 @@ def measure_jobs(
     ``result`` (index, results, result: the first) when a point is done. Without a store
     in ``record`` nothing is stored and the environment is not asked for. ``counters``:
     the counting workers' pools, which count every job's instructions first with
-    ``counted_by`` (``callgrind`` or ``pmu``), each the next job as it is free; with
-    ``timed`` False the counts are the results.
+    ``counted_by`` (``callgrind`` or ``pmu``), worker n of N the jobs n, n + N, ...;
+    with ``timed`` False the counts are the results.
     """
     stop, store = stop or StopRequest(), record.store
     summary = RunSummary(run_id=record.run_id, planned=len(jobs))

@@ -438,17 +438,21 @@ def test_counts_merge_into_the_timed_points(store):
 
 class SlowCountingPool(CountingPool):
     """A counting worker that takes ``delay_s`` a count, in a thread of the run's, and
-    records which thread asked it and that the run closed it."""
+    records which thread asked it and that the run closed it; with a ``barrier``, its
+    first count waits there for the other worker's (a broken barrier: they never ran at
+    the same time)."""
 
-    def __init__(self, store, run_id: str, delay_s: float) -> None:
+    def __init__(self, store, run_id: str, delay_s: float, barrier=None) -> None:
         super().__init__(store, run_id)
-        self.delay_s, self.threads, self.closed = delay_s, set(), 0
+        self.delay_s, self.barrier, self.threads, self.closed = delay_s, barrier, set(), 0
 
     def request(self, payload, events, timeout_s, stop=None):
         import threading
         import time
 
         self.threads.add(threading.current_thread().name)
+        if self.barrier is not None and not self.requests:
+            self.barrier.wait()
         time.sleep(self.delay_s)
         return super().request(payload, events, timeout_s, stop)
 
@@ -457,26 +461,25 @@ class SlowCountingPool(CountingPool):
 
 
 def test_two_counting_workers_count_each_point_once_side_by_side(store):
-    import time
+    import threading
 
-    slow, quick = SlowCountingPool(store, "run-1", 0.05), SlowCountingPool(store, "run-1", 0.05)
+    together = threading.Barrier(2, timeout=60)
+    first, second = (SlowCountingPool(store, "run-1", 0.01, together) for _ in range(2))
     events: list[tuple[str, dict[str, Any]]] = []
-    started = time.monotonic()
     summary = measure_jobs(
         [_job(size) for size in range(1, 9)],
         ScriptedPool(),
         _record(store),
         timeout_s=5,
-        counters=[slow, quick],  # type: ignore[list-item]
+        counters=[first, second],  # type: ignore[list-item]
         timed=False,
         progress=lambda event, data: events.append((event, data)),
     )
     # Worker n of 2 counts the plan's points n, n + 2, ...: the same ones on every run.
-    assert [p["size"] for p in slow.requests] == [1, 3, 5, 7]
-    assert [p["size"] for p in quick.requests] == [2, 4, 6, 8]
-    # Side by side: 8 counts of 0.05 s in about the time of 4.
-    assert time.monotonic() - started < 8 * 0.05
-    for pool in (slow, quick):
+    assert [p["size"] for p in first.requests] == [1, 3, 5, 7]
+    assert [p["size"] for p in second.requests] == [2, 4, 6, 8]
+    assert not together.broken  # each worker's first count began while the other's waited
+    for pool in (first, second):
         assert pool.closed == 1 and all(t.startswith("benchbench-counter-") for t in pool.threads)
     rows = store.measurements("run-1")
     assert sorted(r["instructions_per_call"] for r in rows) == [100.0 * n for n in range(1, 9)]
