@@ -168,15 +168,10 @@ class Visits:
         run's thread, as they come.
         """
         shares = [iter(range(n, len(self.jobs), len(counters))) for n in range(len(counters))]
-        lock = threading.Lock()
-        failed: list[BaseException] = []
+        failed: list[BaseException] = []  # set by this thread, read by the workers' own
 
         def next_of(share: Iterator[int]) -> Callable[[], int | None]:
-            def next_index() -> int | None:
-                with lock:
-                    return None if self.stop.requested or failed else next(share, None)
-
-            return next_index
+            return lambda: None if self.stop.requested or failed else next(share, None)
 
         if len(counters) == 1:  # the run's own thread: no other to hand results to
             self._count_with(counters[0], counted_by, next_of(shares[0]), self._counted)
@@ -185,7 +180,7 @@ class Visits:
         threads = [
             threading.Thread(
                 target=self._count_with,
-                args=(pool, counted_by, next_of(share), events.put),
+                args=(pool, counted_by, next_of(share), events.put, True),
                 name=f"benchbench-counter-{n}",
                 daemon=True,
             )
@@ -213,12 +208,13 @@ class Visits:
         counted_by: str,
         next_index: Callable[[], int | None],
         tell: Callable[[tuple[Any, ...]], None],
+        in_thread: bool = False,
     ) -> None:
         """One counting worker's share of :meth:`count`: jobs from ``next_index`` until
         there are none, each told to ``tell`` (``point`` before its request, ``counted``
-        after); then ``ended``, after ``raised`` when the worker could not start. A pool
-        that counted in a thread of its own is closed there: a worker ends with the
-        thread that started it."""
+        after). ``in_thread``: in a thread of its own, which then tells ``ended`` (after
+        ``raised`` when the worker could not start) and closes the pool: a worker ends
+        with the thread that started it."""
         try:
             while (index := next_index()) is not None:
                 tell(("point", index))
@@ -238,11 +234,11 @@ class Visits:
                         break
                     tell(("counted", index, job.results(message)))
         except BaseException as error:  # e.g. MeasurementError: no worker could start
-            if threading.current_thread() is threading.main_thread():
+            if not in_thread:
                 raise
             tell(("raised", error))
         finally:
-            if threading.current_thread() is not threading.main_thread():
+            if in_thread:
                 counter.close()
                 tell(("ended",))
 
