@@ -18,6 +18,7 @@ from benchbench.core.values import Point
 from benchbench.machine.hardware import Profile
 from benchbench.measure.cuda_graph import timing_method
 from benchbench.views.run_notes import (
+    NOTES_WIDTH,
     note_word,
     notes_cell,
     range_cell,
@@ -183,7 +184,7 @@ RESULT_COLUMNS = (
     Column("GFLOP/s", "right"),
     Column("% peak", "right"),
     Column("max rel err", "right"),
-    Column("notes"),
+    Column("notes", max_width=NOTES_WIDTH),
 )
 #: Shown before ``notes`` when a table holds a CUDA point: how it was timed (``events``
 #: or ``graph xK``, which excludes launch overhead) and whether it was launch-bound.

@@ -10,8 +10,9 @@ A rich table never cuts a cell to ``…``: its columns fold (wrap at spaces, the
 inside a word) when the terminal is too narrow, and :func:`console_for` prints at the
 width the content needs when there is no terminal (a file, a CI log). What a machine's
 measurements put under a table or beside its names (notes, a fit's crossovers) is wrapped
-by construction: notes at :data:`NOTE_WIDTH`, a column declared with ``max_width`` within
-it, so that no machine's content makes a line of a CI log wider than 160.
+by construction: notes at :data:`NOTE_WIDTH`, a column declared with ``max_width`` (a
+run's ``notes``, a fit's crossovers) within it, so that no machine's content makes a line
+of a CI log wider than 160.
 """
 
 from __future__ import annotations
@@ -165,11 +166,12 @@ def markdown(grid: Grid) -> str:
 
 
 def csv_text(grid: Grid) -> str:
-    """A header line and one line per row; the title and notes are not part of a CSV."""
+    """A header line and one line per row; the title and notes are not part of a CSV. A
+    cell's lines (a table's notes, one word a line) are joined by spaces: one record a line."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([c.name for c in grid.columns])
-    writer.writerows([plain(cell) for cell in row] for row in grid.rows)
+    writer.writerows([" ".join(plain(cell).splitlines()) for cell in row] for row in grid.rows)
     return buffer.getvalue()
 
 
