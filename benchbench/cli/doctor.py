@@ -23,7 +23,7 @@ from rich.text import Text
 
 from benchbench.cli import flags
 from benchbench.core.errors import NotFoundError
-from benchbench.views.tables import Grid
+from benchbench.views.tables import Column, Grid
 
 if TYPE_CHECKING:
     from benchbench.machine.doctor import Check
@@ -31,6 +31,15 @@ if TYPE_CHECKING:
 HELP = "check this machine for sources of noise and its stored ceilings, with fixes"
 
 _STYLE = {"ok": "green", "warn": "yellow", "info": "cyan", "unknown": "dim"}
+#: What a check found and its fix are the machine's words (a path in /sys, a process's
+#: name): they wrap within these widths, so that the table keeps to 160 characters in a
+#: CI log (on a VM with no cpufreq it was 328 wide).
+COLUMNS = (
+    Column("check", max_width=24),
+    Column("status"),
+    Column("value", max_width=66),
+    Column("fix", max_width=48),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [
         (c.name, Text(c.status, style=_STYLE.get(c.status, "")), c.value, c.advice) for c in checks
     ]
-    grid = Grid.of(("check", "status", "value", "fix"), rows, title="benchbench doctor")
+    grid = Grid.of(COLUMNS, rows, title="benchbench doctor")
     flags.print_tables(args, [grid])
     warned = sum(1 for c in checks if c.status == "warn")
     flags.stderr().print(f"{warned} warning(s) of {len(checks)} checks")

@@ -257,6 +257,14 @@ def print_tables(args: argparse.Namespace, grids: Sequence[tables.Grid]) -> None
     tables.write(grids, args.format, sys.stdout, sys.stderr)
 
 
+def print_note(note: str) -> None:
+    """A sentence for the reader on stderr, wrapped at :data:`~benchbench.views.tables.
+    NOTE_WIDTH` (a CI log has no terminal to wrap it): the notes under a table read the same."""
+    err = stderr()
+    for line in tables.wrap_note(note):
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def print_failures(failed: Sequence[tuple[str, str]]) -> None:
     """Each failed point's label and full reason on stderr, under the table, one line
     each: whole where a table cell folds it, and found by a search of the log."""

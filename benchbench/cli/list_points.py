@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         flags.print_tables(args, [Grid.of(("suite", "point", "tags"), rows)])
     err = flags.stderr()
     if note:
-        err.print(note, highlight=False, markup=False, soft_wrap=True)
+        flags.print_note(note)
     elif args.format != "json":
         err.print(f"{len(points)} points")
     return 0

@@ -267,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         if note:
-            flags.stderr().print(note, highlight=False, soft_wrap=True)
+            flags.print_note(note)
     else:
         flags.print_tables(args, [alerts_grid(alerts, f"regressions in {store.url}")])
         flags.stderr().print(
@@ -275,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
             f"{open_count} open"
         )
         if seen.smallest is not None and seen.median is not None:
-            flags.stderr().print(_step_line(seen), highlight=False, soft_wrap=True)
+            flags.print_note(_step_line(seen))
         if note:
-            flags.stderr().print(note, highlight=False, soft_wrap=True)
+            flags.print_note(note)
     return 3 if args.fail and open_count else 0

@@ -249,7 +249,7 @@ def _fresh_config(args: argparse.Namespace) -> runner.RunConfig:
         raise UsageError("give at least one SUITE (or --resume RUN_ID to finish a stored run)")
     shard, auto = sharding.parse_shard(args.shard, os.environ) if args.shard else (None, None)
     if auto is not None:
-        flags.stderr().print(str(auto), markup=False, highlight=False, soft_wrap=True)
+        flags.print_note(str(auto))
     group = args.group
     if shard is not None and shard.count > 1 and group is None:
         group = sharding.scheduler_group(os.environ)

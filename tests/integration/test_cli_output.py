@@ -145,6 +145,21 @@ def test_doctor_prints_its_checks_as_csv(capsys) -> None:
     assert len(rows) > 5 and {r[1] for r in rows[1:]} <= {"ok", "warn", "info", "unknown"}
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("doctor",), ("claims", "a"), ("regressions",), ("list", str(LABELS), "--tag", "nothing")],
+)
+def test_a_command_s_table_and_notes_fit_160_columns_in_a_file(two_runs, args) -> None:
+    """What a machine or a claim puts in a cell wraps within its column, and a note under
+    a table at 150: doctor's /sys paths made its table 328 wide, the claims' sentences
+    438, and regressions' note on short histories was one line of 200."""
+    folder, _ = two_runs
+    code, out, err = to_file(*args, "--store", "s.db", cwd=folder)
+    assert code == 0, err
+    lines = (out + err).splitlines()
+    assert len(lines) > 1 and max(len(line) for line in lines) <= 160, max(lines, key=len)
+
+
 def test_show_says_the_threads_the_verdict_and_the_drift_within_160_columns(two_runs) -> None:
     folder, run_table = two_runs
     code, out, err = to_file("show", "b", "--store", "s.db", cwd=folder)
