@@ -86,18 +86,18 @@ import ctypes
 import gc
 import json
 import os
-import re
-import resource
 import signal
 import socket
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from benchbench.measure.timers import device_scope, unavailable_reason
+from benchbench.measure.timers import device_scope
 from benchbench.run.forksafe import cuda_present, fork_proof, fork_refusal, reap
+from benchbench.run.guards import guard_memory, poisons_cuda
 
 #: Set for the runner's, the zygote's and the workers' torch: CUDA availability and
 #: device counts from NVML, without initialising CUDA (fork-safe).
@@ -133,11 +133,7 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
     """
     import torch
 
-    from benchbench.core.values import Point, Result
     from benchbench.machine import environment
-    from benchbench.measure.point import Options, measure_point
-    from benchbench.measure.policy import INTERRUPTED, Policy
-    from benchbench.suite.load import load_suite
 
     _send(channel, {"event": "hello", "pid": os.getpid()})
     for line in requests:
@@ -151,36 +147,7 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
             env = environment.collect(torch, request.get("threads"))
             _send(channel, {"event": "environment", "fields": env.fields, "info": env.info})
         elif op == "measure":
-            received = time.perf_counter()  # extra.cost counts the suite's load too
-            point = Point.from_dict(request["point"])
-            try:
-                guard_memory(point.device, memory_limit, torch)
-                workload = load_suite(Path(request["suite_path"])).get(request["workload"])
-                options = Options(
-                    policy=Policy(**request["policy"]),
-                    cache=request["cache"],
-                    threads=request.get("threads"),
-                    should_stop=stop_requested,
-                    profile_dir=request.get("profile_dir"),
-                    outputs=request.get("outputs"),
-                    check=bool(request.get("check", True)),
-                    metric=str(request.get("metric", "time")),
-                    counter=str(request.get("counter", "callgrind")),
-                    started=received,
-                    gate=_gate(channel, requests) if request.get("lockstep") else None,
-                )
-            except Exception as exc:  # reported as this point's error, the worker lives on
-                failed = Result(point=point, status="error", reason=f"{type(exc).__name__}: {exc}")
-                _send(channel, {"event": "result", "result": failed.to_dict()})
-                continue
-            result = measure_point(workload, point, options)
-            if stop_requested() and result.stop_reason == INTERRUPTED:
-                # Cut short: not a finished point. The runner leaves it for --resume.
-                _send(channel, {"event": "interrupted", "signal": _stop_signal})
-                return
-            retire = poisons_cuda(result.reason)
-            _send(channel, {"event": "result", "result": result.to_dict(), "retire": retire})
-            if stop_requested() or retire:
+            if _measure(channel, requests, request, memory_limit, torch):
                 return
         elif op == "plan":  # `benchbench run`: the runner never loads a suite (torch)
             from benchbench.run.planning import answer_plan
@@ -189,18 +156,67 @@ def serve(channel: TextIO, requests: TextIO, memory_limit: int = 0) -> None:
         elif op == "points":  # `benchbench ab`: the point ids this side's suites give
             _send(channel, {"event": "points", "ids": _point_ids(request)})
         elif op == "time":  # `benchbench time`: statements measured interleaved at one point
-            from benchbench.measure.variants import time_request
-
-            device = Point.from_dict(request["point"]).device
-            guard_memory(device, memory_limit, torch)
-            with device_scope(device, torch):
-                results = time_request(request)
-            retire = any(poisons_cuda(r.get("reason")) for r in results)
-            _send(channel, {"event": "timed", "results": results, "retire": retire})
-            if retire:
+            if _time(channel, request, memory_limit, torch):
                 return
         else:
             _send(channel, {"event": "error", "message": f"unknown request {op!r}"})
+
+
+def _measure(
+    channel: TextIO, requests: TextIO, request: dict[str, Any], memory_limit: int, torch: Any
+) -> bool:
+    """Measure the request's point and send its result; True when the worker must exit
+    (a stop signal, or a result that poisoned the CUDA context)."""
+    from benchbench.core.values import Point, Result
+    from benchbench.measure.point import Options, measure_point
+    from benchbench.measure.policy import INTERRUPTED, Policy
+    from benchbench.suite.load import load_suite
+
+    received = time.perf_counter()  # extra.cost counts the suite's load too
+    point = Point.from_dict(request["point"])
+    try:
+        guard_memory(point.device, memory_limit, torch)
+        workload = load_suite(Path(request["suite_path"])).get(request["workload"])
+        options = Options(
+            policy=Policy(**request["policy"]),
+            cache=request["cache"],
+            threads=request.get("threads"),
+            should_stop=stop_requested,
+            profile_dir=request.get("profile_dir"),
+            outputs=request.get("outputs"),
+            check=bool(request.get("check", True)),
+            metric=str(request.get("metric", "time")),
+            counter=str(request.get("counter", "callgrind")),
+            started=received,
+            gate=_gate(channel, requests) if request.get("lockstep") else None,
+        )
+    except Exception as exc:  # reported as this point's error, the worker lives on
+        failed = Result(point=point, status="error", reason=f"{type(exc).__name__}: {exc}")
+        _send(channel, {"event": "result", "result": failed.to_dict()})
+        return False
+    result = measure_point(workload, point, options)
+    if stop_requested() and result.stop_reason == INTERRUPTED:
+        # Cut short: not a finished point. The runner leaves it for --resume.
+        _send(channel, {"event": "interrupted", "signal": _stop_signal})
+        return True
+    retire = poisons_cuda(result.reason)
+    _send(channel, {"event": "result", "result": result.to_dict(), "retire": retire})
+    return stop_requested() or retire
+
+
+def _time(channel: TextIO, request: dict[str, Any], memory_limit: int, torch: Any) -> bool:
+    """Time the request's statements interleaved at one point and send them; True when
+    the worker must exit (a result that poisoned the CUDA context)."""
+    from benchbench.core.values import Point
+    from benchbench.measure.variants import time_request
+
+    device = Point.from_dict(request["point"]).device
+    guard_memory(device, memory_limit, torch)
+    with device_scope(device, torch):
+        results = time_request(request)
+    retire = any(poisons_cuda(r.get("reason")) for r in results)
+    _send(channel, {"event": "timed", "results": results, "retire": retire})
+    return retire
 
 
 def _point_ids(request: dict[str, Any]) -> list[str] | str:
@@ -256,50 +272,6 @@ def _die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         with_errno = ctypes.CDLL(None, use_errno=True)
         with_errno.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-#: Reasons that say the CUDA context of the process is gone: CUDA reports a kernel's
-#: fault (device-side assert, illegal address) at the next synchronising call and then
-#: fails every later call of the process with it ("sticky" errors).
-_POISONED = re.compile(
-    r"CUDA error|HIP error|hipError|device-side assert|illegal (memory )?address|AcceleratorError|"
-    r"unspecified launch failure|CUBLAS_STATUS_EXECUTION_FAILED"
-)
-
-
-def poisons_cuda(reason: str | None) -> bool:
-    """True when a result's ``reason`` is a CUDA error that leaves the context unusable."""
-    return bool(reason) and _POISONED.search(reason or "") is not None
-
-
-def guard_memory(
-    device: str, memory_limit: int, torch: Any, setrlimit: Any = resource.setrlimit
-) -> str | None:
-    """Apply ``--memory-limit`` (bytes; 0: none) in this worker for a point on ``device``.
-
-    CPU and MPS points: an address-space limit (``RLIMIT_AS``), so an allocation past
-    it fails inside the worker and is recorded as "out of memory" instead of waking the
-    kernel's OOM killer. CUDA points: no address-space limit (the driver reserves
-    address space for unified addressing far beyond any memory limit, and creating the
-    CUDA context fails under one); the device's caching allocator is capped at the same
-    number of bytes (``torch.cuda.set_per_process_memory_fraction``: an allocation past
-    it raises ``OutOfMemoryError``), and host memory is left to the runner, which
-    watches the worker's resident memory and kills it past the limit
-    (:class:`benchbench.run.workers.Worker`). Returns what was applied, None for nothing.
-    """
-    if memory_limit <= 0:
-        return None
-    if device.partition(":")[0] != "cuda":
-        setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-        return "address space"
-    if unavailable_reason(device, torch) is not None:
-        return None  # the point is skipped with that reason: nothing to guard
-    # The index (None: the current device): the fraction's setter rejects a device
-    # without one ("cuda").
-    where = torch.device(device).index
-    total = int(torch.cuda.get_device_properties(where).total_memory)
-    torch.cuda.set_per_process_memory_fraction(min(1.0, memory_limit / total), where)
-    return "device memory"
 
 
 def _become_worker(
@@ -384,38 +356,50 @@ def zygote(sock: socket.socket, memory_limit: int, pinned: tuple[int, ...] = ())
                 os.close(fd)
             sock.send(json.dumps({"refused": refusal}).encode())
         elif request["op"] == "fork":
-            cold = [
-                name
-                for name in request.get("warm", ())
-                if name not in warmed and not (name == "profiler" and has_cuda)
-            ]
-            for name in cold:
-                # A first use that fails here fails again in the worker, which reports it
-                # with its point (a work model not derived, a trace not taken).
-                with contextlib.suppress(Exception):
-                    _warm_up(name)
-                warmed.add(name)
-            if cold:
-                _freeze_imports()
-            pid = os.fork()
-            if pid == 0:
-                code = 0
-                try:
-                    sock.close()
-                    _become_worker(fds[0], fds[1], memory_limit, pinned)
-                except BaseException:
-                    traceback.print_exc()
-                    code = 1
-                finally:
-                    os._exit(code)
-            for fd in fds:
-                os.close(fd)
+            # The profiler stays cold where CUDA is (above); the rest is warmed on demand.
+            warm = [n for n in request.get("warm", ()) if not (n == "profiler" and has_cuda)]
+            pid = _fork_worker(sock, fds, warm, warmed, memory_limit, pinned)
             sock.send(json.dumps({"pid": pid, "warmed": sorted(warmed)}).encode())
         elif request["op"] == "wait":
             code = reap(int(request["pid"]), float(request.get("timeout_s", 10.0)))
             sock.send(json.dumps({"code": code}).encode())
         else:
             return
+
+
+def _fork_worker(
+    sock: socket.socket,
+    fds: list[int],
+    warm: Sequence[str],
+    warmed: set[str],
+    memory_limit: int,
+    pinned: tuple[int, ...],
+) -> int:
+    """Warm what ``warm`` names that the zygote has not (``warmed`` grows), then fork a
+    worker on the pipes ``fds``; its pid. The zygote closes its copies of the pipes."""
+    cold = [name for name in warm if name not in warmed]
+    for name in cold:
+        # A first use that fails here fails again in the worker, which reports it with
+        # its point (a work model not derived, a trace not taken).
+        with contextlib.suppress(Exception):
+            _warm_up(name)
+        warmed.add(name)
+    if cold:
+        _freeze_imports()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            sock.close()
+            _become_worker(fds[0], fds[1], memory_limit, pinned)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    return pid
 
 
 def main(argv: list[str]) -> int:

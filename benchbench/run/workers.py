@@ -78,7 +78,7 @@ class Worker:
     ``memory_limit`` (bytes, 0: none): while it waits for an event the handle reads the
     worker's resident memory (``rss(pid)``, every 0.1 s) and kills a worker past it:
     ``--memory-limit`` for host memory where no address-space limit can hold it, a CUDA
-    worker's (:func:`benchbench.run.worker.guard_memory`).
+    worker's (:func:`benchbench.run.guards.guard_memory`).
     """
 
     def __init__(

@@ -164,18 +164,15 @@ def row_words(row: Mapping[str, Any], words: Sequence[str]) -> list[str]:
     return sorted(kept, key=lambda w: rank.get(w, len(PRIORITY)))
 
 
-#: The notes column's width: the widest pair of words that shares a line (``page faults,
-#: < 1 ms sample``). A longer pair takes a line each (``outlier process,`` over ``< 1 ms
-#: sample``): at 30 characters on one line it made a quick run's table 154 wide, not 150.
+#: The notes column's width; a longer pair of words takes a line each (154 wide before).
 NOTES_WIDTH = 26
 
 
 def notes_cell(row: Mapping[str, Any], words: Sequence[str]) -> str:
-    """The notes of an ok row: its first :data:`MAX_WORDS` words (:func:`row_words`), on
-    one line where they fit in :data:`NOTES_WIDTH`, else one word a line."""
+    """An ok row's first :data:`MAX_WORDS` words (:func:`row_words`), one a line where
+    they do not fit in :data:`NOTES_WIDTH`."""
     kept = row_words(row, words)[:MAX_WORDS]
-    line = ", ".join(kept)
-    return line if len(line) <= NOTES_WIDTH else ",\n".join(kept)
+    return ", ".join(kept) if len(", ".join(kept)) <= NOTES_WIDTH else ",\n".join(kept)
 
 
 def threads_phrase(rows: Sequence[Mapping[str, Any]]) -> str | None:

@@ -21,7 +21,7 @@ import torch
 from benchbench.measure import memory as memory_module
 from benchbench.measure import point as point_module
 from benchbench.measure.point import Options, measure_point
-from benchbench.run import forksafe, runner
+from benchbench.run import forksafe, guards, runner
 from benchbench.run import worker as child
 from benchbench.run.workers import Spawner, Worker, WorkerFailure, launcher
 from benchbench.suite.declare import Suite, Variant
@@ -71,9 +71,9 @@ def test_cpu_points_get_an_address_space_limit_and_cuda_points_none():
     def setrlimit(which: int, value: tuple[int, int]) -> None:
         limits.append((which, value))
 
-    assert child.guard_memory("cpu", 8 * GIB, _torch(cuda), setrlimit) == "address space"
+    assert guards.guard_memory("cpu", 8 * GIB, _torch(cuda), setrlimit) == "address space"
     assert limits == [(resource.RLIMIT_AS, (8 * GIB, 8 * GIB))]
-    assert child.guard_memory("cuda:0", 8 * GIB, _torch(cuda), setrlimit) == "device memory"
+    assert guards.guard_memory("cuda:0", 8 * GIB, _torch(cuda), setrlimit) == "device memory"
     assert limits == [(resource.RLIMIT_AS, (8 * GIB, 8 * GIB))]  # none added: it breaks CUDA
     assert cuda.fractions == [(0.25, 0)]  # 8 GiB of the device's 32, by index
 
@@ -81,10 +81,10 @@ def test_cpu_points_get_an_address_space_limit_and_cuda_points_none():
 def test_a_limit_above_the_device_caps_at_all_of_it_and_no_limit_or_device_guards_nothing():
     cuda = FakeCuda(total=4 * GIB)
     never = pytest.fail
-    child.guard_memory("cuda", 8 * GIB, _torch(cuda), never)
+    guards.guard_memory("cuda", 8 * GIB, _torch(cuda), never)
     assert cuda.fractions == [(1.0, None)]  # None: the current device
-    assert child.guard_memory("cpu", 0, _torch(cuda), never) is None
-    assert child.guard_memory("cuda:1", 8 * GIB, _torch(cuda), never) is None  # absent: skipped
+    assert guards.guard_memory("cpu", 0, _torch(cuda), never) is None
+    assert guards.guard_memory("cuda:1", 8 * GIB, _torch(cuda), never) is None  # absent: skipped
     assert cuda.fractions == [(1.0, None)]
 
 
@@ -172,7 +172,7 @@ def test_the_launcher_sets_the_nvml_check_for_the_runner_and_its_workers(monkeyp
     ],
 )
 def test_cuda_errors_poison_the_context(reason):
-    assert child.poisons_cuda(reason)
+    assert guards.poisons_cuda(reason)
 
 
 @pytest.mark.parametrize(
@@ -180,7 +180,7 @@ def test_cuda_errors_poison_the_context(reason):
     [None, "out of memory: CUDA out of memory. Tried to allocate 2.00 GiB", "timed out after 60 s"],
 )
 def test_other_failures_do_not(reason):
-    assert not child.poisons_cuda(reason)
+    assert not guards.poisons_cuda(reason)
 
 
 SUITE = """

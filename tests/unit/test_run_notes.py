@@ -205,10 +205,11 @@ def test_a_run_of_realistic_rows_fits_160_columns_in_a_file():
     assert not any(re.search(r"±\d{3,}", line) for line in lines)
 
 
-def test_the_notes_column_keeps_to_its_width_whatever_two_words_a_row_holds():
+def test_the_notes_column_keeps_to_its_width_whatever_two_words_a_row_holds(monkeypatch):
     """Two words that do not fit on one line of :data:`NOTES_WIDTH` take a line each; a
     quick run beside a busy CI printed ``outlier process, < 1 ms sample`` on one line and
     its table was 154 wide where quieter runs' were 150."""
+    monkeypatch.delenv("COLUMNS", raising=False)  # a CI log's table: as wide as it needs
     words = [*PRIORITY, "another process"]
     for first, second in itertools.permutations(words, 2):
         cell = notes_cell(_row(), [first, second])
