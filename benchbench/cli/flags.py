@@ -258,8 +258,8 @@ def print_tables(args: argparse.Namespace, grids: Sequence[tables.Grid]) -> None
 
 
 def print_note(note: str) -> None:
-    """A sentence for the reader on stderr, wrapped at :data:`~benchbench.views.tables.
-    NOTE_WIDTH` (a CI log has no terminal to wrap it): the notes under a table read the same."""
+    """A sentence for the reader on stderr, wrapped at ``tables.NOTE_WIDTH`` (a CI log has
+    no terminal to wrap it), as the notes under a table are."""
     err = stderr()
     for line in tables.wrap_note(note):
         err.print(line, markup=False, highlight=False, soft_wrap=True)
