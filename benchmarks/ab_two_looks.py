@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.special import stdtr, stdtrit
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ab_rejudge import _pairs, _rounds
+from ab_rejudge import _paired_t, _pairs, _rounds
 
 from benchbench.analysis.verdict import ALPHA, adjusted_p
+from benchbench.core.stats import t_quantile
 from benchbench.store.migrations import open_store
 
 Rounds = dict[str, list[float]]
@@ -87,11 +87,11 @@ def pair_sets(path: str) -> tuple[list[Rounds], list[Rounds]]:
 
 
 def t_test(values: Sequence[float], alpha: float) -> tuple[float, float, float, float]:
-    """Mean log ratio, two-sided p, and the (1 - alpha) interval's ends."""
-    v = np.asarray(values)
-    mean, se = float(v.mean()), float(v.std(ddof=1)) / math.sqrt(v.size)
-    p = 1.0 if se == 0 else float(min(1.0, 2 * stdtr(v.size - 1, -abs(mean) / se)))
-    half = -float(stdtrit(v.size - 1, alpha / 2)) * se
+    """Mean log ratio, two-sided p (``ab_rejudge``'s paired t), and the (1 - alpha)
+    interval's ends."""
+    mean, p = _paired_t(list(values))
+    se = float(np.std(values, ddof=1)) / math.sqrt(len(values))
+    half = t_quantile(len(values) - 1, 1.0 - alpha) * se
     return mean, p, mean - half, mean + half
 
 

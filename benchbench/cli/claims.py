@@ -17,10 +17,14 @@ from benchbench.cli import flags
 from benchbench.views.tables import Column, Grid
 
 HELP = "check the published claims against a run's measurements"
-#: A claim's sentence wraps within this width, its figure and verdict (with the reason and
-#: the command that measures it) within theirs: the table keeps to 160 characters in a CI
-#: log, where the claims' whole sentences on one line made it 438 wide.
-CLAIM_WIDTH = 68
+#: A claim's sentence, its figure and its verdict (with the reason and the command that
+#: measures it) wrap within these widths: the table keeps to 160 characters in a CI log,
+#: where the claims' whole sentences on one line made it 438 wide.
+COLUMNS = (
+    Column("claim", max_width=68),
+    Column("measured here", max_width=30),
+    Column("verdict", max_width=50),
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,11 +60,6 @@ def run(args: argparse.Namespace) -> int:
                 verdict,
             )
         )
-    columns = (
-        Column("claim", max_width=CLAIM_WIDTH),
-        Column("measured here", max_width=30),
-        Column("verdict", max_width=50),
-    )
     title = f"claims on run {run_row['id']}"
-    flags.print_tables(args, [Grid.of(columns, rows, title=title, row_lines=True)])
+    flags.print_tables(args, [Grid.of(COLUMNS, rows, title=title, row_lines=True)])
     return 0
